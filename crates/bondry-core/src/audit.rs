@@ -1,0 +1,133 @@
+//! Audit records: one per call, read, denial and failed authentication.
+//!
+//! Records go to their own sink, never into logs. They carry digests of the arguments and
+//! the result, not the values, unless a capability opts in.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::capability::{MAX_ID_LEN, is_valid_id};
+use crate::handler::{InvocationId, TraceContext};
+use crate::policy::Principal;
+
+/// How a call ended, as the audit trail names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditOutcome {
+    Succeeded,
+    ToolError,
+    InvalidInput,
+    Denied,
+    NotFound,
+    HandlerFailed,
+    InputRequired,
+    Cancelled,
+    Unauthenticated,
+}
+
+/// One audit record (contract §6).
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditRecord {
+    #[serde(serialize_with = "rfc3339")]
+    pub time: SystemTime,
+    pub realm: String,
+    pub principal: Option<String>,
+    pub principal_kind: Option<&'static str>,
+    pub adapter: &'static str,
+    pub capability: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capability_sha256: Option<String>,
+    pub invocation_id: Option<String>,
+    pub outcome: AuditOutcome,
+    pub duration_us: u64,
+    pub arguments_sha256: Option<String>,
+    pub result_sha256: Option<String>,
+    pub trace_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+impl AuditRecord {
+    /// A record for `capability` as named by the caller. A name that is not a valid id is
+    /// recorded truncated to 64 bytes, with the SHA-256 of the whole name beside it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        time: SystemTime,
+        realm: &str,
+        principal: &Principal,
+        adapter: &'static str,
+        capability: &str,
+        invocation: Option<&InvocationId>,
+        outcome: AuditOutcome,
+        trace: &TraceContext,
+    ) -> Self {
+        let (capability, capability_sha256) = if is_valid_id(capability) {
+            (capability.to_owned(), None)
+        } else {
+            let mut end = capability.len().min(MAX_ID_LEN);
+            while !capability.is_char_boundary(end) {
+                end -= 1;
+            }
+            (capability[..end].to_owned(), Some(crate::canon::sha256_hex(capability.as_bytes())))
+        };
+        Self {
+            time,
+            realm: realm.to_owned(),
+            principal: Some(principal.id().to_owned()),
+            principal_kind: Some(principal.kind().as_str()),
+            adapter,
+            capability,
+            capability_sha256,
+            invocation_id: invocation.map(|id| id.as_str().to_owned()),
+            outcome,
+            duration_us: 0,
+            arguments_sha256: None,
+            result_sha256: None,
+            trace_id: trace.trace_id().map(str::to_owned),
+            arguments: None,
+        }
+    }
+
+    /// Sets the duration from the record's start to `end` (zero if the clock went back).
+    pub fn finished_at(mut self, end: SystemTime) -> Self {
+        self.duration_us = end.duration_since(self.time).unwrap_or(Duration::ZERO).as_micros() as u64;
+        self
+    }
+}
+
+fn rfc3339<S: serde::Serializer>(time: &SystemTime, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&humantime::format_rfc3339_micros(*time))
+}
+
+/// Where audit records go. Implementations must not block the caller for long.
+pub trait AuditSink: Send + Sync {
+    fn record(&self, record: AuditRecord);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_names_are_truncated_and_hashed() {
+        let name = "é".repeat(40);
+        let record = AuditRecord::new(
+            SystemTime::UNIX_EPOCH,
+            "default",
+            &Principal::anonymous(vec![]),
+            "mcp",
+            &name,
+            None,
+            AuditOutcome::NotFound,
+            &TraceContext::default(),
+        );
+        assert_eq!(record.capability, "é".repeat(32));
+        assert_eq!(record.capability_sha256.as_deref(), Some(crate::canon::sha256_hex(name.as_bytes()).as_str()));
+        let line = serde_json::to_value(&record).unwrap();
+        assert_eq!(line["time"], "1970-01-01T00:00:00.000000Z");
+        assert_eq!(line["outcome"], "not_found");
+        assert_eq!(line["principal"], "anonymous");
+    }
+}

@@ -1,0 +1,126 @@
+//! What a capability is: its id, kind, schemas, hints and the binding to the code behind it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// The identifier of a capability: 1–64 bytes of `[A-Za-z0-9._-]`.
+///
+/// Ids order lists, key cursors, match grants and name audit records, so they are
+/// restricted to characters every MCP client accepts in a tool name.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CapabilityId(Arc<str>);
+
+/// The longest capability id, in bytes.
+pub const MAX_ID_LEN: usize = 64;
+
+impl CapabilityId {
+    /// Checks `raw` against the id rules.
+    pub fn new(raw: &str) -> Result<Self, InvalidId> {
+        if is_valid_id(raw) {
+            Ok(Self(raw.into()))
+        } else {
+            Err(InvalidId(raw.to_owned()))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Whether `raw` satisfies the id rules.
+pub fn is_valid_id(raw: &str) -> bool {
+    (1..=MAX_ID_LEN).contains(&raw.len()) && raw.bytes().all(is_id_byte)
+}
+
+pub(crate) fn is_id_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-')
+}
+
+impl fmt::Display for CapabilityId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for CapabilityId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid capability id {0:?}: use 1-64 characters from A-Z a-z 0-9 . _ -")]
+pub struct InvalidId(pub String);
+
+/// The four kinds of capability an adapter may expose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CapabilityKind {
+    Tool,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+}
+
+impl CapabilityKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::Prompt => "prompt",
+            Self::Resource => "resource",
+            Self::ResourceTemplate => "resource_template",
+        }
+    }
+}
+
+/// Behaviour hints. They are untrusted by clients and only describe; `None` means unstated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Annotations {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+/// What serves a capability: the backend kind and its target (for `builtin`, the handler name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub kind: String,
+    pub target: String,
+}
+
+/// Everything known about a capability before it is compiled into a catalogue.
+#[derive(Debug, Clone)]
+pub struct Descriptor {
+    pub id: CapabilityId,
+    pub kind: CapabilityKind,
+    pub title: Option<String>,
+    pub summary: Option<String>,
+    /// JSON Schema 2020-12 for the arguments; its root must be `type: "object"`.
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: Annotations,
+    /// Client capabilities the capability always needs, as adapter-opaque JSON.
+    pub requires_client: Option<Value>,
+    pub binding: Binding,
+    /// Whether audit records may carry the arguments themselves, not only their digest.
+    pub audit_arguments: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_follow_the_contract_rules() {
+        assert!(CapabilityId::new("demo.echo").is_ok());
+        assert!(CapabilityId::new("a-b_c.D9").is_ok());
+        assert!(CapabilityId::new(&"x".repeat(64)).is_ok());
+        assert!(CapabilityId::new(&"x".repeat(65)).is_err());
+        assert!(CapabilityId::new("").is_err());
+        assert!(CapabilityId::new("demo:echo").is_err());
+        assert!(CapabilityId::new("démo").is_err());
+    }
+}

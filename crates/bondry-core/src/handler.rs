@@ -1,0 +1,220 @@
+//! The handler interface: what a capability's code is given and what it may answer.
+//!
+//! Handlers are async and must be cancel-safe: the runtime drops the future when the
+//! caller goes away. They never talk to the client directly; a handler that needs input
+//! answers [`Answer::InputRequired`] and is called again with the client's responses.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::BoxFuture;
+use crate::capability::CapabilityKind;
+use crate::policy::Principal;
+
+/// Code behind one or more capabilities.
+pub trait Handler: Send + Sync + 'static {
+    /// Serves one call, read or get.
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer>;
+
+    /// Suggests values for an argument of a prompt or resource template.
+    /// The default offers nothing.
+    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+        let _ = query;
+        Box::pin(std::future::ready(Completion::default()))
+    }
+}
+
+/// Everything a handler is called with.
+pub struct HandlerRequest {
+    pub arguments: Value,
+    pub realm: String,
+    pub principal: Principal,
+    pub invocation: InvocationId,
+    pub trace: TraceContext,
+    /// The client capabilities declared for this request, opaque to the core.
+    pub client_capabilities: Value,
+    pub cancellation: Arc<dyn Cancellation>,
+    pub emitter: Arc<dyn Emitter>,
+    pub publisher: Arc<dyn Publisher>,
+    /// On a retry after [`Answer::InputRequired`]: the client's responses and the state
+    /// the handler returned before.
+    pub retry: Option<Retry>,
+}
+
+/// The input a client supplied on a retry, keyed as the handler keyed its requests.
+#[derive(Debug, Clone, Default)]
+pub struct Retry {
+    pub responses: BTreeMap<String, Value>,
+    pub state: Option<Value>,
+}
+
+/// A unique id for one invocation, minted from the injected random source.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InvocationId(String);
+
+impl InvocationId {
+    pub fn from_random(bytes: [u8; 16]) -> Self {
+        Self(crate::canon::hex(&bytes))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// W3C trace context, passed to backends unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceContext {
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
+    pub baggage: Option<String>,
+}
+
+impl TraceContext {
+    /// The trace id of a well-formed `traceparent`, for audit records.
+    pub fn trace_id(&self) -> Option<&str> {
+        let mut fields = self.traceparent.as_deref()?.split('-');
+        let _version = fields.next()?;
+        let trace_id = fields.next()?;
+        (trace_id.len() == 32 && trace_id.bytes().all(|b| b.is_ascii_hexdigit())).then_some(trace_id)
+    }
+}
+
+/// Tells a handler whether its caller is gone.
+pub trait Cancellation: Send + Sync {
+    fn is_cancelled(&self) -> bool;
+    /// Resolves once the call is cancelled.
+    fn cancelled(&self) -> BoxFuture<'_, ()>;
+}
+
+/// Progress and log messages about the running call.
+pub trait Emitter: Send + Sync {
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
+    fn log(&self, level: LogLevel, logger: Option<String>, data: Value);
+}
+
+/// Changes a handler announces to other clients.
+pub trait Publisher: Send + Sync {
+    /// The resource at `uri` changed.
+    fn resource_updated(&self, uri: &str);
+    /// Replaces the handler's own dynamic capabilities, merged into every snapshot rebuild.
+    fn set_dynamic(&self, capabilities: Vec<crate::capability::Descriptor>);
+}
+
+/// Syslog severities, as MCP logging uses them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+/// What a handler answers.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// A plain tool result.
+    Value(Value),
+    /// Content blocks, with optional structured content.
+    Content { blocks: Vec<ContentBlock>, structured: Option<Value> },
+    /// A prompt result.
+    Messages { description: Option<String>, messages: Vec<Message> },
+    /// A resource or template read result.
+    Contents { items: Vec<ResourceContents> },
+    /// A tool-level error the caller may see and act on.
+    ToolError { code: String, retryable: bool, content: Option<Vec<ContentBlock>> },
+    /// The handler needs input from the client before it can answer.
+    InputRequired { requests: BTreeMap<String, InputRequest>, state: Option<Value> },
+    /// A failure with a stable code; its detail never reaches the caller.
+    Failure { code: String },
+}
+
+impl Answer {
+    /// Whether a capability of `kind` may answer this (contract §3).
+    pub fn allowed_for(&self, kind: CapabilityKind) -> bool {
+        use CapabilityKind::*;
+        match self {
+            Self::InputRequired { .. } | Self::Failure { .. } => true,
+            Self::Value(_) | Self::Content { .. } | Self::ToolError { .. } => kind == Tool,
+            Self::Messages { .. } => kind == Prompt,
+            Self::Contents { .. } => matches!(kind, Resource | ResourceTemplate),
+        }
+    }
+}
+
+/// A neutral content block, shaped into the adapter's wire form.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentBlock {
+    Text { text: String },
+    Image { data: String, mime_type: String },
+    Audio { data: String, mime_type: String },
+    Resource(ResourceContents),
+    ResourceLink { uri: String, name: String, mime_type: Option<String>, description: Option<String> },
+}
+
+/// The contents of one resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceContents {
+    pub uri: String,
+    pub mime_type: Option<String>,
+    pub body: ResourceBody,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResourceBody {
+    Text(String),
+    /// Base64 of the bytes.
+    Blob(String),
+}
+
+/// One message of a prompt result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub content: ContentBlock,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// Something a handler asks the client for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRequest {
+    pub kind: InputKind,
+    /// The request's parameters, as the adapter's wire defines them.
+    pub params: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    Elicitation,
+    Sampling,
+    Roots,
+}
+
+/// A completion query for one argument.
+#[derive(Debug, Clone)]
+pub struct CompletionQuery {
+    pub capability: crate::capability::CapabilityId,
+    pub argument: String,
+    pub value: String,
+    /// Values of other arguments already chosen.
+    pub context: BTreeMap<String, String>,
+}
+
+/// Suggested values for a completion query.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completion {
+    pub values: Vec<String>,
+    pub total: Option<u64>,
+    pub has_more: Option<bool>,
+}

@@ -1,0 +1,63 @@
+//! A realm's snapshot: the catalogue, the policy and the key set that one request sees.
+
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use crate::policy::Policy;
+use crate::registry::Catalogue;
+
+/// Everything a request in one realm reads, frozen at one instant.
+///
+/// A request keeps the `Arc` it started with, so a concurrent swap never changes the view
+/// halfway through resolving and calling a capability.
+#[derive(Debug)]
+pub struct RealmSnapshot {
+    pub realm: String,
+    pub catalogue: Catalogue,
+    pub policy: Policy,
+    pub keys: KeySet,
+}
+
+/// A symmetric key with its id: the material that seals tokens issued in a realm.
+#[derive(Clone)]
+pub struct Key {
+    pub id: String,
+    pub secret: [u8; 32],
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Key").field("id", &self.id).field("secret", &"<redacted>").finish()
+    }
+}
+
+/// One active key that seals and opens, plus older keys that only open.
+#[derive(Debug, Clone)]
+pub struct KeySet {
+    pub active: Key,
+    pub retired: Vec<Key>,
+}
+
+/// The live snapshot of a realm, swapped whole when configuration or the catalogue changes.
+#[derive(Debug)]
+pub struct Registry {
+    current: RwLock<Arc<RealmSnapshot>>,
+}
+
+impl Registry {
+    pub fn new(snapshot: RealmSnapshot) -> Self {
+        Self { current: RwLock::new(Arc::new(snapshot)) }
+    }
+
+    /// The snapshot in force now.
+    pub fn snapshot(&self) -> Arc<RealmSnapshot> {
+        // A poisoned lock only means a writer panicked between two whole-Arc stores,
+        // so the value inside is still a complete snapshot.
+        Arc::clone(&self.current.read().unwrap_or_else(|poison| poison.into_inner()))
+    }
+
+    /// Replaces the snapshot atomically; requests already running keep the old one.
+    pub fn swap(&self, snapshot: RealmSnapshot) {
+        *self.current.write().unwrap_or_else(|poison| poison.into_inner()) = Arc::new(snapshot);
+    }
+}

@@ -1,0 +1,139 @@
+//! The catalogue: compiled capabilities of one realm, immutable and sorted by id.
+//!
+//! Building a catalogue is where every load-time check runs: ids are unique, schemas
+//! compile within their bounds, and each adapter's lint accepts the capability. A request
+//! only ever reads a finished catalogue.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::capability::{CapabilityId, CapabilityKind, Descriptor};
+use crate::handler::Handler;
+use crate::schema::{CompiledSchema, SchemaBounds, SchemaError};
+
+/// A capability ready to serve: its descriptor, compiled schemas, handler and whatever
+/// each adapter's lint derived from it at load time.
+pub struct Capability {
+    pub descriptor: Descriptor,
+    pub input: CompiledSchema,
+    pub output: Option<CompiledSchema>,
+    pub handler: Arc<dyn Handler>,
+    attachments: HashMap<&'static str, Arc<dyn Any + Send + Sync>>,
+}
+
+impl Capability {
+    pub fn id(&self) -> &CapabilityId {
+        &self.descriptor.id
+    }
+
+    pub fn kind(&self) -> CapabilityKind {
+        self.descriptor.kind
+    }
+
+    /// What `adapter`'s lint attached to this capability at load, if it is of type `T`.
+    pub fn attachment<T: Any + Send + Sync>(&self, adapter: &str) -> Option<&T> {
+        self.attachments.get(adapter)?.downcast_ref()
+    }
+}
+
+impl fmt::Debug for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capability").field("descriptor", &self.descriptor).finish_non_exhaustive()
+    }
+}
+
+/// An adapter's load-time check of a capability. It may attach derived data (pre-rendered
+/// wire forms, header declarations) that the adapter reads back on the request path.
+pub trait Lint: Send + Sync {
+    /// The adapter this lint belongs to; attachments are keyed by it.
+    fn adapter(&self) -> &'static str;
+    fn check(&self, descriptor: &Descriptor) -> Result<Arc<dyn Any + Send + Sync>, String>;
+}
+
+/// A capability to be compiled: its descriptor and the handler serving it.
+pub struct Registration {
+    pub descriptor: Descriptor,
+    pub handler: Arc<dyn Handler>,
+}
+
+/// Why a catalogue could not be built. Every variant names the capability.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogueError {
+    #[error("capability {0}: the id is used twice")]
+    DuplicateId(CapabilityId),
+    #[error("capability {id}: {which} schema: {error}")]
+    Schema { id: CapabilityId, which: &'static str, error: SchemaError },
+    #[error("capability {id}: the input schema must have `\"type\": \"object\"` at its root")]
+    InputNotObject { id: CapabilityId },
+    #[error("capability {id}: {message}")]
+    Lint { id: CapabilityId, message: String },
+}
+
+/// An immutable, id-sorted set of capabilities with a version tag.
+#[derive(Debug)]
+pub struct Catalogue {
+    version: u64,
+    entries: Vec<Arc<Capability>>,
+}
+
+impl Catalogue {
+    /// Compiles `registrations` into a catalogue tagged `version`.
+    pub fn build(
+        version: u64,
+        registrations: Vec<Registration>,
+        bounds: &SchemaBounds,
+        lints: &[&dyn Lint],
+    ) -> Result<Self, CatalogueError> {
+        let mut entries = Vec::with_capacity(registrations.len());
+        for Registration { descriptor, handler } in registrations {
+            let id = descriptor.id.clone();
+            if descriptor.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+                return Err(CatalogueError::InputNotObject { id });
+            }
+            let schema_error = |which| {
+                let id = id.clone();
+                move |error| CatalogueError::Schema { id, which, error }
+            };
+            let input = CompiledSchema::compile(&descriptor.input_schema, bounds).map_err(schema_error("input"))?;
+            let output = descriptor
+                .output_schema
+                .as_ref()
+                .map(|schema| CompiledSchema::compile(schema, bounds))
+                .transpose()
+                .map_err(schema_error("output"))?;
+            let mut attachments = HashMap::new();
+            for lint in lints {
+                let attachment = lint
+                    .check(&descriptor)
+                    .map_err(|message| CatalogueError::Lint { id: descriptor.id.clone(), message })?;
+                attachments.insert(lint.adapter(), attachment);
+            }
+            entries.push(Arc::new(Capability { descriptor, input, output, handler, attachments }));
+        }
+        entries.sort_by(|a, b| a.id().cmp(b.id()));
+        if let Some(pair) = entries.windows(2).find(|pair| pair[0].id() == pair[1].id()) {
+            return Err(CatalogueError::DuplicateId(pair[0].id().clone()));
+        }
+        Ok(Self { version, entries })
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// All capabilities, sorted by id.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Capability>> {
+        self.entries.iter()
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Arc<Capability>> {
+        self.entries.binary_search_by(|entry| entry.id().as_str().cmp(id)).ok().map(|at| &self.entries[at])
+    }
+
+    /// Whether any capability is of `kind`.
+    pub fn has_kind(&self, kind: CapabilityKind) -> bool {
+        self.entries.iter().any(|entry| entry.kind() == kind)
+    }
+}

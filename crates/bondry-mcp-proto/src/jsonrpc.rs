@@ -1,0 +1,248 @@
+//! JSON-RPC framing: parsing one message in one pass, ids, and response bodies.
+//!
+//! The body is parsed once into a `Value`, refusing duplicate object keys at any depth, so
+//! every later reader (validation, header comparison, forwarding) sees the same value.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// The largest integer id magnitude: ids must survive a round trip through an IEEE double.
+const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// A JSON-RPC request id: a string or a safe integer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Id {
+    String(String),
+    Integer(i64),
+}
+
+impl Id {
+    /// Reads an id, refusing null, fractions, exponents, booleans and unsafe integers.
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::String(s) => Some(Self::String(s.clone())),
+            Value::Number(n) => n.as_i64().filter(|i| i.abs() <= MAX_SAFE_INTEGER).map(Self::Integer),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::String(s) => serializer.serialize_str(s),
+            Self::Integer(i) => serializer.serialize_i64(*i),
+        }
+    }
+}
+
+/// One well-formed JSON-RPC message.
+#[derive(Debug)]
+pub enum Message {
+    Request { id: Id, method: String, params: Option<Map<String, Value>> },
+    Notification { method: String, params: Option<Map<String, Value>> },
+    /// A response posted by the client; never valid on this endpoint, but recognised.
+    Response,
+}
+
+/// Why a body is not a JSON-RPC message.
+#[derive(Debug, PartialEq)]
+pub enum FramingError {
+    /// Not JSON at all.
+    Parse,
+    /// JSON, but not a valid message; carries the id when one valid id could be read.
+    Invalid { id: Option<Id>, reason: &'static str },
+}
+
+/// Parses a body into one message.
+pub fn parse(body: &[u8]) -> Result<Message, FramingError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let value = match UniqueKeys.deserialize(&mut deserializer).and_then(|value| {
+        deserializer.end()?;
+        Ok(value)
+    }) {
+        Ok(value) => value,
+        Err(error) if error.is_data() => return Err(invalid(None, "duplicate object key")),
+        Err(_) => return Err(FramingError::Parse),
+    };
+    let mut object = match value {
+        Value::Object(object) => object,
+        Value::Array(_) => return Err(invalid(None, "batches are not supported")),
+        _ => return Err(invalid(None, "the message must be a JSON object")),
+    };
+    let id = match object.get("id") {
+        None => None,
+        Some(raw) => Some(Id::from_value(raw).ok_or_else(|| invalid(None, "id must be a string or a safe integer"))?),
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid(id, "jsonrpc must be \"2.0\""));
+    }
+    let params = match object.remove("params") {
+        None => None,
+        Some(Value::Object(params)) => Some(params),
+        Some(_) => return Err(invalid(id, "params must be an object")),
+    };
+    match (object.remove("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
+        (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
+        (Some(_), id) => Err(invalid(id, "method must be a string")),
+        (None, id) if id.is_some() && (object.contains_key("result") || object.contains_key("error")) => {
+            Ok(Message::Response)
+        }
+        (None, id) => Err(invalid(id, "a message needs a method")),
+    }
+}
+
+fn invalid(id: Option<Id>, reason: &'static str) -> FramingError {
+    FramingError::Invalid { id, reason }
+}
+
+/// Builds a `Value`, failing with a data error on the first repeated key at any depth.
+struct UniqueKeys;
+
+impl<'de> DeserializeSeed<'de> for UniqueKeys {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UniqueKeys {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+        while let Some(item) = seq.next_element_seed(UniqueKeys)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(de::Error::custom("duplicate object key"));
+            }
+            let value = map.next_value_seed(UniqueKeys)?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Serialize)]
+pub struct ErrorObject<'a> {
+    pub code: i64,
+    pub message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<&'a Value>,
+}
+
+/// Serialises an error response; `id` is left out when it could not be read.
+pub fn error_body(id: Option<&Id>, error: &ErrorObject<'_>) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        jsonrpc: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a Id>,
+        error: &'a ErrorObject<'a>,
+    }
+    serde_json::to_vec(&Body { jsonrpc: "2.0", id, error }).expect("error bodies serialise")
+}
+
+/// Serialises a result response.
+pub fn result_body(id: &Id, result: &impl Serialize) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Body<'a, R> {
+        jsonrpc: &'static str,
+        id: &'a Id,
+        result: &'a R,
+    }
+    serde_json::to_vec(&Body { jsonrpc: "2.0", id, result }).expect("results serialise")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(body: &str) -> FramingError {
+        parse(body.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn ids_are_strings_or_safe_integers() {
+        for good in [r#""a""#, "0", "-9007199254740991", "9007199254740991"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{good},"method":"m"}}"#);
+            assert!(matches!(parse(body.as_bytes()), Ok(Message::Request { .. })), "{good}");
+        }
+        for bad in ["null", "1.0", "1e2", "1.5", "true", "9007199254740992", "[1]", "{}"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{bad},"method":"m"}}"#);
+            assert!(matches!(reason(&body), FramingError::Invalid { id: None, .. }), "{bad}");
+        }
+    }
+
+    #[test]
+    fn duplicate_keys_at_any_depth_are_invalid() {
+        assert!(matches!(reason(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#), FramingError::Invalid { .. }));
+        assert!(matches!(
+            reason(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[{"b":1,"b":1}]}}"#),
+            FramingError::Invalid { .. }
+        ));
+    }
+
+    #[test]
+    fn syntax_errors_are_parse_errors() {
+        for bad in ["", "{", "{\"a\":1} x", "nul", "\u{feff}{}"] {
+            assert_eq!(reason(bad), FramingError::Parse, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn shapes() {
+        assert!(matches!(reason("[]"), FramingError::Invalid { id: None, .. }));
+        assert!(matches!(reason("[[]]"), FramingError::Invalid { id: None, .. }));
+        assert!(matches!(reason("3"), FramingError::Invalid { id: None, .. }));
+        assert_eq!(reason(r#"{"jsonrpc":"1.0","id":7,"method":"m"}"#), invalid(Some(Id::Integer(7)), "jsonrpc must be \"2.0\""));
+        assert!(matches!(parse(br#"{"jsonrpc":"2.0","method":"n"}"#), Ok(Message::Notification { .. })));
+        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Ok(Message::Response)));
+        assert!(matches!(reason(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[]}"#), FramingError::Invalid { id: Some(_), .. }));
+    }
+}
