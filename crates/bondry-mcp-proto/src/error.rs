@@ -1,0 +1,268 @@
+//! The error table: every way a request is refused, and how each is written on the wire.
+//!
+//! Variants are declared in the contract's order of checks, so this file reads like the
+//! request pipeline. [`Error::row`] is the one place that maps an error to its HTTP status,
+//! JSON-RPC code, message and data; `docs/errors.md` is rendered from it by a test.
+
+use http::header::{ALLOW, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde_json::{Value, json};
+
+use crate::jsonrpc::{ErrorObject, Id, error_body};
+
+/// JSON-RPC and MCP error codes.
+pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Implementation-defined; kept for compatibility (contract §7).
+    pub const SERVER_ERROR: i64 = -32000;
+    pub const HEADER_MISMATCH: i64 = -32020;
+    pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+/// What is wrong with a routing header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderFault {
+    Missing,
+    Repeated,
+    Invalid,
+    Mismatch,
+}
+
+impl HeaderFault {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Repeated => "repeated",
+            Self::Invalid => "invalid",
+            Self::Mismatch => "mismatch",
+        }
+    }
+}
+
+/// Every refusal, in the order the checks run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// `Origin` is present and not in the listener's list.
+    OriginNotAllowed,
+    /// A loopback listener was reached under a non-loopback `Host`.
+    HostNotAllowed,
+    /// The path names a realm that does not exist.
+    NoSuchRealm,
+    /// The HTTP method is not served on this endpoint.
+    MethodNotAllowed { allow: &'static str },
+    /// `Content-Type` is not exactly one `application/json`.
+    UnsupportedMediaType,
+    /// `Accept` does not admit both `application/json` and `text/event-stream`.
+    NotAcceptable,
+    /// The body exceeds the listener's limit.
+    PayloadTooLarge,
+    /// A credential was presented and not accepted, or one is required.
+    Unauthenticated { challenges: Vec<String> },
+    /// The body is not JSON.
+    Parse,
+    /// The body is JSON but not one valid JSON-RPC message.
+    InvalidRequest { id: Option<Id>, reason: &'static str },
+    /// The `_meta` envelope lacks required keys or has keys of the wrong type.
+    InvalidEnvelope { id: Option<Id>, missing: Vec<&'static str>, invalid: Vec<&'static str> },
+    /// A routing header is missing, repeated, malformed or disagrees with the body.
+    HeaderMismatch { id: Option<Id>, header: String, fault: HeaderFault },
+    /// The requested revision is not served by this endpoint.
+    UnsupportedVersion { id: Option<Id>, supported: Vec<&'static str>, requested: String },
+    /// The capability needs client capabilities the request did not declare.
+    MissingClientCapability { id: Id, missing: Value },
+    /// `inputResponses` is not an object of objects.
+    InvalidInputResponses { id: Id },
+    /// `requestState` does not open, has expired, or belongs to another request.
+    InvalidRequestState { id: Id },
+    /// The method is not served in this era.
+    MethodNotFound { id: Id, method: String },
+    /// Params failed validation after dispatch (in band).
+    InvalidParams { id: Id, detail: &'static str },
+    /// The tool does not exist or the caller may not see it: the same bytes either way.
+    UnknownTool { id: Id, name: String },
+    /// A list cursor is garbage or was issued for another view.
+    InvalidCursor { id: Id },
+}
+
+/// One row of the table.
+#[derive(Debug)]
+pub struct Row {
+    pub status: StatusCode,
+    /// `None` for refusals answered with an empty body.
+    pub code: Option<i64>,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl Error {
+    /// The table: status, code, message and data of each error.
+    pub fn row(&self) -> Row {
+        use StatusCode as S;
+        use code::*;
+        let (status, code, message, data): (_, _, String, _) = match self {
+            Self::OriginNotAllowed => (S::FORBIDDEN, INVALID_REQUEST, "Origin not allowed".into(), None),
+            Self::HostNotAllowed => (S::FORBIDDEN, INVALID_REQUEST, "Host not allowed".into(), None),
+            Self::NoSuchRealm => (S::NOT_FOUND, SERVER_ERROR, "no_such_realm".into(), None),
+            Self::MethodNotAllowed { .. } => {
+                (S::METHOD_NOT_ALLOWED, INVALID_REQUEST, "Method not allowed".into(), None)
+            }
+            Self::UnsupportedMediaType => (
+                S::UNSUPPORTED_MEDIA_TYPE,
+                INVALID_REQUEST,
+                "Unsupported Media Type: Content-Type must be application/json".into(),
+                None,
+            ),
+            Self::NotAcceptable => (
+                S::NOT_ACCEPTABLE,
+                INVALID_REQUEST,
+                "Not Acceptable: Accept must admit application/json and text/event-stream".into(),
+                None,
+            ),
+            Self::PayloadTooLarge => {
+                (S::PAYLOAD_TOO_LARGE, INVALID_REQUEST, "Payload too large".into(), None)
+            }
+            Self::Unauthenticated { .. } => {
+                return Row { status: S::UNAUTHORIZED, code: None, message: String::new(), data: None };
+            }
+            Self::Parse => (S::BAD_REQUEST, PARSE_ERROR, "Parse error".into(), None),
+            Self::InvalidRequest { reason, .. } => {
+                (S::BAD_REQUEST, INVALID_REQUEST, "Invalid request".into(), Some(json!({ "reason": reason })))
+            }
+            Self::InvalidEnvelope { missing, invalid, .. } => {
+                let mut data = serde_json::Map::new();
+                if !missing.is_empty() {
+                    data.insert("missing".into(), json!(missing));
+                }
+                if !invalid.is_empty() {
+                    data.insert("invalid".into(), json!(invalid));
+                }
+                (S::BAD_REQUEST, INVALID_PARAMS, "Invalid params".into(), Some(Value::Object(data)))
+            }
+            Self::HeaderMismatch { header, fault, .. } => (
+                S::BAD_REQUEST,
+                HEADER_MISMATCH,
+                format!("Header mismatch: {header}"),
+                Some(json!({ "header": header, "reason": fault.as_str() })),
+            ),
+            Self::UnsupportedVersion { supported, requested, .. } => (
+                S::BAD_REQUEST,
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version".into(),
+                Some(json!({ "supported": supported, "requested": requested })),
+            ),
+            Self::MissingClientCapability { missing, .. } => (
+                S::BAD_REQUEST,
+                MISSING_CLIENT_CAPABILITY,
+                "Missing required client capability".into(),
+                Some(json!({ "requiredCapabilities": missing })),
+            ),
+            Self::InvalidInputResponses { .. } => {
+                (S::BAD_REQUEST, INVALID_PARAMS, "invalid inputResponses".into(), None)
+            }
+            Self::InvalidRequestState { .. } => {
+                (S::BAD_REQUEST, INVALID_PARAMS, "invalid, expired or mismatched requestState".into(), None)
+            }
+            Self::MethodNotFound { method, .. } => {
+                (S::NOT_FOUND, METHOD_NOT_FOUND, format!("Method not found: {method}"), None)
+            }
+            Self::InvalidParams { detail, .. } => {
+                (S::OK, INVALID_PARAMS, "Invalid params".into(), Some(json!({ "reason": detail })))
+            }
+            Self::UnknownTool { name, .. } => (S::OK, INVALID_PARAMS, format!("Unknown tool: {name}"), None),
+            Self::InvalidCursor { .. } => (S::OK, INVALID_PARAMS, "Invalid cursor".into(), None),
+        };
+        Row { status, code: Some(code), message, data }
+    }
+
+    /// The request id the error answers, when one valid id was read.
+    pub fn id(&self) -> Option<&Id> {
+        match self {
+            Self::InvalidRequest { id, .. }
+            | Self::InvalidEnvelope { id, .. }
+            | Self::HeaderMismatch { id, .. }
+            | Self::UnsupportedVersion { id, .. } => id.as_ref(),
+            Self::MissingClientCapability { id, .. }
+            | Self::InvalidInputResponses { id }
+            | Self::InvalidRequestState { id }
+            | Self::MethodNotFound { id, .. }
+            | Self::InvalidParams { id, .. }
+            | Self::UnknownTool { id, .. }
+            | Self::InvalidCursor { id } => Some(id),
+            _ => None,
+        }
+    }
+
+    /// Headers the error adds to its response.
+    fn headers(&self) -> Vec<(http::HeaderName, HeaderValue)> {
+        match self {
+            Self::MethodNotAllowed { allow } => vec![(ALLOW, HeaderValue::from_static(allow))],
+            Self::Unauthenticated { challenges } => challenges
+                .iter()
+                .filter_map(|challenge| HeaderValue::from_str(challenge).ok())
+                .map(|value| (WWW_AUTHENTICATE, value))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The whole response: status, headers and body.
+    pub fn to_http(&self) -> http::Response<bytes::Bytes> {
+        let row = self.row();
+        let mut headers = HeaderMap::new();
+        let body = match row.code {
+            Some(code) => {
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                let error = ErrorObject { code, message: &row.message, data: row.data.as_ref() };
+                error_body(self.id(), &error)
+            }
+            None => Vec::new(),
+        };
+        for (name, value) in self.headers() {
+            headers.append(name, value);
+        }
+        let mut response = http::Response::new(bytes::Bytes::from(body));
+        *response.status_mut() = row.status;
+        *response.headers_mut() = headers;
+        response
+    }
+
+    /// One example of every variant, in table order, for rendering `docs/errors.md`.
+    pub fn examples() -> Vec<Error> {
+        let id = || Id::Integer(1);
+        vec![
+            Self::OriginNotAllowed,
+            Self::HostNotAllowed,
+            Self::NoSuchRealm,
+            Self::MethodNotAllowed { allow: "POST" },
+            Self::UnsupportedMediaType,
+            Self::NotAcceptable,
+            Self::PayloadTooLarge,
+            Self::Unauthenticated { challenges: vec!["Bearer realm=\"default\"".into()] },
+            Self::Parse,
+            Self::InvalidRequest { id: None, reason: "batches are not supported" },
+            Self::InvalidEnvelope {
+                id: Some(id()),
+                missing: vec!["io.modelcontextprotocol/clientCapabilities"],
+                invalid: vec![],
+            },
+            Self::HeaderMismatch { id: Some(id()), header: "Mcp-Name".into(), fault: HeaderFault::Mismatch },
+            Self::UnsupportedVersion {
+                id: Some(id()),
+                supported: vec!["2026-07-28"],
+                requested: "1900-01-01".into(),
+            },
+            Self::MissingClientCapability { id: id(), missing: json!({"elicitation": {}}) },
+            Self::InvalidInputResponses { id: id() },
+            Self::InvalidRequestState { id: id() },
+            Self::MethodNotFound { id: id(), method: "ping".into() },
+            Self::InvalidParams { id: id(), detail: "params.name must be a string" },
+            Self::UnknownTool { id: id(), name: "nope".into() },
+            Self::InvalidCursor { id: id() },
+        ]
+    }
+}

@@ -1,0 +1,57 @@
+//! Routing headers of the modern era: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`
+//! and `Mcp-Param-*`, read strictly.
+//!
+//! A repeated header is refused rather than resolved, so that an intermediary and Bondry
+//! can never read two different values from one request.
+
+use std::borrow::Cow;
+
+use http::HeaderMap;
+
+use crate::error::HeaderFault;
+use crate::sentinel;
+
+pub const PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
+pub const METHOD: &str = "Mcp-Method";
+pub const NAME: &str = "Mcp-Name";
+pub const PARAM_PREFIX: &str = "mcp-param-";
+
+/// The one value of header `name`, trimmed of SP and HTAB only.
+pub fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, HeaderFault> {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(HeaderFault::Repeated);
+    }
+    let value = value.to_str().map_err(|_| HeaderFault::Invalid)?;
+    Ok(Some(value.trim_matches([' ', '\t'])))
+}
+
+/// The decoded value of a header that may carry the Base64 sentinel.
+pub fn decoded<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<Cow<'h, str>>, HeaderFault> {
+    match single(headers, name)? {
+        None => Ok(None),
+        Some(raw) => sentinel::decode(raw).map(Some).map_err(|_| HeaderFault::Invalid),
+    }
+}
+
+/// The first routing header that appears more than once, with its canonical spelling.
+pub fn first_repeated(headers: &HeaderMap) -> Option<String> {
+    for name in [PROTOCOL_VERSION, METHOD, NAME] {
+        if headers.get_all(name).iter().nth(1).is_some() {
+            return Some(name.to_owned());
+        }
+    }
+    headers
+        .keys()
+        .filter(|name| name.as_str().starts_with(PARAM_PREFIX))
+        .find(|name| headers.get_all(*name).iter().nth(1).is_some())
+        .map(|name| param_header_display(&name.as_str()[PARAM_PREFIX.len()..]))
+}
+
+/// How an `Mcp-Param-{name}` header is named in errors.
+pub fn param_header_display(name: &str) -> String {
+    format!("Mcp-Param-{name}")
+}

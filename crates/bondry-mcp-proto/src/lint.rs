@@ -1,0 +1,222 @@
+//! MCP's load-time lint: validates `x-mcp-header` declarations and pre-renders each
+//! tool's wire form and content hash, so the request path only copies bytes.
+
+use std::any::Any;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bondry_core::capability::{Annotations, CapabilityKind, Descriptor};
+use bondry_core::canon;
+use bondry_core::registry::Lint;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use crate::ADAPTER;
+
+/// `_meta` key of a tool's content hash.
+pub const HASH_KEY: &str = "dev.bondry/hash";
+
+/// The JSON type a mirrored parameter must have for its header to be compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamType {
+    String,
+    Integer,
+    Boolean,
+}
+
+/// One `x-mcp-header` declaration: the header `Mcp-Param-{name}` mirrors the argument at `path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamHeader {
+    pub name: String,
+    pub path: Vec<String>,
+    pub ty: ParamType,
+}
+
+/// What the lint attaches to a tool.
+#[derive(Debug)]
+pub struct ToolWire {
+    pub params: Vec<ParamHeader>,
+    /// The `Tool` object of the modern era, rendered once.
+    pub modern: Box<RawValue>,
+    pub hash: String,
+}
+
+/// The MCP adapter's [`Lint`].
+#[derive(Debug, Default)]
+pub struct McpLint;
+
+impl Lint for McpLint {
+    fn adapter(&self) -> &'static str {
+        ADAPTER
+    }
+
+    fn check(&self, descriptor: &Descriptor) -> Result<Arc<dyn Any + Send + Sync>, String> {
+        if descriptor.kind != CapabilityKind::Tool {
+            return Ok(Arc::new(()));
+        }
+        let params = param_headers(&descriptor.input_schema)?;
+        let annotations = annotations_json(&descriptor.annotations);
+        let mut hashed = Map::new();
+        hashed.insert("name".into(), json!(descriptor.id.as_str()));
+        hashed.insert("inputSchema".into(), descriptor.input_schema.clone());
+        if let Some(output) = &descriptor.output_schema {
+            hashed.insert("outputSchema".into(), output.clone());
+        }
+        if let Some(annotations) = &annotations {
+            hashed.insert("annotations".into(), annotations.clone());
+        }
+        hashed.insert("binding".into(), json!({"kind": descriptor.binding.kind, "target": descriptor.binding.target}));
+        let hash = format!("sha256:{}", canon::digest(&Value::Object(hashed)));
+
+        let mut tool = Map::new();
+        tool.insert("name".into(), json!(descriptor.id.as_str()));
+        if let Some(title) = &descriptor.title {
+            tool.insert("title".into(), json!(title));
+        }
+        if let Some(summary) = &descriptor.summary {
+            tool.insert("description".into(), json!(summary));
+        }
+        tool.insert("inputSchema".into(), descriptor.input_schema.clone());
+        if let Some(output) = &descriptor.output_schema {
+            tool.insert("outputSchema".into(), output.clone());
+        }
+        if let Some(annotations) = annotations {
+            tool.insert("annotations".into(), annotations);
+        }
+        tool.insert("_meta".into(), json!({ HASH_KEY: hash }));
+        let modern = serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?;
+        Ok(Arc::new(ToolWire { params, modern, hash }))
+    }
+}
+
+fn annotations_json(annotations: &Annotations) -> Option<Value> {
+    let mut hints = Map::new();
+    for (key, value) in [
+        ("readOnlyHint", annotations.read_only),
+        ("destructiveHint", annotations.destructive),
+        ("idempotentHint", annotations.idempotent),
+        ("openWorldHint", annotations.open_world),
+    ] {
+        if let Some(value) = value {
+            hints.insert(key.into(), Value::Bool(value));
+        }
+    }
+    (!hints.is_empty()).then_some(Value::Object(hints))
+}
+
+const ANNOTATION: &str = "x-mcp-header";
+
+/// Collects the `x-mcp-header` declarations of an input schema, refusing any that is not
+/// a unique RFC 9110 token on a string, integer or boolean property reached only through
+/// `properties`.
+pub fn param_headers(schema: &Value) -> Result<Vec<ParamHeader>, String> {
+    let mut found = Vec::new();
+    walk(schema, Some(&mut Vec::new()), "", &mut found)?;
+    let mut seen = HashSet::new();
+    for param in &found {
+        if !seen.insert(param.name.to_ascii_lowercase()) {
+            return Err(format!("x-mcp-header {:?} is declared twice (names compare ignoring case)", param.name));
+        }
+    }
+    Ok(found)
+}
+
+/// Visits one schema node. `path` is `Some` while the node is reached from the root only
+/// through `properties`; `pointer` locates the node for error messages.
+fn walk(node: &Value, path: Option<&mut Vec<String>>, pointer: &str, found: &mut Vec<ParamHeader>) -> Result<(), String> {
+    match node {
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                walk(item, None, &format!("{pointer}/{index}"), found)?;
+            }
+            Ok(())
+        }
+        Value::Object(object) => {
+            let mut path = path;
+            if let Some(declared) = object.get(ANNOTATION) {
+                let at = if pointer.is_empty() { "/" } else { pointer };
+                let name = declared
+                    .as_str()
+                    .filter(|name| !name.is_empty() && name.bytes().all(is_tchar))
+                    .ok_or_else(|| format!("x-mcp-header at {at} must be a non-empty RFC 9110 token"))?;
+                let Some(path) = path.as_deref().filter(|path| !path.is_empty()) else {
+                    return Err(format!("x-mcp-header at {at} is not on a property reached only through `properties`"));
+                };
+                let ty = match object.get("type").and_then(Value::as_str) {
+                    Some("string") => ParamType::String,
+                    Some("integer") => ParamType::Integer,
+                    Some("boolean") => ParamType::Boolean,
+                    _ => return Err(format!("x-mcp-header at {at} needs `type` string, integer or boolean")),
+                };
+                found.push(ParamHeader { name: name.to_owned(), path: path.clone(), ty });
+            }
+            for (key, child) in object {
+                let child_pointer = format!("{pointer}/{}", escape(key));
+                if key == "properties"
+                    && let Value::Object(properties) = child
+                {
+                    for (name, schema) in properties {
+                        let schema_pointer = format!("{child_pointer}/{}", escape(name));
+                        match path.as_deref_mut() {
+                            Some(path) => {
+                                path.push(name.clone());
+                                walk(schema, Some(path), &schema_pointer, found)?;
+                                path.pop();
+                            }
+                            None => walk(schema, None, &schema_pointer, found)?,
+                        }
+                    }
+                } else if key != ANNOTATION {
+                    walk(child, None, &child_pointer, found)?;
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn escape(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+fn is_tchar(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_declarations_on_nested_properties() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "opts": {"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}}
+        }});
+        let params = param_headers(&schema).unwrap();
+        assert_eq!(params.len(), 2);
+        assert_eq!(params[0].path, ["opts", "n"]);
+        assert_eq!(params[1], ParamHeader { name: "Region".into(), path: vec!["region".into()], ty: ParamType::String });
+    }
+
+    #[test]
+    fn refuses_invalid_declarations() {
+        let refused = |schema: Value| param_headers(&schema).unwrap_err();
+        assert!(refused(json!({"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}})).contains("type"));
+        assert!(refused(json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A B"}}})).contains("token"));
+        assert!(refused(json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": ""}}})).contains("token"));
+        assert!(refused(json!({"type": "object", "properties": {
+            "a": {"type": "string", "x-mcp-header": "Dup"}, "b": {"type": "string", "x-mcp-header": "dup"}
+        }})).contains("twice"));
+        assert!(refused(json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}})).contains("/properties/a/items"));
+        assert!(refused(json!({"type": "object", "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]})).contains("anyOf"));
+        assert!(refused(json!({"type": "object", "x-mcp-header": "Root"})).contains("at /"));
+    }
+
+    #[test]
+    fn a_property_named_like_the_annotation_is_not_one() {
+        let schema = json!({"type": "object", "properties": {"x-mcp-header": {"type": "object"}}});
+        assert_eq!(param_headers(&schema).unwrap(), []);
+    }
+}

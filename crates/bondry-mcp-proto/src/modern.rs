@@ -1,0 +1,126 @@
+//! The modern (2026-07-28) path: envelope, version, routing headers, then the method.
+
+use std::time::SystemTime;
+
+use bondry_core::audit::{AuditOutcome, AuditRecord};
+use bondry_core::policy::Principal;
+use bondry_core::realm::RealmSnapshot;
+use http::HeaderMap;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::envelope::{self, Envelope};
+use crate::error::{Error, HeaderFault};
+use crate::headers::{self, METHOD, NAME, PROTOCOL_VERSION};
+use crate::jsonrpc::Id;
+use crate::{ADAPTER, Adapter, Csprng, Reply, Step, discover, tools};
+
+/// A modern request whose envelope passed, with everything a method needs.
+pub struct Request<'a> {
+    pub adapter: &'a Adapter,
+    pub headers: &'a HeaderMap,
+    pub id: Id,
+    pub params: &'a Map<String, Value>,
+    pub envelope: Envelope,
+    pub realm: &'a std::sync::Arc<RealmSnapshot>,
+    pub principal: &'a Principal,
+    pub now: SystemTime,
+}
+
+impl Request<'_> {
+    pub fn error(&self, error: Error) -> Reply {
+        Reply::from(error)
+    }
+
+    pub fn result(&self, result: &impl Serialize) -> Reply {
+        Reply::json(http::StatusCode::OK, crate::jsonrpc::result_body(&self.id, result))
+    }
+
+    /// An audit record for a refusal of `name` before dispatch.
+    pub fn audit(&self, name: &str, outcome: AuditOutcome) -> AuditRecord {
+        AuditRecord::new(self.now, &self.realm.realm, self.principal, ADAPTER, name, None, outcome, &self.envelope.trace)
+    }
+}
+
+/// The modern pipeline for a request that carries a claim.
+#[allow(clippy::too_many_arguments)]
+pub fn receive(
+    adapter: &Adapter,
+    headers: &HeaderMap,
+    id: Id,
+    method: &str,
+    params: &Map<String, Value>,
+    realm: &std::sync::Arc<RealmSnapshot>,
+    principal: &Principal,
+    now: SystemTime,
+    rng: &mut dyn Csprng,
+) -> Step {
+    let envelope = match envelope::validate(Some(params)) {
+        Ok(envelope) => envelope,
+        Err(fault) => {
+            return Error::InvalidEnvelope { id: Some(id), missing: fault.missing, invalid: fault.invalid }.into();
+        }
+    };
+    let header_error = |header: &str, fault| Error::HeaderMismatch { id: Some(id.clone()), header: header.to_owned(), fault };
+    let version_header = match headers::single(headers, PROTOCOL_VERSION) {
+        Ok(version) => version,
+        Err(fault) => return header_error(PROTOCOL_VERSION, fault).into(),
+    };
+    if version_header.is_some_and(|version| version != envelope.version) {
+        return header_error(PROTOCOL_VERSION, HeaderFault::Mismatch).into();
+    }
+    if !adapter.supported.contains(&envelope.version.as_str()) {
+        return Error::UnsupportedVersion { id: Some(id), supported: adapter.supported.clone(), requested: envelope.version }
+            .into();
+    }
+    if let Err((header, fault)) = check_routing_headers(headers, version_header, method, params) {
+        return header_error(&header, fault).into();
+    }
+    let request = Request { adapter, headers, id, params, envelope, realm, principal, now };
+    let announces_tools = discover::capabilities(realm).get("tools").is_some();
+    match method {
+        "server/discover" => Step::Reply(request.result(&discover::result(adapter, realm))),
+        "tools/list" if announces_tools => Step::Reply(tools::list(&request)),
+        "tools/call" if announces_tools => match tools::call(&request) {
+            Ok(admitted) => Step::Dispatch(Box::new(crate::Call::new(request, admitted, rng))),
+            Err(step) => step,
+        },
+        _ => Error::MethodNotFound { id: request.id, method: method.to_owned() }.into(),
+    }
+}
+
+/// `MCP-Protocol-Version` present, `Mcp-Method` equal to the method, `Mcp-Name` equal to
+/// the name or URI the method addresses, and no routing header repeated.
+fn check_routing_headers(
+    headers: &HeaderMap,
+    version_header: Option<&str>,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Result<(), (String, HeaderFault)> {
+    if let Some(repeated) = headers::first_repeated(headers) {
+        return Err((repeated, HeaderFault::Repeated));
+    }
+    if version_header.is_none() {
+        return Err((PROTOCOL_VERSION.to_owned(), HeaderFault::Missing));
+    }
+    match headers::single(headers, METHOD) {
+        Err(fault) => return Err((METHOD.to_owned(), fault)),
+        Ok(None) => return Err((METHOD.to_owned(), HeaderFault::Missing)),
+        Ok(Some(value)) if value != method => return Err((METHOD.to_owned(), HeaderFault::Mismatch)),
+        Ok(Some(_)) => {}
+    }
+    let named = match method {
+        "tools/call" | "prompts/get" => params.get("name"),
+        "resources/read" => params.get("uri"),
+        _ => None,
+    };
+    if let Some(expected) = named.and_then(Value::as_str) {
+        match headers::decoded(headers, NAME) {
+            Err(fault) => return Err((NAME.to_owned(), fault)),
+            Ok(None) => return Err((NAME.to_owned(), HeaderFault::Missing)),
+            Ok(Some(value)) if value != expected => return Err((NAME.to_owned(), HeaderFault::Mismatch)),
+            Ok(Some(_)) => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! `tools/list` and `tools/call`: listing a caller's view, the checks a call passes before
+//! dispatch, and shaping the outcome into a `CallToolResult`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bondry_core::capability::CapabilityKind;
+use bondry_core::dispatch::{self, Outcome, Resolution};
+use bondry_core::handler::{Answer, Retry};
+use bondry_core::registry::Capability;
+use http::HeaderMap;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use crate::cursor::{self, ViewHash};
+use crate::error::{Error, HeaderFault};
+use crate::headers::{self, param_header_display};
+use crate::lint::{ParamHeader, ParamType, ToolWire};
+use crate::modern::Request;
+use crate::{ADAPTER, Reply, Step, shape};
+
+/// `_meta` keys Bondry adds to call results.
+pub const INVOCATION_ID_KEY: &str = "dev.bondry/invocationId";
+pub const ERROR_CODE_KEY: &str = "dev.bondry/errorCode";
+pub const RETRYABLE_KEY: &str = "dev.bondry/retryable";
+/// The text of every failure whose detail must not leak.
+pub const FAILURE_TEXT: &str = "Capability execution failed";
+/// Until multi-round-trip requests land (issue 6), a handler asking for input fails.
+pub const INPUT_REQUIRED_UNAVAILABLE: &str = "input_required_unavailable";
+
+pub fn list(request: &Request<'_>) -> Reply {
+    let cursor = match request.params.get("cursor") {
+        None => None,
+        Some(Value::String(cursor)) => Some(cursor.as_str()),
+        Some(_) => return request.error(Error::InvalidParams { id: request.id.clone(), detail: "params.cursor must be a string" }),
+    };
+    let view: Vec<&Arc<Capability>> = request
+        .realm
+        .catalogue
+        .iter()
+        .filter(|capability| capability.kind() == CapabilityKind::Tool)
+        .filter(|capability| dispatch::visible(request.realm, request.principal, ADAPTER, capability))
+        .collect();
+    let view_hash = ViewHash::of(view.iter().map(|capability| capability.id().as_str()));
+    let start = match cursor {
+        None => 0,
+        Some(cursor) => match cursor::decode(&view_hash, cursor) {
+            Some(after) => view.partition_point(|capability| capability.id().as_str() <= after.as_str()),
+            None => return request.error(Error::InvalidCursor { id: request.id.clone() }),
+        },
+    };
+    let page_size = request.adapter.settings.page_size.max(1);
+    let page = &view[start..view.len().min(start + page_size)];
+    let next_cursor = (start + page.len() < view.len())
+        .then(|| page.last().map(|last| cursor::encode(&view_hash, last.id().as_str())))
+        .flatten();
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ListResult<'a> {
+        tools: Vec<&'a RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<String>,
+        result_type: &'static str,
+        ttl_ms: u64,
+        cache_scope: &'static str,
+        #[serde(rename = "_meta")]
+        meta: &'a Value,
+    }
+    let tools = page.iter().filter_map(|capability| capability.attachment::<ToolWire>(ADAPTER)).map(|wire| &*wire.modern);
+    request.result(&ListResult {
+        tools: tools.collect(),
+        next_cursor,
+        result_type: "complete",
+        ttl_ms: request.adapter.settings.list_ttl_ms,
+        cache_scope: "private",
+        meta: &request.adapter.server_meta(),
+    })
+}
+
+/// What a `tools/call` leaves `receive` with once every pre-dispatch check passed.
+pub struct Admitted {
+    pub capability: Arc<Capability>,
+    pub arguments: Value,
+    pub retry: Option<Retry>,
+}
+
+/// The checks of a `tools/call` before dispatch, in the contract's order (§8.4).
+pub fn call(request: &Request<'_>) -> Result<Admitted, Step> {
+    let id = || request.id.clone();
+    let Some(name) = request.params.get("name").and_then(Value::as_str) else {
+        return Err(Step::Reply(request.error(Error::InvalidParams { id: id(), detail: "params.name must be a string" })));
+    };
+    let capability = match dispatch::resolve(request.realm, request.principal, ADAPTER, CapabilityKind::Tool, name) {
+        Resolution::Visible(capability) => capability,
+        Resolution::Hidden(reason) => {
+            let reply = request.error(Error::UnknownTool { id: id(), name: name.to_owned() });
+            return Err(Step::Reply(reply.audited(request.audit(name, reason.audit_outcome()))));
+        }
+    };
+    let refuse = |error: Error| {
+        let record = request.audit(name, bondry_core::audit::AuditOutcome::InvalidInput);
+        Step::Reply(request.error(error).audited(record))
+    };
+    let arguments = match request.params.get("arguments") {
+        None => Map::new(),
+        Some(Value::Object(arguments)) => arguments.clone(),
+        Some(_) => return Err(refuse(Error::InvalidParams { id: id(), detail: "params.arguments must be an object" })),
+    };
+    if arguments.keys().any(|key| key.starts_with("_mcp")) {
+        return Err(refuse(Error::InvalidParams { id: id(), detail: "argument names starting with _mcp are reserved" }));
+    }
+    if let Some(required) = &capability.descriptor.requires_client {
+        let missing = missing_capabilities(required, &request.envelope.client_capabilities);
+        if missing.as_object().is_some_and(|missing| !missing.is_empty()) {
+            return Err(refuse(Error::MissingClientCapability { id: id(), missing }));
+        }
+    }
+    if let Some(wire) = capability.attachment::<ToolWire>(ADAPTER)
+        && let Err((header, fault)) = check_param_headers(request.headers, &wire.params, &arguments)
+    {
+        return Err(refuse(Error::HeaderMismatch { id: Some(id()), header, fault }));
+    }
+    let retry = match request.params.get("inputResponses") {
+        None => None,
+        Some(Value::Object(responses)) if responses.values().all(Value::is_object) => {
+            Some(Retry { responses: responses.clone().into_iter().collect::<BTreeMap<_, _>>(), state: None })
+        }
+        Some(_) => return Err(refuse(Error::InvalidInputResponses { id: id() })),
+    };
+    // No requestState is ever sealed before multi-round-trip requests land (issue 6), so
+    // any presented one cannot open.
+    if request.params.contains_key("requestState") {
+        return Err(refuse(Error::InvalidRequestState { id: id() }));
+    }
+    Ok(Admitted { capability, arguments: Value::Object(arguments), retry })
+}
+
+/// The parts of `required` that `declared` lacks, recursively through objects.
+fn missing_capabilities(required: &Value, declared: &Value) -> Value {
+    let mut missing = Map::new();
+    if let Value::Object(required) = required {
+        for (key, needed) in required {
+            match declared.get(key) {
+                None => {
+                    missing.insert(key.clone(), needed.clone());
+                }
+                Some(have) => {
+                    let deeper = missing_capabilities(needed, have);
+                    if deeper.as_object().is_some_and(|deeper| !deeper.is_empty()) {
+                        missing.insert(key.clone(), deeper);
+                    }
+                }
+            }
+        }
+    }
+    Value::Object(missing)
+}
+
+/// Compares every declared `Mcp-Param-*` header with the argument it mirrors.
+fn check_param_headers(headers: &HeaderMap, params: &[ParamHeader], arguments: &Map<String, Value>) -> Result<(), (String, HeaderFault)> {
+    for param in params {
+        let display = param_header_display(&param.name);
+        let header_name = format!("{}{}", headers::PARAM_PREFIX, param.name.to_ascii_lowercase());
+        let fail = |fault| Err((display.clone(), fault));
+        let header = headers::decoded(headers, &header_name).map_err(|fault| (display.clone(), fault))?;
+        let value = param.path.split_first().and_then(|(first, rest)| {
+            rest.iter().try_fold(arguments.get(first)?, |value, segment| value.get(segment))
+        });
+        let value = match value {
+            None | Some(Value::Null) => {
+                if header.is_some() {
+                    return fail(HeaderFault::Mismatch);
+                }
+                continue;
+            }
+            Some(value) => value,
+        };
+        let matches: fn(&str, &Value) -> bool = match (param.ty, value) {
+            (ParamType::String, Value::String(_)) => |header, value| value.as_str() == Some(header),
+            (ParamType::Integer, Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => |header, value| {
+                let header = header.parse::<f64>().ok().filter(|f| f.is_finite());
+                header.is_some_and(|h| value.as_f64() == Some(h))
+            },
+            (ParamType::Boolean, Value::Bool(_)) => |header, value| value.as_bool().map(|b| if b { "true" } else { "false" }) == Some(header),
+            // A value of the wrong type fails argument validation instead.
+            _ => continue,
+        };
+        match header {
+            None => return fail(HeaderFault::Missing),
+            Some(header) if !matches(&header, value) => return fail(HeaderFault::Mismatch),
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The `CallToolResult` for an outcome, and whether it is an error result.
+pub fn call_result(outcome: &Outcome, invocation: &str, server_meta: &Value, capability: &str) -> Value {
+    let failure = |code: &str, retryable: bool, content: Vec<Value>| {
+        json!({
+            "content": content,
+            "isError": true,
+            "resultType": "complete",
+            "_meta": meta(server_meta, invocation, Some((code, retryable))),
+        })
+    };
+    let generic = || vec![json!({"type": "text", "text": FAILURE_TEXT})];
+    match outcome {
+        Outcome::Answered(Answer::Value(value)) => json!({
+            "content": [shape::json_text(value)],
+            "structuredContent": value,
+            "resultType": "complete",
+            "_meta": meta(server_meta, invocation, None),
+        }),
+        Outcome::Answered(Answer::Content { blocks, structured }) => {
+            let mut result = json!({
+                "content": blocks.iter().map(shape::content_block).collect::<Vec<_>>(),
+                "resultType": "complete",
+                "_meta": meta(server_meta, invocation, None),
+            });
+            if let Some(structured) = structured {
+                result["structuredContent"] = structured.clone();
+            }
+            result
+        }
+        Outcome::Answered(Answer::ToolError { code, retryable, content }) => failure(
+            code,
+            *retryable,
+            content.as_ref().map_or_else(generic, |blocks| blocks.iter().map(shape::content_block).collect()),
+        ),
+        Outcome::InvalidInput(violations) => {
+            let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
+            let text = format!("Invalid arguments for tool {capability}: {}", details.join("; "));
+            failure("invalid_input", false, vec![json!({"type": "text", "text": text})])
+        }
+        Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => failure(code, false, generic()),
+        Outcome::Answered(Answer::InputRequired { .. }) => failure(INPUT_REQUIRED_UNAVAILABLE, false, generic()),
+        // The core only answers a tool with the kinds above; anything else is a failure.
+        Outcome::Answered(Answer::Messages { .. } | Answer::Contents { .. }) => {
+            failure(dispatch::failure::WRONG_ANSWER_KIND, false, generic())
+        }
+    }
+}
+
+fn meta(server_meta: &Value, invocation: &str, error: Option<(&str, bool)>) -> Value {
+    let mut meta = server_meta.clone();
+    meta[INVOCATION_ID_KEY] = json!(invocation);
+    if let Some((code, retryable)) = error {
+        meta[ERROR_CODE_KEY] = json!(code);
+        meta[RETRYABLE_KEY] = json!(retryable);
+    }
+    meta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+        }
+        map
+    }
+
+    fn param(name: &str, path: &[&str], ty: ParamType) -> ParamHeader {
+        ParamHeader { name: name.into(), path: path.iter().map(|s| s.to_string()).collect(), ty }
+    }
+
+    fn args(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn param_headers_mirror_arguments() {
+        let region = [param("Region", &["region"], ParamType::String)];
+        let ok = |h: &[(&str, &str)], a: Value| check_param_headers(&headers(h), &region, &args(a));
+        assert_eq!(ok(&[("mcp-param-region", "eu")], json!({"region": "eu"})), Ok(()));
+        assert_eq!(ok(&[("Mcp-Param-Region", " =?base64?ZXU=?= ")], json!({"region": "eu"})), Ok(()));
+        assert_eq!(ok(&[], json!({})), Ok(()));
+        assert_eq!(ok(&[], json!({"region": null})), Ok(()));
+        assert_eq!(ok(&[("mcp-param-other", "x")], json!({})), Ok(()));
+        assert_eq!(ok(&[], json!({"region": 5})), Ok(()), "wrong type is left to validation");
+        let fault = |h: &[(&str, &str)], a: Value| ok(h, a).unwrap_err().1;
+        assert_eq!(fault(&[], json!({"region": "eu"})), HeaderFault::Missing);
+        assert_eq!(fault(&[("mcp-param-region", "us")], json!({"region": "eu"})), HeaderFault::Mismatch);
+        assert_eq!(fault(&[("mcp-param-region", "eu")], json!({})), HeaderFault::Mismatch);
+        assert_eq!(fault(&[("mcp-param-region", "eu")], json!({"region": null})), HeaderFault::Mismatch);
+        assert_eq!(fault(&[("mcp-param-region", "=?base64?ZXU?=")], json!({"region": "eu"})), HeaderFault::Invalid);
+    }
+
+    #[test]
+    fn integers_compare_numerically_and_booleans_exactly() {
+        let params = [param("N", &["o", "n"], ParamType::Integer), param("B", &["b"], ParamType::Boolean)];
+        let check = |h: &[(&str, &str)], a: Value| check_param_headers(&headers(h), &params, &args(a));
+        assert_eq!(check(&[("mcp-param-n", "42.0"), ("mcp-param-b", "true")], json!({"o": {"n": 42}, "b": true})), Ok(()));
+        assert_eq!(check(&[("mcp-param-n", "-7")], json!({"o": {"n": -7}})), Ok(()));
+        assert!(check(&[("mcp-param-n", "43")], json!({"o": {"n": 42}})).is_err());
+        assert!(check(&[("mcp-param-b", "True")], json!({"b": true})).is_err());
+    }
+
+    #[test]
+    fn missing_capabilities_lists_only_what_is_absent() {
+        let required = json!({"elicitation": {"form": {}}, "sampling": {}});
+        assert_eq!(missing_capabilities(&required, &json!({"sampling": {}})), json!({"elicitation": {"form": {}}}));
+        assert_eq!(missing_capabilities(&required, &json!({"elicitation": {}, "sampling": {}})), json!({"elicitation": {"form": {}}}));
+        assert_eq!(missing_capabilities(&required, &json!({"elicitation": {"form": {}}, "sampling": {}})), json!({}));
+    }
+}
