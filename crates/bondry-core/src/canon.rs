@@ -46,9 +46,6 @@ mod tests {
 
     #[test]
     fn digest_is_sha256_of_canonical_text() {
-        assert_eq!(
-            digest(&json!({})),
-            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
-        );
+        assert_eq!(digest(&json!({})), "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
     }
 }

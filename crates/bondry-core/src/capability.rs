@@ -18,11 +18,7 @@ pub const MAX_ID_LEN: usize = 64;
 impl CapabilityId {
     /// Checks `raw` against the id rules.
     pub fn new(raw: &str) -> Result<Self, InvalidId> {
-        if is_valid_id(raw) {
-            Ok(Self(raw.into()))
-        } else {
-            Err(InvalidId(raw.to_owned()))
-        }
+        if is_valid_id(raw) { Ok(Self(raw.into())) } else { Err(InvalidId(raw.to_owned())) }
     }
 
     pub fn as_str(&self) -> &str {

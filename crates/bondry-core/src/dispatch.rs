@@ -110,7 +110,7 @@ pub async fn invoke(capability: &Capability, request: HandlerRequest) -> Outcome
             _ => None,
         };
         if let Some(structured) = structured
-            && !structured.is_some_and(|value| output.validate(value).is_ok())
+            && structured.is_none_or(|value| output.validate(value).is_err())
         {
             return Outcome::Failed { code: failure::INVALID_OUTPUT.to_owned() };
         }

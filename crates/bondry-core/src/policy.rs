@@ -55,11 +55,7 @@ impl Principal {
 
 impl fmt::Debug for Principal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Principal")
-            .field("id", &self.id)
-            .field("kind", &self.kind)
-            .field("roles", &self.roles)
-            .finish()
+        f.debug_struct("Principal").field("id", &self.id).field("kind", &self.kind).field("roles", &self.roles).finish()
     }
 }
 
@@ -96,9 +92,7 @@ pub struct Grant {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "invalid grant {0:?}: write `pattern` or `adapter:pattern`, where pattern is a capability id or `prefix.*`"
-)]
+#[error("invalid grant {0:?}: write `pattern` or `adapter:pattern`, where pattern is a capability id or `prefix.*`")]
 pub struct InvalidGrant(pub String);
 
 impl Grant {
@@ -146,9 +140,7 @@ impl Policy {
 
     /// Whether `principal` may see and call capability `id` through `adapter`.
     pub fn permits(&self, principal: &Principal, adapter: &str, id: &CapabilityId) -> bool {
-        self.grants
-            .iter()
-            .any(|grant| grant.adapter == adapter && grant.pattern.matches(id) && grant.covers(principal))
+        self.grants.iter().any(|grant| grant.adapter == adapter && grant.pattern.matches(id) && grant.covers(principal))
     }
 }
 

@@ -181,14 +181,16 @@ mod tests {
 
     #[test]
     fn catastrophic_patterns_fail_validation_instead_of_hanging() {
-        let schema = compile(json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}})).unwrap();
+        let schema =
+            compile(json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}})).unwrap();
         let violations = schema.validate(&json!({"s": format!("{}b", "a".repeat(40))})).unwrap_err();
         assert_eq!(violations[0].rule, "pattern");
     }
 
     #[test]
     fn format_is_an_annotation() {
-        let schema = compile(json!({"type": "object", "properties": {"e": {"type": "string", "format": "email"}}})).unwrap();
+        let schema =
+            compile(json!({"type": "object", "properties": {"e": {"type": "string", "format": "email"}}})).unwrap();
         assert!(schema.validate(&json!({"e": "not an email"})).is_ok());
     }
 }

@@ -1,1 +1,138 @@
-//! placeholder
+//! Bondry's HTTP runtime: binds listeners, admits requests (origin, host, media types,
+//! body limit, credentials), drives the sans-IO MCP adapter and the core's dispatcher,
+//! writes audit records and shuts down gracefully.
+
+pub mod admission;
+pub mod audit;
+mod context;
+mod endpoint;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::any;
+use bondry_core::audit::AuditSink;
+use bondry_core::realm::Registry;
+use bondry_mcp_proto::{Adapter, ListenerSettings, NoRevision};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+pub use admission::OriginPolicy;
+
+/// The realm `/mcp` serves; `/mcp/realm/default` is the same realm.
+pub const DEFAULT_REALM: &str = "default";
+
+/// One realm as the runtime serves it.
+pub struct RealmEntry {
+    pub registry: Arc<Registry>,
+    /// The roles of anonymous callers, or `None` when the realm refuses them.
+    pub anonymous_roles: Option<Arc<[String]>>,
+}
+
+/// One listener to bind.
+pub struct ListenerConfig {
+    pub name: String,
+    pub bind: SocketAddr,
+    pub settings: ListenerSettings,
+    pub origins: OriginPolicy,
+    pub max_body_bytes: usize,
+}
+
+/// Everything the runtime serves.
+pub struct ServerConfig {
+    pub listeners: Vec<ListenerConfig>,
+    pub realms: HashMap<String, RealmEntry>,
+    pub audit: Arc<dyn AuditSink>,
+    /// How long in-flight requests may run after shutdown begins.
+    pub shutdown_grace: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("listener {name}: cannot bind {addr}: {source}")]
+    Bind { name: String, addr: SocketAddr, source: std::io::Error },
+    #[error("listener {name}: {source}")]
+    Settings { name: String, source: NoRevision },
+}
+
+/// A bound, serving server.
+pub struct Running {
+    addrs: Vec<(String, SocketAddr)>,
+    shutdown: CancellationToken,
+    tasks: JoinSet<()>,
+    grace: Duration,
+}
+
+/// Binds every listener and starts serving. Returns once all sockets are bound, so
+/// [`Running::local_addrs`] is usable at once.
+pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
+    let realms = Arc::new(config.realms);
+    let shutdown = CancellationToken::new();
+    let mut bound = Vec::new();
+    for listener in config.listeners {
+        let adapter = Adapter::new(listener.settings)
+            .map_err(|source| StartError::Settings { name: listener.name.clone(), source })?;
+        let socket = TcpListener::bind(listener.bind).await.map_err(|source| StartError::Bind {
+            name: listener.name.clone(),
+            addr: listener.bind,
+            source,
+        })?;
+        let addr = socket.local_addr().map_err(|source| StartError::Bind {
+            name: listener.name.clone(),
+            addr: listener.bind,
+            source,
+        })?;
+        let endpoint = Arc::new(endpoint::Endpoint {
+            adapter,
+            origins: listener.origins,
+            loopback: addr.ip().is_loopback(),
+            max_body_bytes: listener.max_body_bytes,
+            realms: Arc::clone(&realms),
+            audit: Arc::clone(&config.audit),
+        });
+        bound.push((listener.name, addr, socket, endpoint));
+    }
+    let mut tasks = JoinSet::new();
+    let mut addrs = Vec::new();
+    for (name, addr, socket, endpoint) in bound {
+        let router = Router::new()
+            .route("/mcp", any(endpoint::default_realm))
+            .route("/mcp/realm/{realm}", any(endpoint::named_realm))
+            .with_state(endpoint);
+        let signal = shutdown.clone().cancelled_owned();
+        tasks.spawn(async move {
+            if let Err(error) = axum::serve(socket, router).with_graceful_shutdown(signal).await {
+                tracing::error!(%error, "listener stopped");
+            }
+        });
+        addrs.push((name, addr));
+    }
+    Ok(Running { addrs, shutdown, tasks, grace: config.shutdown_grace })
+}
+
+impl Running {
+    /// The bound address of each listener, by name.
+    pub fn local_addrs(&self) -> &[(String, SocketAddr)] {
+        &self.addrs
+    }
+
+    /// Stops accepting, lets in-flight requests finish within the grace period, then
+    /// drops whatever is left. Returns whether everything drained in time.
+    pub async fn shutdown(mut self) -> bool {
+        self.shutdown.cancel();
+        let drained =
+            tokio::time::timeout(self.grace, async { while self.tasks.join_next().await.is_some() {} }).await.is_ok();
+        if !drained {
+            tracing::warn!(
+                grace_ms = self.grace.as_millis() as u64,
+                "shutdown grace elapsed; dropping in-flight requests"
+            );
+            self.tasks.shutdown().await;
+        }
+        drained
+    }
+}

@@ -62,7 +62,11 @@ pub fn validate(params: Option<&Map<String, Value>>) -> Result<Envelope, Envelop
     Ok(Envelope {
         version: text(PROTOCOL_VERSION).unwrap_or_default(),
         client_capabilities: meta.get(CLIENT_CAPABILITIES).cloned().unwrap_or_default(),
-        trace: TraceContext { traceparent: text("traceparent"), tracestate: text("tracestate"), baggage: text("baggage") },
+        trace: TraceContext {
+            traceparent: text("traceparent"),
+            tracestate: text("tracestate"),
+            baggage: text("baggage"),
+        },
     })
 }
 
@@ -91,7 +95,10 @@ mod tests {
         let ok = json!({"_meta": {PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {}, "x.example/extra": 1}});
         assert_eq!(validate(ok.as_object()).unwrap().version, "2026-07-28");
         assert_eq!(fault(json!({PROTOCOL_VERSION: "2026-07-28"})).missing, [CLIENT_CAPABILITIES]);
-        assert_eq!(fault(json!({PROTOCOL_VERSION: 1, CLIENT_CAPABILITIES: []})).invalid, [PROTOCOL_VERSION, CLIENT_CAPABILITIES]);
+        assert_eq!(
+            fault(json!({PROTOCOL_VERSION: 1, CLIENT_CAPABILITIES: []})).invalid,
+            [PROTOCOL_VERSION, CLIENT_CAPABILITIES]
+        );
         let base = |key: &str, value: Value| {
             let mut meta = json!({PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {}});
             meta[key] = value;

@@ -123,9 +123,7 @@ impl Error {
                 "Not Acceptable: Accept must admit application/json and text/event-stream".into(),
                 None,
             ),
-            Self::PayloadTooLarge => {
-                (S::PAYLOAD_TOO_LARGE, INVALID_REQUEST, "Payload too large".into(), None)
-            }
+            Self::PayloadTooLarge => (S::PAYLOAD_TOO_LARGE, INVALID_REQUEST, "Payload too large".into(), None),
             Self::Unauthenticated { .. } => {
                 return Row { status: S::UNAUTHORIZED, code: None, message: String::new(), data: None };
             }
@@ -251,11 +249,7 @@ impl Error {
                 invalid: vec![],
             },
             Self::HeaderMismatch { id: Some(id()), header: "Mcp-Name".into(), fault: HeaderFault::Mismatch },
-            Self::UnsupportedVersion {
-                id: Some(id()),
-                supported: vec!["2026-07-28"],
-                requested: "1900-01-01".into(),
-            },
+            Self::UnsupportedVersion { id: Some(id()), supported: vec!["2026-07-28"], requested: "1900-01-01".into() },
             Self::MissingClientCapability { id: id(), missing: json!({"elicitation": {}}) },
             Self::InvalidInputResponses { id: id() },
             Self::InvalidRequestState { id: id() },

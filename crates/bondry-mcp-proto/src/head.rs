@@ -15,7 +15,9 @@ pub fn admit(method: &Method, headers: &HeaderMap) -> Result<(), Error> {
     }
     let mut content_types = headers.get_all(CONTENT_TYPE).iter();
     let is_json = match (content_types.next(), content_types.next()) {
-        (Some(value), None) => value.to_str().is_ok_and(|value| essence(value).eq_ignore_ascii_case("application/json")),
+        (Some(value), None) => {
+            value.to_str().is_ok_and(|value| essence(value).eq_ignore_ascii_case("application/json"))
+        }
         _ => false,
     };
     if !is_json {
@@ -36,7 +38,8 @@ fn essence(media_type: &str) -> &str {
 /// decides, and `q=0` refuses.
 fn accepts(headers: &HeaderMap, kind: &str, subtype: &str) -> bool {
     let mut best: Option<(u8, bool)> = None;
-    let ranges = headers.get_all(ACCEPT).iter().filter_map(|value| value.to_str().ok()).flat_map(|value| value.split(','));
+    let ranges =
+        headers.get_all(ACCEPT).iter().filter_map(|value| value.to_str().ok()).flat_map(|value| value.split(','));
     for range in ranges {
         let mut parts = range.split(';');
         let Some((range_kind, range_subtype)) = parts.next().unwrap_or_default().trim().split_once('/') else {
@@ -90,10 +93,17 @@ mod tests {
     #[test]
     fn accept_must_admit_both_types() {
         let json = &["application/json"];
-        for good in [&["*/*"][..], &["application/*, text/*"], &["application/json", "text/event-stream"], &["text/event-stream;q=0.5, application/json"]] {
+        for good in [
+            &["*/*"][..],
+            &["application/*, text/*"],
+            &["application/json", "text/event-stream"],
+            &["text/event-stream;q=0.5, application/json"],
+        ] {
             assert_eq!(check(json, good), Ok(()), "{good:?}");
         }
-        for bad in [&[][..], &["application/json"], &["text/event-stream"], &["*/*, text/event-stream;q=0"], &["image/*"]] {
+        for bad in
+            [&[][..], &["application/json"], &["text/event-stream"], &["*/*, text/event-stream;q=0"], &["image/*"]]
+        {
             assert_eq!(check(json, bad), Err(Error::NotAcceptable), "{bad:?}");
         }
     }

@@ -42,8 +42,15 @@ impl Serialize for Id {
 /// One well-formed JSON-RPC message.
 #[derive(Debug)]
 pub enum Message {
-    Request { id: Id, method: String, params: Option<Map<String, Value>> },
-    Notification { method: String, params: Option<Map<String, Value>> },
+    Request {
+        id: Id,
+        method: String,
+        params: Option<Map<String, Value>>,
+    },
+    Notification {
+        method: String,
+        params: Option<Map<String, Value>>,
+    },
     /// A response posted by the client; never valid on this endpoint, but recognised.
     Response,
 }
@@ -240,9 +247,15 @@ mod tests {
         assert!(matches!(reason("[]"), FramingError::Invalid { id: None, .. }));
         assert!(matches!(reason("[[]]"), FramingError::Invalid { id: None, .. }));
         assert!(matches!(reason("3"), FramingError::Invalid { id: None, .. }));
-        assert_eq!(reason(r#"{"jsonrpc":"1.0","id":7,"method":"m"}"#), invalid(Some(Id::Integer(7)), "jsonrpc must be \"2.0\""));
+        assert_eq!(
+            reason(r#"{"jsonrpc":"1.0","id":7,"method":"m"}"#),
+            invalid(Some(Id::Integer(7)), "jsonrpc must be \"2.0\"")
+        );
         assert!(matches!(parse(br#"{"jsonrpc":"2.0","method":"n"}"#), Ok(Message::Notification { .. })));
         assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Ok(Message::Response)));
-        assert!(matches!(reason(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[]}"#), FramingError::Invalid { id: Some(_), .. }));
+        assert!(matches!(
+            reason(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[]}"#),
+            FramingError::Invalid { id: Some(_), .. }
+        ));
     }
 }

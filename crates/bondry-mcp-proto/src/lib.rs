@@ -102,7 +102,8 @@ impl From<Error> for Step {
 #[derive(Debug)]
 pub struct Reply {
     pub response: http::Response<Bytes>,
-    pub audit: Option<AuditRecord>,
+    /// Boxed: most replies carry none, and replies travel by value through every step.
+    pub audit: Option<Box<AuditRecord>>,
 }
 
 impl Reply {
@@ -121,7 +122,7 @@ impl Reply {
     }
 
     fn audited(mut self, record: AuditRecord) -> Self {
-        self.audit = Some(record);
+        self.audit = Some(Box::new(record));
         self
     }
 }
@@ -151,8 +152,8 @@ impl Adapter {
     }
 
     /// Checks the request head before the body is read.
-    pub fn admit(&self, method: &Method, headers: &HeaderMap) -> Result<(), Reply> {
-        head::admit(method, headers).map_err(Reply::from)
+    pub fn admit(&self, method: &Method, headers: &HeaderMap) -> Result<(), Error> {
+        head::admit(method, headers)
     }
 
     /// Takes one request body through framing, era choice and the method's checks.
@@ -201,7 +202,11 @@ impl Adapter {
         if method != "initialize"
             && header.and_then(|version| version.parse::<Revision>().ok()).is_some_and(|r| r.era() == Era::Modern)
         {
-            return Error::InvalidEnvelope { id: Some(id), missing: envelope::missing_keys(Some(params)), invalid: vec![] };
+            return Error::InvalidEnvelope {
+                id: Some(id),
+                missing: envelope::missing_keys(Some(params)),
+                invalid: vec![],
+            };
         }
         let offered = (method == "initialize").then(|| params.get("protocolVersion").and_then(Value::as_str)).flatten();
         let requested = offered.or(header).unwrap_or("2025-03-26").to_owned();
@@ -210,7 +215,8 @@ impl Adapter {
 
     /// Shapes the outcome of a dispatched call into its reply and audit record.
     pub fn complete(&self, call: Call, outcome: Outcome, now: SystemTime) -> Reply {
-        let result = tools::call_result(&outcome, call.invocation.as_str(), &self.server_meta, call.capability.id().as_str());
+        let result =
+            tools::call_result(&outcome, call.invocation.as_str(), &self.server_meta, call.capability.id().as_str());
         let audit_outcome = match &outcome {
             Outcome::Answered(bondry_core::handler::Answer::InputRequired { .. }) => AuditOutcome::HandlerFailed,
             _ => outcome.audit_outcome(),

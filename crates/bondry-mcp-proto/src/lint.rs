@@ -5,8 +5,8 @@ use std::any::Any;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use bondry_core::capability::{Annotations, CapabilityKind, Descriptor};
 use bondry_core::canon;
+use bondry_core::capability::{Annotations, CapabilityKind, Descriptor};
 use bondry_core::registry::Lint;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -123,7 +123,12 @@ pub fn param_headers(schema: &Value) -> Result<Vec<ParamHeader>, String> {
 
 /// Visits one schema node. `path` is `Some` while the node is reached from the root only
 /// through `properties`; `pointer` locates the node for error messages.
-fn walk(node: &Value, path: Option<&mut Vec<String>>, pointer: &str, found: &mut Vec<ParamHeader>) -> Result<(), String> {
+fn walk(
+    node: &Value,
+    path: Option<&mut Vec<String>>,
+    pointer: &str,
+    found: &mut Vec<ParamHeader>,
+) -> Result<(), String> {
     match node {
         Value::Array(items) => {
             for (index, item) in items.iter().enumerate() {
@@ -197,20 +202,40 @@ mod tests {
         let params = param_headers(&schema).unwrap();
         assert_eq!(params.len(), 2);
         assert_eq!(params[0].path, ["opts", "n"]);
-        assert_eq!(params[1], ParamHeader { name: "Region".into(), path: vec!["region".into()], ty: ParamType::String });
+        assert_eq!(
+            params[1],
+            ParamHeader { name: "Region".into(), path: vec!["region".into()], ty: ParamType::String }
+        );
     }
 
     #[test]
     fn refuses_invalid_declarations() {
         let refused = |schema: Value| param_headers(&schema).unwrap_err();
-        assert!(refused(json!({"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}})).contains("type"));
-        assert!(refused(json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A B"}}})).contains("token"));
-        assert!(refused(json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": ""}}})).contains("token"));
-        assert!(refused(json!({"type": "object", "properties": {
-            "a": {"type": "string", "x-mcp-header": "Dup"}, "b": {"type": "string", "x-mcp-header": "dup"}
-        }})).contains("twice"));
+        assert!(
+            refused(json!({"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}}))
+                .contains("type")
+        );
+        assert!(
+            refused(json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A B"}}}))
+                .contains("token")
+        );
+        assert!(
+            refused(json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": ""}}}))
+                .contains("token")
+        );
+        assert!(
+            refused(json!({"type": "object", "properties": {
+                "a": {"type": "string", "x-mcp-header": "Dup"}, "b": {"type": "string", "x-mcp-header": "dup"}
+            }}))
+            .contains("twice")
+        );
         assert!(refused(json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}})).contains("/properties/a/items"));
-        assert!(refused(json!({"type": "object", "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]})).contains("anyOf"));
+        assert!(
+            refused(
+                json!({"type": "object", "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]})
+            )
+            .contains("anyOf")
+        );
         assert!(refused(json!({"type": "object", "x-mcp-header": "Root"})).contains("at /"));
     }
 

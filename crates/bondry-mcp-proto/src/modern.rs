@@ -38,7 +38,16 @@ impl Request<'_> {
 
     /// An audit record for a refusal of `name` before dispatch.
     pub fn audit(&self, name: &str, outcome: AuditOutcome) -> AuditRecord {
-        AuditRecord::new(self.now, &self.realm.realm, self.principal, ADAPTER, name, None, outcome, &self.envelope.trace)
+        AuditRecord::new(
+            self.now,
+            &self.realm.realm,
+            self.principal,
+            ADAPTER,
+            name,
+            None,
+            outcome,
+            &self.envelope.trace,
+        )
     }
 }
 
@@ -61,7 +70,8 @@ pub fn receive(
             return Error::InvalidEnvelope { id: Some(id), missing: fault.missing, invalid: fault.invalid }.into();
         }
     };
-    let header_error = |header: &str, fault| Error::HeaderMismatch { id: Some(id.clone()), header: header.to_owned(), fault };
+    let header_error =
+        |header: &str, fault| Error::HeaderMismatch { id: Some(id.clone()), header: header.to_owned(), fault };
     let version_header = match headers::single(headers, PROTOCOL_VERSION) {
         Ok(version) => version,
         Err(fault) => return header_error(PROTOCOL_VERSION, fault).into(),
@@ -70,8 +80,12 @@ pub fn receive(
         return header_error(PROTOCOL_VERSION, HeaderFault::Mismatch).into();
     }
     if !adapter.supported.contains(&envelope.version.as_str()) {
-        return Error::UnsupportedVersion { id: Some(id), supported: adapter.supported.clone(), requested: envelope.version }
-            .into();
+        return Error::UnsupportedVersion {
+            id: Some(id),
+            supported: adapter.supported.clone(),
+            requested: envelope.version,
+        }
+        .into();
     }
     if let Err((header, fault)) = check_routing_headers(headers, version_header, method, params) {
         return header_error(&header, fault).into();
@@ -81,10 +95,7 @@ pub fn receive(
     match method {
         "server/discover" => Step::Reply(request.result(&discover::result(adapter, realm))),
         "tools/list" if announces_tools => Step::Reply(tools::list(&request)),
-        "tools/call" if announces_tools => match tools::call(&request) {
-            Ok(admitted) => Step::Dispatch(Box::new(crate::Call::new(request, admitted, rng))),
-            Err(step) => step,
-        },
+        "tools/call" if announces_tools => tools::call(request, rng),
         _ => Error::MethodNotFound { id: request.id, method: method.to_owned() }.into(),
     }
 }

@@ -36,14 +36,14 @@ pub fn decode(value: &str) -> Result<Cow<'_, str>, SentinelError> {
 
 /// Encodes `value` for a header, using the sentinel only when the plain form cannot carry it.
 pub fn encode(value: &str) -> Cow<'_, str> {
-    let plain_safe = value.bytes().all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
-        && !value.starts_with([' ', '\t'])
-        && !value.ends_with([' ', '\t'])
-        && !(value.starts_with(PREFIX) && value.ends_with(SUFFIX));
-    if plain_safe {
-        Cow::Borrowed(value)
-    } else {
+    let needs_sentinel = !value.bytes().all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
+        || value.starts_with([' ', '\t'])
+        || value.ends_with([' ', '\t'])
+        || (value.starts_with(PREFIX) && value.ends_with(SUFFIX));
+    if needs_sentinel {
         Cow::Owned(format!("{PREFIX}{}{SUFFIX}", STANDARD.encode(value)))
+    } else {
+        Cow::Borrowed(value)
     }
 }
 

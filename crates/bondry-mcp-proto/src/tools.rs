@@ -18,7 +18,7 @@ use crate::error::{Error, HeaderFault};
 use crate::headers::{self, param_header_display};
 use crate::lint::{ParamHeader, ParamType, ToolWire};
 use crate::modern::Request;
-use crate::{ADAPTER, Reply, Step, shape};
+use crate::{ADAPTER, Call, Csprng, Reply, Step, shape};
 
 /// `_meta` keys Bondry adds to call results.
 pub const INVOCATION_ID_KEY: &str = "dev.bondry/invocationId";
@@ -33,7 +33,10 @@ pub fn list(request: &Request<'_>) -> Reply {
     let cursor = match request.params.get("cursor") {
         None => None,
         Some(Value::String(cursor)) => Some(cursor.as_str()),
-        Some(_) => return request.error(Error::InvalidParams { id: request.id.clone(), detail: "params.cursor must be a string" }),
+        Some(_) => {
+            return request
+                .error(Error::InvalidParams { id: request.id.clone(), detail: "params.cursor must be a string" });
+        }
     };
     let view: Vec<&Arc<Capability>> = request
         .realm
@@ -68,7 +71,8 @@ pub fn list(request: &Request<'_>) -> Reply {
         #[serde(rename = "_meta")]
         meta: &'a Value,
     }
-    let tools = page.iter().filter_map(|capability| capability.attachment::<ToolWire>(ADAPTER)).map(|wire| &*wire.modern);
+    let tools =
+        page.iter().filter_map(|capability| capability.attachment::<ToolWire>(ADAPTER)).map(|wire| &*wire.modern);
     request.result(&ListResult {
         tools: tools.collect(),
         next_cursor,
@@ -86,22 +90,30 @@ pub struct Admitted {
     pub retry: Option<Retry>,
 }
 
+/// A `tools/call`: refused before dispatch, or a [`Call`] to run.
+pub fn call(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
+    match admit(&request) {
+        Ok(admitted) => Step::Dispatch(Box::new(Call::new(request, admitted, rng))),
+        Err(reply) => Step::Reply(*reply),
+    }
+}
+
 /// The checks of a `tools/call` before dispatch, in the contract's order (§8.4).
-pub fn call(request: &Request<'_>) -> Result<Admitted, Step> {
+fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
     let id = || request.id.clone();
     let Some(name) = request.params.get("name").and_then(Value::as_str) else {
-        return Err(Step::Reply(request.error(Error::InvalidParams { id: id(), detail: "params.name must be a string" })));
+        return Err(Box::new(request.error(Error::InvalidParams { id: id(), detail: "params.name must be a string" })));
     };
     let capability = match dispatch::resolve(request.realm, request.principal, ADAPTER, CapabilityKind::Tool, name) {
         Resolution::Visible(capability) => capability,
         Resolution::Hidden(reason) => {
             let reply = request.error(Error::UnknownTool { id: id(), name: name.to_owned() });
-            return Err(Step::Reply(reply.audited(request.audit(name, reason.audit_outcome()))));
+            return Err(Box::new(reply.audited(request.audit(name, reason.audit_outcome()))));
         }
     };
     let refuse = |error: Error| {
         let record = request.audit(name, bondry_core::audit::AuditOutcome::InvalidInput);
-        Step::Reply(request.error(error).audited(record))
+        Box::new(request.error(error).audited(record))
     };
     let arguments = match request.params.get("arguments") {
         None => Map::new(),
@@ -109,7 +121,10 @@ pub fn call(request: &Request<'_>) -> Result<Admitted, Step> {
         Some(_) => return Err(refuse(Error::InvalidParams { id: id(), detail: "params.arguments must be an object" })),
     };
     if arguments.keys().any(|key| key.starts_with("_mcp")) {
-        return Err(refuse(Error::InvalidParams { id: id(), detail: "argument names starting with _mcp are reserved" }));
+        return Err(refuse(Error::InvalidParams {
+            id: id(),
+            detail: "argument names starting with _mcp are reserved",
+        }));
     }
     if let Some(required) = &capability.descriptor.requires_client {
         let missing = missing_capabilities(required, &request.envelope.client_capabilities);
@@ -159,15 +174,20 @@ fn missing_capabilities(required: &Value, declared: &Value) -> Value {
 }
 
 /// Compares every declared `Mcp-Param-*` header with the argument it mirrors.
-fn check_param_headers(headers: &HeaderMap, params: &[ParamHeader], arguments: &Map<String, Value>) -> Result<(), (String, HeaderFault)> {
+fn check_param_headers(
+    headers: &HeaderMap,
+    params: &[ParamHeader],
+    arguments: &Map<String, Value>,
+) -> Result<(), (String, HeaderFault)> {
     for param in params {
         let display = param_header_display(&param.name);
         let header_name = format!("{}{}", headers::PARAM_PREFIX, param.name.to_ascii_lowercase());
         let fail = |fault| Err((display.clone(), fault));
         let header = headers::decoded(headers, &header_name).map_err(|fault| (display.clone(), fault))?;
-        let value = param.path.split_first().and_then(|(first, rest)| {
-            rest.iter().try_fold(arguments.get(first)?, |value, segment| value.get(segment))
-        });
+        let value = param
+            .path
+            .split_first()
+            .and_then(|(first, rest)| rest.iter().try_fold(arguments.get(first)?, |value, segment| value.get(segment)));
         let value = match value {
             None | Some(Value::Null) => {
                 if header.is_some() {
@@ -179,11 +199,15 @@ fn check_param_headers(headers: &HeaderMap, params: &[ParamHeader], arguments: &
         };
         let matches: fn(&str, &Value) -> bool = match (param.ty, value) {
             (ParamType::String, Value::String(_)) => |header, value| value.as_str() == Some(header),
-            (ParamType::Integer, Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => |header, value| {
-                let header = header.parse::<f64>().ok().filter(|f| f.is_finite());
-                header.is_some_and(|h| value.as_f64() == Some(h))
-            },
-            (ParamType::Boolean, Value::Bool(_)) => |header, value| value.as_bool().map(|b| if b { "true" } else { "false" }) == Some(header),
+            (ParamType::Integer, Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
+                |header, value| {
+                    let header = header.parse::<f64>().ok().filter(|f| f.is_finite());
+                    header.is_some_and(|h| value.as_f64() == Some(h))
+                }
+            }
+            (ParamType::Boolean, Value::Bool(_)) => {
+                |header, value| value.as_bool().map(|b| if b { "true" } else { "false" }) == Some(header)
+            }
             // A value of the wrong type fails argument validation instead.
             _ => continue,
         };
@@ -296,7 +320,10 @@ mod tests {
     fn integers_compare_numerically_and_booleans_exactly() {
         let params = [param("N", &["o", "n"], ParamType::Integer), param("B", &["b"], ParamType::Boolean)];
         let check = |h: &[(&str, &str)], a: Value| check_param_headers(&headers(h), &params, &args(a));
-        assert_eq!(check(&[("mcp-param-n", "42.0"), ("mcp-param-b", "true")], json!({"o": {"n": 42}, "b": true})), Ok(()));
+        assert_eq!(
+            check(&[("mcp-param-n", "42.0"), ("mcp-param-b", "true")], json!({"o": {"n": 42}, "b": true})),
+            Ok(())
+        );
         assert_eq!(check(&[("mcp-param-n", "-7")], json!({"o": {"n": -7}})), Ok(()));
         assert!(check(&[("mcp-param-n", "43")], json!({"o": {"n": 42}})).is_err());
         assert!(check(&[("mcp-param-b", "True")], json!({"b": true})).is_err());
@@ -306,7 +333,10 @@ mod tests {
     fn missing_capabilities_lists_only_what_is_absent() {
         let required = json!({"elicitation": {"form": {}}, "sampling": {}});
         assert_eq!(missing_capabilities(&required, &json!({"sampling": {}})), json!({"elicitation": {"form": {}}}));
-        assert_eq!(missing_capabilities(&required, &json!({"elicitation": {}, "sampling": {}})), json!({"elicitation": {"form": {}}}));
+        assert_eq!(
+            missing_capabilities(&required, &json!({"elicitation": {}, "sampling": {}})),
+            json!({"elicitation": {"form": {}}})
+        );
         assert_eq!(missing_capabilities(&required, &json!({"elicitation": {"form": {}}, "sampling": {}})), json!({}));
     }
 }

@@ -1,1 +1,101 @@
-fn main() {}
+//! The `bondry` command: `serve` and `check`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use bondry::assemble::{Overrides, assemble};
+use bondry::builtins::Builtins;
+use bondry::config;
+use clap::{Parser, Subcommand};
+
+/// Bondry: an MCP gateway.
+#[derive(Parser)]
+#[command(name = "bondry", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP over Streamable HTTP until SIGINT or SIGTERM.
+    Serve {
+        /// The configuration file; without it, the embedded demo default is served.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Overrides the address of the one configured listener.
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<SocketAddr>,
+    },
+    /// Validate a configuration file without serving.
+    Check {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    let result = match cli.command {
+        Command::Serve { config, listen } => serve(config, listen),
+        Command::Check { config } => check(config),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("bondry: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn check(path: PathBuf) -> anyhow::Result<()> {
+    let loaded = config::load(Some(&path), std::env::vars())?;
+    let assembled = assemble(&loaded, &Builtins::demo(), &Overrides::default(), false)?;
+    for notice in &assembled.notices {
+        eprintln!("note: {notice}");
+    }
+    println!("{}: ok", path.display());
+    Ok(())
+}
+
+fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()> {
+    let loaded = config::load(path.as_deref(), std::env::vars())?;
+    let assembled = assemble(&loaded, &Builtins::demo(), &Overrides { listen }, true)?;
+    for notice in &assembled.notices {
+        tracing::warn!("{notice}");
+    }
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let running = bondry_http_server::start(assembled.server).await?;
+        for (_, addr) in running.local_addrs() {
+            eprintln!("listening on http://{addr}/mcp");
+        }
+        shutdown_signal().await?;
+        tracing::info!("shutting down");
+        if !running.shutdown().await {
+            tracing::warn!("some requests did not finish within shutdown_grace_ms");
+        }
+        anyhow::Ok(())
+    })?;
+    if let Some(audit) = assembled.audit {
+        audit.close();
+    }
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result.context("cannot listen for SIGINT"),
+        _ = terminate.recv() => Ok(()),
+    }
+}

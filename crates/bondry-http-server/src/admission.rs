@@ -1,0 +1,113 @@
+//! Admission before the adapter: `Origin` and, on loopback listeners, `Host`.
+//!
+//! Browsers attach `Origin` to cross-site requests; refusing unknown origins (and
+//! non-loopback `Host` names on a loopback listener) is what stops DNS rebinding.
+
+use http::HeaderMap;
+use http::header::{HOST, ORIGIN};
+
+use bondry_mcp_proto::Error;
+
+/// Which `Origin` values a listener serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OriginPolicy {
+    /// Any origin.
+    Any,
+    /// Loopback origins (localhost, 127.0.0.1, [::1], any scheme and port) and the listed
+    /// exact origins, compared ignoring case.
+    Listed { local: bool, exact: Vec<String> },
+}
+
+impl OriginPolicy {
+    fn allows(&self, origin: &str) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Listed { local, exact } => {
+                (*local && origin_is_loopback(origin))
+                    || exact.iter().any(|allowed| allowed.eq_ignore_ascii_case(origin))
+            }
+        }
+    }
+}
+
+/// Checks `Origin`, then `Host` when the listener is bound to loopback.
+pub fn check(headers: &HeaderMap, origins: &OriginPolicy, loopback_listener: bool) -> Result<(), Error> {
+    if let Some(origin) = headers.get(ORIGIN) {
+        let allowed = origin.to_str().is_ok_and(|origin| origins.allows(origin.trim()));
+        if !allowed {
+            return Err(Error::OriginNotAllowed);
+        }
+    }
+    if loopback_listener
+        && let Some(host) = headers.get(HOST)
+        && !host.to_str().is_ok_and(|host| host_is_loopback(strip_port(host.trim())))
+    {
+        return Err(Error::HostNotAllowed);
+    }
+    Ok(())
+}
+
+fn origin_is_loopback(origin: &str) -> bool {
+    let Some((_scheme, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    !authority.contains(['/', '@']) && host_is_loopback(strip_port(authority))
+}
+
+/// The host of an authority, without its port.
+fn strip_port(authority: &str) -> &str {
+    if authority.starts_with('[') {
+        return authority.split_once(']').map_or(authority, |(host, _)| &authority[..host.len() + 1]);
+    }
+    authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+}
+
+fn host_is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "[::1]"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(origin: Option<&str>, host: Option<&str>) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        if let Some(origin) = origin {
+            map.insert(ORIGIN, origin.parse().unwrap());
+        }
+        if let Some(host) = host {
+            map.insert(HOST, host.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn local_origins() {
+        let local = OriginPolicy::Listed { local: true, exact: vec![] };
+        for good in ["http://localhost:3000", "https://127.0.0.1", "http://[::1]:8080", "HTTP://LOCALHOST"] {
+            assert_eq!(check(&headers(Some(good), None), &local, false), Ok(()), "{good}");
+        }
+        for bad in ["http://evil.example", "http://localhost.evil.example", "null", "http://user@evil:1", "localhost"] {
+            assert_eq!(check(&headers(Some(bad), None), &local, false), Err(Error::OriginNotAllowed), "{bad}");
+        }
+        assert_eq!(check(&headers(None, None), &local, false), Ok(()));
+    }
+
+    #[test]
+    fn exact_and_any_origins() {
+        let exact = OriginPolicy::Listed { local: false, exact: vec!["https://app.example".into()] };
+        assert_eq!(check(&headers(Some("HTTPS://APP.EXAMPLE"), None), &exact, false), Ok(()));
+        assert_eq!(check(&headers(Some("http://localhost"), None), &exact, false), Err(Error::OriginNotAllowed));
+        assert_eq!(check(&headers(Some("http://anything"), None), &OriginPolicy::Any, false), Ok(()));
+    }
+
+    #[test]
+    fn loopback_listeners_refuse_foreign_hosts() {
+        let any = OriginPolicy::Any;
+        for good in ["localhost:7373", "127.0.0.1:7373", "[::1]:7373", "localhost"] {
+            assert_eq!(check(&headers(None, Some(good)), &any, true), Ok(()), "{good}");
+        }
+        assert_eq!(check(&headers(None, Some("evil.example:7373")), &any, true), Err(Error::HostNotAllowed));
+        assert_eq!(check(&headers(None, Some("evil.example")), &any, false), Ok(()));
+    }
+}

@@ -1,0 +1,371 @@
+//! From a loaded configuration and the builtin handlers to what the runtime serves.
+//!
+//! Every refusal names the file, the key path, the offending value and the fix.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bondry_core::audit::AuditSink;
+use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+use bondry_core::policy::{ANONYMOUS, Grant, Policy, Subject};
+use bondry_core::realm::{Key, KeySet, RealmSnapshot, Registry};
+use bondry_core::registry::{Catalogue, Registration};
+use bondry_core::schema::SchemaBounds;
+use bondry_http_server::audit::{AuditWriter, NoAudit};
+use bondry_http_server::{DEFAULT_REALM, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig};
+use bondry_mcp_proto::lint::McpLint;
+use bondry_mcp_proto::{ADAPTER, Era, ListenerSettings, Revision};
+use serde_json::Value;
+
+use crate::builtins::Builtins;
+use crate::config::{AuditSinkKind, ConfigError, Loaded, RawCapability, RawListener, RawRealm};
+
+/// What `assemble` produced: the runtime's config, and the audit writer to close last.
+pub struct Assembled {
+    pub server: ServerConfig,
+    pub audit: Option<Arc<AuditWriter>>,
+    /// Notes for the operator, such as configured revisions that are not served yet.
+    pub notices: Vec<String>,
+}
+
+/// Options the command line adds on top of the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--listen`: the address of the one configured listener.
+    pub listen: Option<SocketAddr>,
+}
+
+/// Checks everything and builds the runtime's config. Opens the audit sink only when
+/// `open_sinks` is set, so `bondry check` touches no files.
+pub fn assemble(
+    loaded: &Loaded,
+    builtins: &Builtins,
+    overrides: &Overrides,
+    open_sinks: bool,
+) -> Result<Assembled, ConfigError> {
+    let raw = &loaded.raw;
+    let mut notices = Vec::new();
+    if raw.listeners.is_empty() {
+        return Err(
+            loaded.error("listeners: no listener is configured; add [listeners.main] with bind = \"127.0.0.1:7373\"")
+        );
+    }
+    if overrides.listen.is_some() && raw.listeners.len() != 1 {
+        return Err(loaded.error(format!(
+            "--listen needs exactly one configured listener, found {}; set bind in each [listeners.*] instead",
+            raw.listeners.len()
+        )));
+    }
+    let mut listeners = Vec::new();
+    for (name, listener) in &raw.listeners {
+        listeners.push(listener_config(loaded, name, listener, overrides.listen, &mut notices)?);
+    }
+    if raw.realms.is_empty() {
+        return Err(loaded.error("realms: no realm is configured; add [realms.default]"));
+    }
+    let mut realms = HashMap::new();
+    for (name, realm) in &raw.realms {
+        if name != DEFAULT_REALM {
+            return Err(loaded.error(format!(
+                "realms.{name}: only the realm `default` is served until realms arrive (issue 4); rename it to [realms.default]"
+            )));
+        }
+        realms.insert(name.clone(), realm_entry(loaded, name, realm, builtins)?);
+    }
+    let (audit, writer): (Arc<dyn AuditSink>, _) = match (raw.audit.sink, &raw.audit.path) {
+        (AuditSinkKind::File, None) => {
+            return Err(
+                loaded.error("audit.path: sink = \"file\" needs a path; add path = \"/var/log/bondry/audit.jsonl\"")
+            );
+        }
+        (AuditSinkKind::Stdout | AuditSinkKind::Off, Some(path)) => {
+            return Err(loaded.error(format!(
+                "audit.path: {:?} is only used with sink = \"file\"; remove it or set sink = \"file\"",
+                path.display()
+            )));
+        }
+        _ if !open_sinks => (Arc::new(NoAudit), None),
+        (AuditSinkKind::Off, None) => (Arc::new(NoAudit), None),
+        (AuditSinkKind::Stdout, None) => {
+            let writer = Arc::new(AuditWriter::stdout());
+            (writer.clone(), Some(writer))
+        }
+        (AuditSinkKind::File, Some(path)) => {
+            let path = loaded.base_dir.join(path);
+            let writer = Arc::new(AuditWriter::file(&path).map_err(|error| {
+                loaded.error(format!("audit.path: cannot open {:?} for appending: {error}", path.display()))
+            })?);
+            (writer.clone(), Some(writer))
+        }
+    };
+    let server =
+        ServerConfig { listeners, realms, audit, shutdown_grace: Duration::from_millis(raw.shutdown_grace_ms) };
+    Ok(Assembled { server, audit: writer, notices })
+}
+
+fn listener_config(
+    loaded: &Loaded,
+    name: &str,
+    raw: &RawListener,
+    listen: Option<SocketAddr>,
+    notices: &mut Vec<String>,
+) -> Result<ListenerConfig, ConfigError> {
+    let key = |k: &str| format!("listeners.{name}.{k}");
+    let bind = match listen {
+        Some(addr) => addr,
+        None => raw.bind.parse().map_err(|_| {
+            loaded.error(format!(
+                "{}: {:?} is not an address; write it as \"127.0.0.1:7373\" or \"[::1]:7373\"",
+                key("bind"),
+                raw.bind
+            ))
+        })?,
+    };
+    let mut revisions = Vec::new();
+    for version in &raw.protocol_versions {
+        let revision: Revision =
+            version.parse().map_err(|e| loaded.error(format!("{}: {e}", key("protocol_versions"))))?;
+        if revision.era() == Era::Handshake {
+            notices.push(format!(
+                "{}: {revision} is configured but the handshake era is not served yet (issue 3); only modern requests are answered",
+                key("protocol_versions")
+            ));
+        } else {
+            revisions.push(revision);
+        }
+    }
+    if revisions.is_empty() {
+        return Err(loaded.error(format!(
+            "{}: {:?} leaves no revision this build serves; include \"2026-07-28\"",
+            key("protocol_versions"),
+            raw.protocol_versions
+        )));
+    }
+    let origins = origin_policy(&raw.allowed_origins).map_err(|bad| {
+        loaded.error(format!(
+            "{}: {bad:?} is not \"local\", \"any\" or an origin like \"https://app.example\"",
+            key("allowed_origins")
+        ))
+    })?;
+    if !raw.trusted_proxies.is_empty() {
+        return Err(loaded.error(format!(
+            "{}: trusted proxies arrive with rate limits (issue 4); remove the key",
+            key("trusted_proxies")
+        )));
+    }
+    if raw.rate_limits.as_ref().is_some_and(|table| !table.is_empty()) {
+        return Err(loaded.error(format!("{}: rate limits arrive with issue 4; remove the table", key("rate_limits"))));
+    }
+    let max_body_bytes = usize::try_from(raw.max_body_bytes).ok().filter(|&limit| limit > 0).ok_or_else(|| {
+        loaded.error(format!(
+            "{}: {} must be a positive number of bytes, e.g. 4194304",
+            key("max_body_bytes"),
+            raw.max_body_bytes
+        ))
+    })?;
+    let page_size = usize::try_from(raw.page_size)
+        .ok()
+        .filter(|size| (1..=10_000).contains(size))
+        .ok_or_else(|| loaded.error(format!("{}: {} must be between 1 and 10000", key("page_size"), raw.page_size)))?;
+    Ok(ListenerConfig {
+        name: name.to_owned(),
+        bind,
+        settings: ListenerSettings {
+            revisions,
+            page_size,
+            list_ttl_ms: raw.list_ttl_ms,
+            server_version: env!("CARGO_PKG_VERSION").to_owned(),
+        },
+        origins,
+        max_body_bytes,
+    })
+}
+
+fn origin_policy(entries: &[String]) -> Result<OriginPolicy, String> {
+    let mut local = false;
+    let mut exact = Vec::new();
+    for entry in entries {
+        match entry.as_str() {
+            "any" => return Ok(OriginPolicy::Any),
+            "local" => local = true,
+            origin
+                if origin
+                    .split_once("://")
+                    .is_some_and(|(scheme, rest)| !scheme.is_empty() && !rest.is_empty() && !rest.contains('/')) =>
+            {
+                exact.push(origin.to_owned());
+            }
+            other => return Err(other.to_owned()),
+        }
+    }
+    Ok(OriginPolicy::Listed { local, exact })
+}
+
+fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins) -> Result<RealmEntry, ConfigError> {
+    let key = |k: &str| format!("realms.{name}.{k}");
+    let refused = [
+        ("resource_url", raw.resource_url.is_some(), "OAuth"),
+        ("rate_limits", raw.rate_limits.is_some(), "rate limits"),
+        ("limits", raw.limits.is_some(), "session limits"),
+        ("principals", raw.principals.is_some(), "authentication"),
+        ("tickets", raw.tickets.is_some(), "authentication"),
+        ("oauth", raw.oauth.is_some(), "OAuth"),
+    ];
+    if let Some((k, _, what)) = refused.iter().find(|(_, present, _)| *present) {
+        return Err(
+            loaded.error(format!("{}: {what} arrives with issue 4 and is not served yet; remove the key", key(k)))
+        );
+    }
+    let mut grants = Vec::new();
+    for (index, role) in raw.roles.iter().enumerate() {
+        for grant in &role.grants {
+            let grant = Grant::parse(Subject::Role(role.name.clone()), grant, ADAPTER)
+                .map_err(|e| loaded.error(format!("{}: {e}", key(&format!("roles[{index}].grants")))))?;
+            grants.push(grant);
+        }
+    }
+    for role in &raw.anonymous_roles {
+        if !raw.roles.iter().any(|defined| &defined.name == role) {
+            return Err(loaded.error(format!(
+                "{}: role {role:?} is not defined; add [[realms.{name}.roles]] with name = {role:?}",
+                key("anonymous_roles")
+            )));
+        }
+    }
+    let mut registrations = Vec::new();
+    for (index, capability) in raw.capabilities.iter().enumerate() {
+        let path = key(&format!("capabilities[{index}]"));
+        registrations.push(registration(loaded, &path, capability, builtins)?);
+    }
+    let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &[&McpLint])
+        .map_err(|e| loaded.error(format!("{}: {e}", key("capabilities"))))?;
+    let snapshot = RealmSnapshot { realm: name.to_owned(), catalogue, policy: Policy::new(grants), keys: fresh_keys() };
+    Ok(RealmEntry {
+        registry: Arc::new(Registry::new(snapshot)),
+        anonymous_roles: raw.anonymous.then(|| raw.anonymous_roles.clone().into()),
+    })
+}
+
+/// A key set generated for this process. Keys are kept in memory until tokens are
+/// sealed with them and must survive restarts (issue 3).
+fn fresh_keys() -> KeySet {
+    let mut secret = [0; 32];
+    getrandom::fill(&mut secret).expect("the operating system random source is available");
+    KeySet { active: Key { id: "k1".into(), secret }, retired: Vec::new() }
+}
+
+fn registration(
+    loaded: &Loaded,
+    path: &str,
+    raw: &RawCapability,
+    builtins: &Builtins,
+) -> Result<Registration, ConfigError> {
+    let at = |k: &str| format!("{path}.{k}");
+    let id = CapabilityId::new(&raw.id).map_err(|e| loaded.error(format!("{}: {e}", at("id"))))?;
+    if id.as_str() == ANONYMOUS {
+        return Err(loaded.error(format!("{}: \"anonymous\" is reserved; choose another id", at("id"))));
+    }
+    let kind = match raw.kind.as_str() {
+        "tool" => CapabilityKind::Tool,
+        "prompt" | "resource" | "resource_template" => {
+            return Err(loaded.error(format!(
+                "{}: {:?} capabilities are served from issue 5 on; use \"tool\"",
+                at("kind"),
+                raw.kind
+            )));
+        }
+        other => {
+            return Err(loaded.error(format!(
+                "{}: {other:?} is not a kind; use \"tool\", \"prompt\", \"resource\" or \"resource_template\"",
+                at("kind")
+            )));
+        }
+    };
+    if raw.backend != "builtin" {
+        return Err(loaded.error(format!(
+            "{}: {:?} is not a backend this build serves; use \"builtin\"",
+            at("backend"),
+            raw.backend
+        )));
+    }
+    let builtin = builtins.get(&raw.handler).ok_or_else(|| {
+        let known: Vec<&str> = builtins.names().collect();
+        loaded.error(format!(
+            "{}: no builtin handler is called {:?}; registered handlers: {}",
+            at("handler"),
+            raw.handler,
+            known.join(", ")
+        ))
+    })?;
+    if builtin.kind != kind {
+        return Err(loaded.error(format!(
+            "{}: handler {:?} serves a {}, not a {}",
+            at("kind"),
+            raw.handler,
+            builtin.kind.as_str(),
+            kind.as_str()
+        )));
+    }
+    let input_schema =
+        schema(loaded, &at("input_schema"), raw.input_schema.as_deref(), raw.input_schema_file.as_deref())?
+            .unwrap_or_else(|| builtin.input_schema.clone());
+    let output_schema =
+        schema(loaded, &at("output_schema"), raw.output_schema.as_deref(), raw.output_schema_file.as_deref())?
+            .or_else(|| builtin.output_schema.clone());
+    let requires_client = match &raw.requires_client {
+        Some(text) => Some(json_object(loaded, &at("requires_client"), text)?),
+        None => builtin.requires_client.clone(),
+    };
+    let annotations = match &raw.annotations {
+        Some(a) => Annotations {
+            read_only: a.read_only.or(builtin.annotations.read_only),
+            destructive: a.destructive.or(builtin.annotations.destructive),
+            idempotent: a.idempotent.or(builtin.annotations.idempotent),
+            open_world: a.open_world.or(builtin.annotations.open_world),
+        },
+        None => builtin.annotations.clone(),
+    };
+    Ok(Registration {
+        descriptor: Descriptor {
+            id,
+            kind,
+            title: raw.title.clone().or_else(|| builtin.title.clone()),
+            summary: raw.summary.clone().or_else(|| builtin.summary.clone()),
+            input_schema,
+            output_schema,
+            annotations,
+            requires_client,
+            binding: Binding { kind: raw.backend.clone(), target: raw.handler.clone() },
+            audit_arguments: raw.audit_arguments,
+        },
+        handler: Arc::clone(&builtin.handler),
+    })
+}
+
+/// A schema given inline (a JSON string) or as a file; not both.
+fn schema(loaded: &Loaded, key: &str, inline: Option<&str>, file: Option<&Path>) -> Result<Option<Value>, ConfigError> {
+    match (inline, file) {
+        (Some(_), Some(_)) => Err(loaded.error(format!("{key}: give the schema inline or as {key}_file, not both"))),
+        (Some(text), None) => json_object(loaded, key, text).map(Some),
+        (None, Some(file)) => {
+            let path = loaded.base_dir.join(file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| loaded.error(format!("{key}_file: cannot read {:?}: {e}", path.display())))?;
+            json_object(loaded, &format!("{key}_file"), &text).map(Some)
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+fn json_object(loaded: &Loaded, key: &str, text: &str) -> Result<Value, ConfigError> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(loaded.error(format!("{key}: {text:?} must be a JSON object"))),
+        Err(e) => Err(loaded.error(format!(
+            "{key}: not valid JSON ({e}); write the JSON inside a TOML string, e.g. '{{\"type\": \"object\"}}'"
+        ))),
+    }
+}

@@ -1,0 +1,287 @@
+//! The configuration file: its raw shape, the environment overlay, and loading.
+//!
+//! The raw structs mirror the TOML one to one and refuse unknown keys. Semantic checks
+//! (ids, schemas, grants, handlers) happen in [`crate::assemble`], which names the key
+//! path of anything it refuses.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The embedded default, served by `bondry serve` without `--config`.
+pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
+
+/// Prefix of environment overrides: `BONDRY__LISTENERS__MAIN__BIND=...`.
+pub const ENV_PREFIX: &str = "BONDRY__";
+
+/// A configuration error, naming where it came from.
+#[derive(Debug, thiserror::Error)]
+pub struct ConfigError {
+    /// The file (or `<embedded default>`) the error is about.
+    pub origin: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.origin, self.message)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default = "default_grace")]
+    pub shutdown_grace_ms: u64,
+    #[serde(default)]
+    pub listeners: BTreeMap<String, RawListener>,
+    #[serde(default)]
+    pub realms: BTreeMap<String, RawRealm>,
+    #[serde(default)]
+    pub audit: RawAudit,
+}
+
+fn default_grace() -> u64 {
+    10_000
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListener {
+    pub bind: String,
+    #[serde(default = "all_revisions")]
+    pub protocol_versions: Vec<String>,
+    #[serde(default = "local_origins")]
+    pub allowed_origins: Vec<String>,
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
+    #[serde(default = "default_body_limit")]
+    pub max_body_bytes: u64,
+    #[serde(default = "default_page_size")]
+    pub page_size: u64,
+    #[serde(default)]
+    pub list_ttl_ms: u64,
+    pub rate_limits: Option<toml::Table>,
+}
+
+fn all_revisions() -> Vec<String> {
+    ["2026-07-28", "2025-11-25", "2025-06-18"].map(String::from).into()
+}
+
+fn local_origins() -> Vec<String> {
+    vec!["local".into()]
+}
+
+fn default_body_limit() -> u64 {
+    4 * 1024 * 1024
+}
+
+fn default_page_size() -> u64 {
+    200
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRealm {
+    #[serde(default = "yes")]
+    pub anonymous: bool,
+    #[serde(default)]
+    pub anonymous_roles: Vec<String>,
+    #[serde(default)]
+    pub roles: Vec<RawRole>,
+    #[serde(default)]
+    pub capabilities: Vec<RawCapability>,
+    // Accepted by the contract's shape, served by issue 4; refused until then.
+    pub resource_url: Option<toml::Value>,
+    pub rate_limits: Option<toml::Value>,
+    pub limits: Option<toml::Value>,
+    pub principals: Option<toml::Value>,
+    pub tickets: Option<toml::Value>,
+    pub oauth: Option<toml::Value>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRole {
+    pub name: String,
+    #[serde(default)]
+    pub grants: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCapability {
+    pub id: String,
+    pub kind: String,
+    #[serde(default = "builtin")]
+    pub backend: String,
+    pub handler: String,
+    pub title: Option<String>,
+    pub summary: Option<String>,
+    pub input_schema: Option<String>,
+    pub input_schema_file: Option<PathBuf>,
+    pub output_schema: Option<String>,
+    pub output_schema_file: Option<PathBuf>,
+    pub annotations: Option<RawAnnotations>,
+    pub requires_client: Option<String>,
+    #[serde(default)]
+    pub audit_arguments: bool,
+}
+
+fn builtin() -> String {
+    "builtin".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAnnotations {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAudit {
+    #[serde(default)]
+    pub sink: AuditSinkKind,
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditSinkKind {
+    #[default]
+    Stdout,
+    File,
+    Off,
+}
+
+/// A parsed configuration and where it came from.
+#[derive(Debug)]
+pub struct Loaded {
+    pub origin: String,
+    /// The directory relative paths (schema files, audit path) are resolved against.
+    pub base_dir: PathBuf,
+    pub raw: RawConfig,
+}
+
+impl Loaded {
+    pub fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError { origin: self.origin.clone(), message: message.into() }
+    }
+}
+
+/// Reads the file at `path`, or the embedded default, and applies the environment.
+pub fn load(path: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Loaded, ConfigError> {
+    let (origin, text, base_dir) = match path {
+        Some(path) => {
+            let origin = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|error| ConfigError {
+                origin: origin.clone(),
+                message: format!("cannot read the file: {error}"),
+            })?;
+            let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            (origin, text, base)
+        }
+        None => ("<embedded default>".to_owned(), EMBEDDED_DEFAULT.to_owned(), PathBuf::from(".")),
+    };
+    parse(&origin, &text, base_dir, env)
+}
+
+/// Parses configuration text, applies the environment, and reads it into the raw shape.
+pub fn parse(
+    origin: &str,
+    text: &str,
+    base_dir: PathBuf,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Loaded, ConfigError> {
+    let error = |message: String| ConfigError { origin: origin.to_owned(), message };
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| error(format!("not valid TOML: {e}")))?;
+    apply_env(&mut table, env).map_err(error)?;
+    let raw = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let path = e.path().to_string();
+        error(format!("{path}: {}", e.into_inner()))
+    })?;
+    Ok(Loaded { origin: origin.to_owned(), base_dir, raw })
+}
+
+/// Applies `BONDRY__SECTION__KEY=value` overrides. Names are lowercased; values are read
+/// as TOML values, falling back to strings.
+fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, String)>) -> Result<(), String> {
+    for (name, raw) in env {
+        let Some(path) = name.strip_prefix(ENV_PREFIX) else { continue };
+        let segments: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
+        if segments.iter().any(String::is_empty) {
+            return Err(format!("environment variable {name}: empty key segment; write {ENV_PREFIX}SECTION__KEY"));
+        }
+        let value = format!("v = {raw}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut parsed| parsed.remove("v"))
+            .unwrap_or(toml::Value::String(raw));
+        let (last, parents) = segments.split_last().expect("split yields at least one segment");
+        let mut current = &mut *table;
+        for segment in parents {
+            let entry = current.entry(segment.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            current = entry.as_table_mut().ok_or_else(|| {
+                format!("environment variable {name}: `{segment}` is not a table (arrays of tables are not addressable from the environment)")
+            })?;
+        }
+        current.insert(last.clone(), value);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn the_embedded_default_parses() {
+        let loaded = load(None, []).unwrap();
+        assert_eq!(loaded.raw.listeners["main"].bind, "127.0.0.1:7373");
+    }
+
+    #[test]
+    fn environment_overrides_keys_as_toml_values_or_strings() {
+        let loaded = parse(
+            "t.toml",
+            "[listeners.main]\nbind = \"127.0.0.1:1\"\n",
+            PathBuf::new(),
+            env(&[
+                ("BONDRY__LISTENERS__MAIN__BIND", "127.0.0.1:2"),
+                ("BONDRY__LISTENERS__MAIN__PAGE_SIZE", "7"),
+                ("OTHER", "x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(loaded.raw.listeners["main"].bind, "127.0.0.1:2");
+        assert_eq!(loaded.raw.listeners["main"].page_size, 7);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_key_path() {
+        let error = parse("t.toml", "[listeners.main]\nbind = 5\n", PathBuf::new(), []).unwrap_err();
+        assert!(error.to_string().starts_with("t.toml: listeners.main.bind: invalid type: integer `5`"), "{error}");
+        let error = parse("t.toml", "[listeners.main]\nbind = \"x\"\nbnid = 1\n", PathBuf::new(), []).unwrap_err();
+        assert!(error.to_string().contains("unknown field `bnid`"), "{error}");
+        let error = parse("t.toml", "[listeners", PathBuf::new(), []).unwrap_err();
+        assert!(error.to_string().starts_with("t.toml: not valid TOML"), "{error}");
+        let roles = "[[realms.default.roles]]\nname = \"a\"\n";
+        let error =
+            parse("t.toml", roles, PathBuf::new(), env(&[("BONDRY__REALMS__DEFAULT__ROLES__NAME", "b")])).unwrap_err();
+        assert!(error.to_string().contains("`roles` is not a table"), "{error}");
+    }
+}
