@@ -22,3 +22,305 @@ async fn discover_announces_modern_revisions_tools_and_caching() {
     );
     server.stop().await;
 }
+
+/// Every page of `tools/list`, following `nextCursor`.
+async fn all_tools(server: &TestServer) -> (Vec<Value>, usize) {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = cursor.as_ref().map_or_else(|| json!({}), |cursor| json!({"cursor": cursor}));
+        let result = server.send(Req::modern("tools/list", params)).await.assert_result();
+        assert_eq!(result["resultType"], "complete");
+        assert_eq!(result["ttlMs"], 0);
+        assert_eq!(result["cacheScope"], "private");
+        assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "bondry");
+        tools.extend(result["tools"].as_array().unwrap().iter().cloned());
+        pages += 1;
+        match result.get("nextCursor") {
+            Some(next) => cursor = Some(next.as_str().unwrap().to_owned()),
+            None => return (tools, pages),
+        }
+    }
+}
+
+#[tokio::test]
+async fn list_pages_through_the_callers_view_in_id_order() {
+    let server = TestServer::start().await;
+    let (tools, pages) = all_tools(&server).await;
+    let names: Vec<&str> = tools.iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+    assert!(names.contains(&"demo.echo") && names.contains(&"test.params"));
+    assert!(!names.contains(&"admin.reset"), "not granted to anonymous callers");
+    assert_eq!(pages, names.len().div_ceil(3));
+    for tool in &tools {
+        let hash = tool["_meta"]["dev.bondry/hash"].as_str().unwrap();
+        assert!(hash.starts_with("sha256:") && hash.len() == 7 + 64, "{hash}");
+        assert_eq!(tool["inputSchema"]["type"], "object");
+    }
+    let echo = tools.iter().find(|tool| tool["name"] == "demo.echo").unwrap();
+    assert_eq!(echo["title"], "Echo");
+    assert_eq!(
+        echo["annotations"],
+        json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+    );
+    let forecast = tools.iter().find(|tool| tool["name"] == "demo.forecast").unwrap();
+    assert_eq!(forecast["inputSchema"]["properties"]["region"]["x-mcp-header"], "Region");
+    // Listing is deterministic: the same tools in the same order every time.
+    assert_eq!(all_tools(&server).await.0, tools);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bad_cursors_are_invalid_params() {
+    let server = TestServer::start().await;
+    for cursor in [json!("garbage"), json!(""), json!("eyJ2IjoieCIsImFmdGVyIjoiYSJ9")] {
+        server
+            .send(Req::modern("tools/list", json!({"cursor": cursor})))
+            .await
+            .assert_error(200, Some(json!(1)), -32602, "Invalid cursor");
+    }
+    let data = server
+        .send(Req::modern("tools/list", json!({"cursor": 5})))
+        .await
+        .assert_error(200, Some(json!(1)), -32602, "Invalid params");
+    assert_eq!(data["reason"], "params.cursor must be a string");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn hidden_and_missing_tools_answer_the_same_bytes() {
+    let server = TestServer::start().await;
+    let hidden = server.send(Req::call("admin.reset", json!({}))).await;
+    let hidden_text = hidden.text();
+    hidden.assert_error(200, Some(json!(1)), -32602, "Unknown tool: admin.reset");
+    // Rename the missing tool to the hidden one's name length so the bodies can be compared.
+    let missing = server.send(Req::call("admin.nope", json!({}))).await;
+    assert_eq!(missing.text(), hidden_text.replace("admin.reset", "admin.nope"));
+    assert_eq!(missing.headers.get("content-type"), hidden.headers.get("content-type"));
+    let records = server.stop().await;
+    let outcomes: Vec<(&str, &str)> =
+        records.iter().map(|r| (r["capability"].as_str().unwrap(), r["outcome"].as_str().unwrap())).collect();
+    assert_eq!(outcomes, [("admin.reset", "denied"), ("admin.nope", "not_found")]);
+}
+
+#[tokio::test]
+async fn call_params_shape_errors() {
+    let server = TestServer::start().await;
+    for arguments in [json!(null), json!([1]), json!("{\"text\":\"hi\"}"), json!(3)] {
+        let data = server
+            .send(Req::call("demo.echo", arguments))
+            .await
+            .assert_error(200, Some(json!(1)), -32602, "Invalid params");
+        assert_eq!(data["reason"], "params.arguments must be an object");
+    }
+    let data = server
+        .send(Req::call("demo.echo", json!({"text": "hi", "_mcpSecret": 1})))
+        .await
+        .assert_error(200, Some(json!(1)), -32602, "Invalid params");
+    assert_eq!(data["reason"], "argument names starting with _mcp are reserved");
+    for params in [json!({}), json!({"name": 5})] {
+        let data = server
+            .send(Req::modern("tools/call", params))
+            .await
+            .assert_error(200, Some(json!(1)), -32602, "Invalid params");
+        assert_eq!(data["reason"], "params.name must be a string");
+    }
+    let records = server.stop().await;
+    assert!(records.iter().take(5).all(|r| r["outcome"] == "invalid_input"), "{records:?}");
+}
+
+#[tokio::test]
+async fn success_shapes() {
+    let server = TestServer::start().await;
+    let result = server.send(Req::call("demo.echo", json!({"text": "hi"}))).await.assert_result();
+    assert_eq!(result["content"], json!([{"type": "text", "text": "{\"text\":\"hi\"}"}]));
+    assert_eq!(result["structuredContent"], json!({"text": "hi"}));
+    assert_eq!(result["resultType"], "complete");
+    assert!(result.get("isError").is_none());
+    let invocation = result["_meta"]["dev.bondry/invocationId"].as_str().unwrap().to_owned();
+    assert_eq!(invocation.len(), 32);
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "bondry");
+
+    let forecast = Req::call("demo.forecast", json!({"region": "eu", "days": 2})).header("Mcp-Param-Region", "eu");
+    let result = server.send(forecast).await.assert_result();
+    assert_eq!(result["content"], json!([{"type": "text", "text": "2-day outlook for eu"}]));
+    assert_eq!(result["structuredContent"]["region"], "eu");
+
+    let result = server.send(Req::call("test.scalar", json!({}))).await.assert_result();
+    assert_eq!(result["structuredContent"], 42, "modern structured content may be any JSON");
+    assert!(result.get("ttlMs").is_none() && result.get("cacheScope").is_none());
+
+    let traced = Req::modern(
+        "tools/call",
+        json!({"name": "demo.echo", "arguments": {"text": "t"}}),
+    );
+    let mut body: Value = serde_json::from_slice(&traced.body).unwrap();
+    body["params"]["_meta"]["traceparent"] = json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    server.send(traced.json(body)).await.assert_result();
+
+    let records = server.stop().await;
+    let first = &records[0];
+    assert_eq!(first["realm"], "default");
+    assert_eq!(first["principal"], "anonymous");
+    assert_eq!(first["principal_kind"], "anonymous");
+    assert_eq!(first["adapter"], "mcp");
+    assert_eq!(first["capability"], "demo.echo");
+    assert_eq!(first["invocation_id"], invocation);
+    assert_eq!(first["outcome"], "succeeded");
+    assert!(first["duration_us"].is_u64());
+    assert_eq!(
+        first["arguments_sha256"],
+        bondry_core::canon::digest(&json!({"text": "hi"})),
+        "digest of the canonical arguments"
+    );
+    assert_eq!(first["result_sha256"].as_str().unwrap().len(), 64);
+    assert!(first.get("arguments").is_none(), "arguments are not recorded unless opted in");
+    assert!(first["time"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(records[3]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_error_results_naming_pointer_and_rule() {
+    let server = TestServer::start().await;
+    let result = server.send(Req::call("demo.add", json!({"a": "x"}))).await.assert_result();
+    assert_eq!(result["isError"], true);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Invalid arguments for tool demo.add: "), "{text}");
+    assert!(text.contains("/a: type:") && text.contains("/: required:"), "{text}");
+    assert_eq!(result["_meta"]["dev.bondry/errorCode"], "invalid_input");
+    assert_eq!(result["_meta"]["dev.bondry/retryable"], false);
+    assert!(result.get("structuredContent").is_none());
+    let records = server.stop().await;
+    assert_eq!(records[0]["outcome"], "invalid_input");
+}
+
+#[tokio::test]
+async fn failures_are_generic_error_results() {
+    let server = TestServer::start().await;
+    let cases = [
+        ("test.fail", "boom", false, "handler_failed"),
+        ("test.tool_error", "quota_exceeded", true, "tool_error"),
+        ("test.bad_output", "invalid_output", false, "handler_failed"),
+        ("test.no_structured", "invalid_output", false, "handler_failed"),
+        ("test.wrong_kind", "wrong_answer_kind", false, "handler_failed"),
+        ("test.input_required", "input_required_unavailable", false, "handler_failed"),
+    ];
+    for (tool, code, retryable, _) in cases {
+        let result = server.send(Req::call(tool, json!({}))).await.assert_result();
+        assert_eq!(result["isError"], true, "{tool}");
+        assert_eq!(result["content"], json!([{"type": "text", "text": "Capability execution failed"}]), "{tool}");
+        assert_eq!(result["_meta"]["dev.bondry/errorCode"], code, "{tool}");
+        assert_eq!(result["_meta"]["dev.bondry/retryable"], retryable, "{tool}");
+        assert!(result.get("structuredContent").is_none(), "{tool}");
+        assert!(result["_meta"]["dev.bondry/invocationId"].is_string());
+    }
+    let records = server.stop().await;
+    let outcomes: Vec<&str> = records.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, cases.map(|case| case.3));
+}
+
+#[tokio::test]
+async fn required_client_capabilities() {
+    let server = TestServer::start().await;
+    let data = server
+        .send(Req::call("test.elicits", json!({})))
+        .await
+        .assert_error(400, Some(json!(1)), -32021, "Missing required client capability");
+    assert_eq!(data, json!({"requiredCapabilities": {"elicitation": {"form": {}}}}));
+    let mut request = Req::call("test.elicits", json!({}));
+    let mut body: Value = serde_json::from_slice(&request.body).unwrap();
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
+    request = request.json(body);
+    assert_eq!(server.send(request).await.assert_result()["structuredContent"], json!({"ok": true}));
+    // A hidden tool is unknown before its capabilities are looked at.
+    server
+        .send(Req::call("admin.reset", json!({})))
+        .await
+        .assert_error(200, Some(json!(1)), -32602, "Unknown tool: admin.reset");
+    let records = server.stop().await;
+    assert_eq!(records[0]["outcome"], "invalid_input");
+}
+
+#[tokio::test]
+async fn input_responses_and_request_state() {
+    let server = TestServer::start().await;
+    let with = |key: &str, value: Value| {
+        let request = Req::call("demo.echo", json!({"text": "hi"}));
+        let mut body: Value = serde_json::from_slice(&request.body).unwrap();
+        body["params"][key] = value;
+        request.json(body)
+    };
+    for bad in [json!([]), json!("x"), json!({"a": 1}), json!({"a": {}, "b": null})] {
+        server
+            .send(with("inputResponses", bad))
+            .await
+            .assert_error(400, Some(json!(1)), -32602, "invalid inputResponses");
+    }
+    server.send(with("inputResponses", json!({"a": {"action": "accept"}}))).await.assert_result();
+    server
+        .send(with("requestState", json!("eyJhbGciOiJkaXIifQ..x.y.z")))
+        .await
+        .assert_error(400, Some(json!(1)), -32602, "invalid, expired or mismatched requestState");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn param_headers_mirror_declared_arguments() {
+    let server = TestServer::start().await;
+    let params = |arguments: Value| Req::call("test.params", arguments);
+    let ok = [
+        params(json!({})),
+        params(json!({"n": 7})).header("Mcp-Param-N", "7"),
+        params(json!({"n": 7})).header("mcp-param-n", "7.0"),
+        params(json!({"n": -2, "flag": false})).header("Mcp-Param-N", "-2").header("Mcp-Param-Flag", "false"),
+        params(json!({"opts": {"name": "Zoë"}})).header("Mcp-Param-Name", "=?base64?Wm/Dqw==?="),
+        params(json!({"n": null})),
+        params(json!({})).header("Mcp-Param-Other", "ignored"),
+    ];
+    for request in ok {
+        server.send(request).await.assert_result();
+    }
+    let refused = [
+        (params(json!({"n": 7})), "Mcp-Param-N", "missing"),
+        (params(json!({"n": 7})).header("Mcp-Param-N", "8"), "Mcp-Param-N", "mismatch"),
+        (params(json!({})).header("Mcp-Param-N", "8"), "Mcp-Param-N", "mismatch"),
+        (params(json!({"n": null})).header("Mcp-Param-N", "8"), "Mcp-Param-N", "mismatch"),
+        (params(json!({"flag": true})).header("Mcp-Param-Flag", "TRUE"), "Mcp-Param-Flag", "mismatch"),
+        (params(json!({"opts": {"name": "Zoë"}})).header("Mcp-Param-Name", "=?base64?Wm/Dqw?="), "Mcp-Param-Name", "invalid"),
+        // Repeats are found before the tool is known, so the name is reported as received on the wire.
+        (params(json!({"n": 7})).header("Mcp-Param-N", "7").header("Mcp-Param-N", "7"), "Mcp-Param-n", "repeated"),
+    ];
+    for (request, header, reason) in refused {
+        let data = server
+            .send(request)
+            .await
+            .assert_error(400, Some(json!(1)), -32020, &format!("Header mismatch: {header}"));
+        assert_eq!(data, json!({"header": header, "reason": reason}));
+    }
+    // A wrong argument type skips the comparison and fails validation instead.
+    let result = server.send(params(json!({"n": "seven"})).header("Mcp-Param-N", "7")).await.assert_result();
+    assert_eq!(result["isError"], true);
+    let forecast = Req::call("demo.forecast", json!({"region": "eu"})).header("Mcp-Param-Region", "us");
+    server.send(forecast).await.assert_error(400, Some(json!(1)), -32020, "Header mismatch: Mcp-Param-Region");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_caller_that_goes_away_cancels_the_call() {
+    let server = TestServer::start().await;
+    let client = reqwest::Client::new();
+    let request = Req::call("test.slow", json!({}));
+    let mut builder = client.post(server.url()).timeout(std::time::Duration::from_millis(50));
+    for (name, value) in &request.headers {
+        builder = builder.header(name.as_str(), value.as_slice());
+    }
+    assert!(builder.body(request.body).send().await.is_err(), "the client gives up first");
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let records = server.stop().await;
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["capability"], "test.slow");
+    assert_eq!(records[0]["outcome"], "cancelled");
+}

@@ -330,3 +330,29 @@ impl Handler for Slow {
         })
     }
 }
+
+impl TestServer {
+    /// Sends `request` as raw HTTP/1.1 bytes, with exactly the headers it has (no client
+    /// adds defaults), and returns the status line's code and the body.
+    pub async fn send_raw(&self, request: &Req) -> (u16, Vec<u8>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut head = format!("{} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n", request.method, request.path, self.addr)
+            .into_bytes();
+        for (name, value) in &request.headers {
+            head.extend_from_slice(name.as_bytes());
+            head.extend_from_slice(b": ");
+            head.extend_from_slice(value);
+            head.extend_from_slice(b"\r\n");
+        }
+        head.extend_from_slice(format!("content-length: {}\r\n\r\n", request.body.len()).as_bytes());
+        head.extend_from_slice(&request.body);
+        let mut stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
+        stream.write_all(&head).await.unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await.unwrap();
+        let text = String::from_utf8_lossy(&response);
+        let status = text[9..12].parse().unwrap();
+        let body_at = text.find("\r\n\r\n").unwrap() + 4;
+        (status, response[body_at..].to_vec())
+    }
+}

@@ -1,0 +1,199 @@
+//! Black-box tests of the HTTP boundary before the adapter: method, media types, body
+//! limit, origin and host, realms and credentials, in the contract's order of checks.
+
+mod support;
+
+use serde_json::json;
+use support::{Req, TestServer, default_config};
+
+fn discover() -> Req {
+    Req::modern("server/discover", json!({}))
+}
+
+#[tokio::test]
+async fn only_post_is_served() {
+    let server = TestServer::start().await;
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE, reqwest::Method::PUT, reqwest::Method::PATCH] {
+        let response = server.send(Req::post().method(method.clone()).without("content-type")).await;
+        response.assert_error(405, None, -32600, "Method not allowed");
+        assert_eq!(response.header("allow"), Some("POST"), "{method}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn content_type_must_be_one_json() {
+    let server = TestServer::start().await;
+    for request in [
+        discover().without("content-type"),
+        discover().replace("content-type", "text/plain"),
+        discover().replace("content-type", "application/json-seq"),
+        discover().header("content-type", "application/json"),
+    ] {
+        server
+            .send(request)
+            .await
+            .assert_error(415, None, -32600, "Unsupported Media Type: Content-Type must be application/json");
+    }
+    server.send(discover().replace("content-type", "application/json; charset=utf-8")).await.assert_result();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn accept_must_admit_json_and_event_streams() {
+    let server = TestServer::start().await;
+    let refused = "Not Acceptable: Accept must admit application/json and text/event-stream";
+    for accept in ["application/json", "text/event-stream", "*/*, text/event-stream;q=0", "image/*"] {
+        server.send(discover().replace("accept", accept)).await.assert_error(406, None, -32600, refused);
+    }
+    // Without any Accept header (sent raw: HTTP clients add `*/*` by default).
+    let (status, body) = server.send_raw(&discover().without("accept")).await;
+    assert_eq!(status, 406);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+        json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": refused}})
+    );
+    for accept in ["*/*", "application/*, text/*", "text/event-stream, application/json;q=0.9"] {
+        server.send(discover().replace("accept", accept)).await.assert_result();
+    }
+    // Media types are judged before the body is read.
+    server.send(discover().replace("accept", "application/json").raw("{")).await.assert_error(406, None, -32600, refused);
+    server.stop().await;
+}
+
+/// A discover request padded with trailing whitespace to exactly `size` bytes.
+fn discover_of_size(size: usize) -> Req {
+    let mut request = discover();
+    let padding = size - request.body.len();
+    request.body.extend(std::iter::repeat_n(b' ', padding));
+    request
+}
+
+#[tokio::test]
+async fn body_limit_counts_bytes() {
+    let server = TestServer::start().await;
+    let limit = 4096;
+    server.send(discover_of_size(limit - 1)).await.assert_result();
+    server.send(discover_of_size(limit)).await.assert_result();
+    server.send(discover_of_size(limit + 1)).await.assert_error(413, None, -32600, "Payload too large");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn streamed_bodies_are_counted_as_they_arrive() {
+    let server = TestServer::start().await;
+    let client = reqwest::Client::new();
+    for (size, expected) in [(4096, 200), (4097, 413)] {
+        let request = discover_of_size(size);
+        let chunks: Vec<Result<Vec<u8>, std::io::Error>> = request.body.chunks(1000).map(|c| Ok(c.to_vec())).collect();
+        let mut builder = client.post(server.url());
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_slice());
+        }
+        let response =
+            builder.body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))).send().await.unwrap();
+        assert_eq!(response.headers().get("content-length"), None.or(response.headers().get("content-length")));
+        assert_eq!(response.status().as_u16(), expected, "{size} bytes, chunked");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_default_body_limit_is_4_mib() {
+    let config = default_config().replace("max_body_bytes = 4096\n", "");
+    let server = TestServer::with_config(&config).await;
+    server.send(discover_of_size(4 << 20)).await.assert_result();
+    server.send(discover_of_size((4 << 20) + 1)).await.assert_error(413, None, -32600, "Payload too large");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn origins_and_hosts() {
+    let server = TestServer::start().await;
+    for origin in ["http://evil.example", "null", "http://localhost.evil.example"] {
+        server.send(discover().header("origin", origin)).await.assert_error(403, None, -32600, "Origin not allowed");
+    }
+    for origin in ["http://localhost:5173", "https://127.0.0.1", "http://[::1]:1"] {
+        server.send(discover().header("origin", origin)).await.assert_result();
+    }
+    server.send(discover().header("host", "evil.example")).await.assert_error(403, None, -32600, "Host not allowed");
+    server.send(discover().header("host", "localhost:1")).await.assert_result();
+    // Origin is checked before the realm, the method and the media types.
+    let early = discover().header("origin", "http://evil.example").path("/mcp/realm/nope").method(reqwest::Method::GET);
+    server.send(early).await.assert_error(403, None, -32600, "Origin not allowed");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn listed_and_any_origins() {
+    let listed = default_config().replace("page_size = 3\n", "page_size = 3\nallowed_origins = [\"https://app.example\"]\n");
+    let server = TestServer::with_config(&listed).await;
+    server.send(discover().header("origin", "https://APP.example")).await.assert_result();
+    server.send(discover().header("origin", "http://localhost")).await.assert_error(403, None, -32600, "Origin not allowed");
+    server.stop().await;
+    let any = default_config().replace("page_size = 3\n", "page_size = 3\nallowed_origins = [\"any\"]\n");
+    let server = TestServer::with_config(&any).await;
+    server.send(discover().header("origin", "https://anything.example")).await.assert_result();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn realms_by_path() {
+    let server = TestServer::start().await;
+    let default = server.send(discover().path("/mcp/realm/default")).await;
+    assert_eq!(default.text(), server.send(discover()).await.text());
+    for path in ["/mcp/realm/other", "/mcp/realm/Default"] {
+        server.send(discover().path(path)).await.assert_error(404, None, -32000, "no_such_realm");
+    }
+    // The realm is checked before the method.
+    server
+        .send(discover().path("/mcp/realm/other").method(reqwest::Method::GET))
+        .await
+        .assert_error(404, None, -32000, "no_such_realm");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn credentials_are_refused_until_authentication_exists() {
+    let server = TestServer::start().await;
+    for authorization in ["Bearer abc", "Basic YTpi", "Negotiate x"] {
+        let response = server.send(discover().header("authorization", authorization)).await;
+        assert_eq!(response.status, 401);
+        assert!(response.body.is_empty());
+        assert_eq!(response.header("www-authenticate"), Some("Bearer realm=\"default\""));
+    }
+    // Credentials the adapter never needs are removed, not refused.
+    server.send(discover().header("cookie", "session=1").header("proxy-authorization", "Basic x")).await.assert_result();
+    // The body limit is checked before authentication.
+    let oversized = discover_of_size(5000).header("authorization", "Bearer abc");
+    server.send(oversized).await.assert_error(413, None, -32600, "Payload too large");
+    server.stop().await;
+
+    let closed = default_config().replace("[realms.default]\n", "[realms.default]\nanonymous = false\n");
+    let server = TestServer::with_config(&closed).await;
+    let response = server.send(discover()).await;
+    assert_eq!(response.status, 401);
+    assert_eq!(response.header("www-authenticate"), Some("Bearer realm=\"default\""));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_lets_in_flight_calls_finish() {
+    let server = TestServer::start().await;
+    let url = server.url();
+    let request = Req::call("test.slow", json!({}));
+    let call = tokio::spawn(async move {
+        let mut builder = reqwest::Client::new().post(url);
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_slice());
+        }
+        let response = builder.body(request.body).send().await.unwrap();
+        response.json::<serde_json::Value>().await.unwrap()
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let records = server.stop().await;
+    let body = call.await.unwrap();
+    assert_eq!(body["result"]["structuredContent"], json!({"slept": true}));
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["outcome"], "succeeded", "the accepted call's record survived shutdown");
+}
