@@ -92,7 +92,6 @@ async fn streamed_bodies_are_counted_as_they_arrive() {
         }
         let response =
             builder.body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))).send().await.unwrap();
-        assert_eq!(response.headers().get("content-length"), None.or(response.headers().get("content-length")));
         assert_eq!(response.status().as_u16(), expected, "{size} bytes, chunked");
     }
     server.stop().await;
