@@ -30,19 +30,27 @@ impl OriginPolicy {
     }
 }
 
-/// Checks `Origin`, then `Host` when the listener is bound to loopback.
-pub fn check(headers: &HeaderMap, origins: &OriginPolicy, loopback_listener: bool) -> Result<(), Error> {
+/// Checks `Origin`, then `Host` when the listener is bound to loopback. Over HTTP/2 the
+/// host travels as the URI's authority instead of a `Host` header; both are checked.
+pub fn check(
+    headers: &HeaderMap,
+    authority: Option<&str>,
+    origins: &OriginPolicy,
+    loopback_listener: bool,
+) -> Result<(), Error> {
     if let Some(origin) = headers.get(ORIGIN) {
         let allowed = origin.to_str().is_ok_and(|origin| origins.allows(origin.trim()));
         if !allowed {
             return Err(Error::OriginNotAllowed);
         }
     }
-    if loopback_listener
-        && let Some(host) = headers.get(HOST)
-        && !host.to_str().is_ok_and(|host| host_is_loopback(strip_port(host.trim())))
-    {
-        return Err(Error::HostNotAllowed);
+    if loopback_listener {
+        let host_header = headers.get(HOST).map(|host| host.to_str().map_err(|_| Error::HostNotAllowed)).transpose()?;
+        for host in host_header.into_iter().chain(authority) {
+            if !host_is_loopback(strip_port(host.trim())) {
+                return Err(Error::HostNotAllowed);
+            }
+        }
     }
     Ok(())
 }
@@ -85,29 +93,31 @@ mod tests {
     fn local_origins() {
         let local = OriginPolicy::Listed { local: true, exact: vec![] };
         for good in ["http://localhost:3000", "https://127.0.0.1", "http://[::1]:8080", "HTTP://LOCALHOST"] {
-            assert_eq!(check(&headers(Some(good), None), &local, false), Ok(()), "{good}");
+            assert_eq!(check(&headers(Some(good), None), None, &local, false), Ok(()), "{good}");
         }
         for bad in ["http://evil.example", "http://localhost.evil.example", "null", "http://user@evil:1", "localhost"] {
-            assert_eq!(check(&headers(Some(bad), None), &local, false), Err(Error::OriginNotAllowed), "{bad}");
+            assert_eq!(check(&headers(Some(bad), None), None, &local, false), Err(Error::OriginNotAllowed), "{bad}");
         }
-        assert_eq!(check(&headers(None, None), &local, false), Ok(()));
+        assert_eq!(check(&headers(None, None), None, &local, false), Ok(()));
     }
 
     #[test]
     fn exact_and_any_origins() {
         let exact = OriginPolicy::Listed { local: false, exact: vec!["https://app.example".into()] };
-        assert_eq!(check(&headers(Some("HTTPS://APP.EXAMPLE"), None), &exact, false), Ok(()));
-        assert_eq!(check(&headers(Some("http://localhost"), None), &exact, false), Err(Error::OriginNotAllowed));
-        assert_eq!(check(&headers(Some("http://anything"), None), &OriginPolicy::Any, false), Ok(()));
+        assert_eq!(check(&headers(Some("HTTPS://APP.EXAMPLE"), None), None, &exact, false), Ok(()));
+        assert_eq!(check(&headers(Some("http://localhost"), None), None, &exact, false), Err(Error::OriginNotAllowed));
+        assert_eq!(check(&headers(Some("http://anything"), None), None, &OriginPolicy::Any, false), Ok(()));
     }
 
     #[test]
     fn loopback_listeners_refuse_foreign_hosts() {
         let any = OriginPolicy::Any;
         for good in ["localhost:7373", "127.0.0.1:7373", "[::1]:7373", "localhost"] {
-            assert_eq!(check(&headers(None, Some(good)), &any, true), Ok(()), "{good}");
+            assert_eq!(check(&headers(None, Some(good)), None, &any, true), Ok(()), "{good}");
         }
-        assert_eq!(check(&headers(None, Some("evil.example:7373")), &any, true), Err(Error::HostNotAllowed));
-        assert_eq!(check(&headers(None, Some("evil.example")), &any, false), Ok(()));
+        assert_eq!(check(&headers(None, Some("evil.example:7373")), None, &any, true), Err(Error::HostNotAllowed));
+        assert_eq!(check(&headers(None, Some("evil.example")), None, &any, false), Ok(()));
+        assert_eq!(check(&headers(None, None), Some("evil.example:7373"), &any, true), Err(Error::HostNotAllowed));
+        assert_eq!(check(&headers(None, None), Some("[::1]:7373"), &any, true), Ok(()));
     }
 }

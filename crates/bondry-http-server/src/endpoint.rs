@@ -63,7 +63,7 @@ async fn serve(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) ->
 /// The contract's order of checks up to the adapter, then the adapter's step.
 async fn handle(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) -> Result<Response, Error> {
     let (parts, body) = request.into_parts();
-    admission::check(&parts.headers, &endpoint.origins, endpoint.loopback)?;
+    admission::check(&parts.headers, parts.uri.authority().map(|a| a.as_str()), &endpoint.origins, endpoint.loopback)?;
     let realm = endpoint.realms.get(realm_name).ok_or(Error::NoSuchRealm)?;
     endpoint.adapter.admit(&parts.method, &parts.headers)?;
     let body = read_body(&parts.headers, body, endpoint.max_body_bytes).await?;

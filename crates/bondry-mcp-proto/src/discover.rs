@@ -6,10 +6,15 @@ use serde_json::{Value, json};
 
 use crate::Adapter;
 
+/// Whether the realm announces `tools`: only when it has any, whoever asks.
+pub fn announces_tools(realm: &RealmSnapshot) -> bool {
+    realm.catalogue.has_kind(CapabilityKind::Tool)
+}
+
 /// Server capabilities announced in the modern era, computed per realm, never per principal.
 pub fn capabilities(realm: &RealmSnapshot) -> Value {
     let mut capabilities = serde_json::Map::new();
-    if realm.catalogue.has_kind(CapabilityKind::Tool) {
+    if announces_tools(realm) {
         capabilities.insert("tools".into(), json!({}));
     }
     Value::Object(capabilities)

@@ -91,7 +91,7 @@ pub fn receive(
         return header_error(&header, fault).into();
     }
     let request = Request { adapter, headers, id, params, envelope, realm, principal, now };
-    let announces_tools = discover::capabilities(realm).get("tools").is_some();
+    let announces_tools = discover::announces_tools(realm);
     match method {
         "server/discover" => Step::Reply(request.result(&discover::result(adapter, realm))),
         "tools/list" if announces_tools => Step::Reply(tools::list(&request)),

@@ -29,7 +29,11 @@ fn render() -> String {
             .map(|(name, value)| format!("`{name}: {}`", value.to_str().unwrap_or_default()))
             .collect();
         let message = if row.message.is_empty() { String::new() } else { format!("`{}`", row.message) };
-        doc.push_str(&format!("| {situation} | {} | {code} | {message} | {data} | {} |\n", row.status.as_u16(), headers.join(" ")));
+        doc.push_str(&format!(
+            "| {situation} | {} | {code} | {message} | {data} | {} |\n",
+            row.status.as_u16(),
+            headers.join(" ")
+        ));
     }
     doc
 }
@@ -42,7 +46,10 @@ fn docs_errors_md_is_current() {
         std::fs::write(&path, &rendered).unwrap();
     }
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(committed == rendered, "docs/errors.md is stale; run `UPDATE_DOCS=1 cargo test -p bondry-mcp-proto --test error_table`");
+    assert!(
+        committed == rendered,
+        "docs/errors.md is stale; run `UPDATE_DOCS=1 cargo test -p bondry-mcp-proto --test error_table`"
+    );
 }
 
 #[test]

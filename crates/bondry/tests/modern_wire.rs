@@ -19,12 +19,24 @@ fn discover_with_meta(meta: Value) -> Req {
 async fn framing_errors() {
     let server = TestServer::start().await;
     for body in ["{", "", "nul", "{\"jsonrpc\":\"2.0\"} trailing"] {
-        server.send(Req::modern("tools/list", json!({})).raw(body)).await.assert_error(400, None, -32700, "Parse error");
+        server.send(Req::modern("tools/list", json!({})).raw(body)).await.assert_error(
+            400,
+            None,
+            -32700,
+            "Parse error",
+        );
     }
-    let batch = serde_json::to_string(&json!([{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}]))
-        .unwrap();
+    let batch = serde_json::to_string(
+        &json!([{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}]),
+    )
+    .unwrap();
     for body in [batch.as_str(), "[]", "[[]]", "3", "\"x\"", "null"] {
-        let data = server.send(Req::modern("tools/list", json!({})).raw(body)).await.assert_error(400, None, -32600, "Invalid request");
+        let data = server.send(Req::modern("tools/list", json!({})).raw(body)).await.assert_error(
+            400,
+            None,
+            -32600,
+            "Invalid request",
+        );
         assert!(data["reason"].is_string());
     }
     server.stop().await;
@@ -34,12 +46,14 @@ async fn framing_errors() {
 async fn ids_must_be_strings_or_safe_integers() {
     let server = TestServer::start().await;
     for id in ["null", "1.5", "1.0", "1e2", "true", "9007199254740992", "-9007199254740992", "{}"] {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"server/discover","params":{{"_meta":{}}}}}"#,
-            meta()
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"server/discover","params":{{"_meta":{}}}}}"#, meta());
+        let data = server.send(Req::modern("server/discover", json!({})).raw(&body)).await.assert_error(
+            400,
+            None,
+            -32600,
+            "Invalid request",
         );
-        let data =
-            server.send(Req::modern("server/discover", json!({})).raw(&body)).await.assert_error(400, None, -32600, "Invalid request");
         assert_eq!(data["reason"], "id must be a string or a safe integer", "{id}");
     }
     for id in [json!("abc"), json!(9007199254740991_i64), json!(-3)] {
@@ -60,7 +74,9 @@ async fn duplicate_keys_anywhere_are_invalid_requests() {
     let m = meta().to_string();
     for body in [
         format!(r#"{{"jsonrpc":"2.0","id":1,"id":2,"method":"server/discover","params":{{"_meta":{m}}}}}"#),
-        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"demo.echo","arguments":{{"text":"a","text":"b"}},"_meta":{m}}}}}"#),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"demo.echo","arguments":{{"text":"a","text":"b"}},"_meta":{m}}}}}"#
+        ),
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{"_meta":{m},"_meta":{m}}}}}"#),
     ] {
         let request = Req::modern("tools/call", json!({"name": "demo.echo"})).raw(&body);
@@ -79,11 +95,21 @@ async fn malformed_messages_echo_a_readable_id() {
         (json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": [1]}), "params must be an object"),
     ];
     for (body, reason) in cases {
-        let data = server.send(Req::modern("tools/list", json!({})).json(body)).await.assert_error(400, Some(json!(5)), -32600, "Invalid request");
+        let data = server.send(Req::modern("tools/list", json!({})).json(body)).await.assert_error(
+            400,
+            Some(json!(5)),
+            -32600,
+            "Invalid request",
+        );
         assert_eq!(data["reason"], reason);
     }
     let response = json!({"jsonrpc": "2.0", "id": 5, "result": {}});
-    server.send(Req::modern("tools/list", json!({})).json(response)).await.assert_error(400, None, -32600, "Invalid request");
+    server.send(Req::modern("tools/list", json!({})).json(response)).await.assert_error(
+        400,
+        None,
+        -32600,
+        "Invalid request",
+    );
     server.stop().await;
 }
 
@@ -108,10 +134,12 @@ async fn notifications_are_accepted_with_202_and_no_headers() {
 #[tokio::test]
 async fn envelope_requires_version_and_capabilities() {
     let server = TestServer::start().await;
-    let data = server
-        .send(discover_with_meta(json!({PV: PROTOCOL})))
-        .await
-        .assert_error(400, Some(json!(1)), -32602, "Invalid params");
+    let data = server.send(discover_with_meta(json!({PV: PROTOCOL}))).await.assert_error(
+        400,
+        Some(json!(1)),
+        -32602,
+        "Invalid params",
+    );
     assert_eq!(data, json!({"missing": [CAPS]}));
     // Empty capabilities are valid; unknown keys in _meta and capabilities pass.
     let ok = discover_with_meta(json!({PV: PROTOCOL, CAPS: {"x.example/ext": {}}, "com.example/trace": [1]}));
@@ -138,10 +166,15 @@ async fn envelope_type_errors_name_the_key() {
     for (key, value) in cases {
         let mut meta = json!({PV: PROTOCOL, CAPS: {}});
         meta[key] = value;
-        let data = server.send(discover_with_meta(meta)).await.assert_error(400, Some(json!(1)), -32602, "Invalid params");
+        let data =
+            server.send(discover_with_meta(meta)).await.assert_error(400, Some(json!(1)), -32602, "Invalid params");
         assert_eq!(data, json!({"invalid": [key]}), "{key}");
     }
-    for (key, value) in [("io.modelcontextprotocol/logLevel", json!("debug")), ("progressToken", json!("t")), ("progressToken", json!(3))] {
+    for (key, value) in [
+        ("io.modelcontextprotocol/logLevel", json!("debug")),
+        ("progressToken", json!("t")),
+        ("progressToken", json!(3)),
+    ] {
         let mut meta = json!({PV: PROTOCOL, CAPS: {}});
         meta[key] = value;
         server.send(discover_with_meta(meta)).await.assert_result();
@@ -152,19 +185,29 @@ async fn envelope_type_errors_name_the_key() {
 #[tokio::test]
 async fn versions_mismatched_and_unsupported() {
     let server = TestServer::start().await;
-    let data = server
-        .send(discover_with_meta(json!({PV: "2025-11-25", CAPS: {}})))
-        .await
-        .assert_error(400, Some(json!(1)), -32020, "Header mismatch: MCP-Protocol-Version");
+    let data = server.send(discover_with_meta(json!({PV: "2025-11-25", CAPS: {}}))).await.assert_error(
+        400,
+        Some(json!(1)),
+        -32020,
+        "Header mismatch: MCP-Protocol-Version",
+    );
     assert_eq!(data, json!({"header": "MCP-Protocol-Version", "reason": "mismatch"}));
-    let unsupported = discover_with_meta(json!({PV: "1900-01-01", CAPS: {}})).replace("MCP-Protocol-Version", "1900-01-01");
-    let data = server.send(unsupported.clone()).await.assert_error(400, Some(json!(1)), -32022, "Unsupported protocol version");
+    let unsupported =
+        discover_with_meta(json!({PV: "1900-01-01", CAPS: {}})).replace("MCP-Protocol-Version", "1900-01-01");
+    let data = server.send(unsupported.clone()).await.assert_error(
+        400,
+        Some(json!(1)),
+        -32022,
+        "Unsupported protocol version",
+    );
     assert_eq!(data, json!({"supported": ["2026-07-28"], "requested": "1900-01-01"}));
     // The body's version is judged before the header's absence.
-    let data = server
-        .send(unsupported.without("MCP-Protocol-Version"))
-        .await
-        .assert_error(400, Some(json!(1)), -32022, "Unsupported protocol version");
+    let data = server.send(unsupported.without("MCP-Protocol-Version")).await.assert_error(
+        400,
+        Some(json!(1)),
+        -32022,
+        "Unsupported protocol version",
+    );
     assert_eq!(data["requested"], "1900-01-01");
     server.stop().await;
 }
@@ -191,7 +234,8 @@ async fn routing_header_failures() {
         (echo().replace("Mcp-Name", "=?base64?ZGVtby5hZGQ=?="), "Mcp-Name", "mismatch"),
     ];
     for (request, header, reason) in cases {
-        let data = server.send(request).await.assert_error(400, Some(json!(1)), -32020, &format!("Header mismatch: {header}"));
+        let data =
+            server.send(request).await.assert_error(400, Some(json!(1)), -32020, &format!("Header mismatch: {header}"));
         assert_eq!(data, json!({"header": header, "reason": reason}));
     }
     server.stop().await;
@@ -201,16 +245,14 @@ async fn routing_header_failures() {
 async fn mcp_name_may_be_padded_or_encoded() {
     let server = TestServer::start().await;
     for name in ["  demo.echo\t", "=?base64?ZGVtby5lY2hv?=", " =?base64?ZGVtby5lY2hv?= "] {
-        let result = server.send(Req::call("demo.echo", json!({"text": "hi"})).replace("Mcp-Name", name)).await.assert_result();
+        let result =
+            server.send(Req::call("demo.echo", json!({"text": "hi"})).replace("Mcp-Name", name)).await.assert_result();
         assert_eq!(result["structuredContent"], json!({"text": "hi"}), "{name:?}");
     }
     // Names that need the sentinel round-trip through it.
     let odd = " spaced ";
-    let result = server
-        .send(
-            Req::call(odd, json!({})).replace("Mcp-Name", &bondry_mcp_proto::sentinel::encode(odd)),
-        )
-        .await;
+    let result =
+        server.send(Req::call(odd, json!({})).replace("Mcp-Name", &bondry_mcp_proto::sentinel::encode(odd))).await;
     assert_eq!(result.json()["error"]["message"], "Unknown tool:  spaced ");
     server.stop().await;
 }
@@ -220,10 +262,12 @@ async fn era_choice_without_a_claim() {
     let server = TestServer::start().await;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
-    let data = server
-        .send(Req::post().json(initialize))
-        .await
-        .assert_error(400, Some(json!(1)), -32022, "Unsupported protocol version");
+    let data = server.send(Req::post().json(initialize)).await.assert_error(
+        400,
+        Some(json!(1)),
+        -32022,
+        "Unsupported protocol version",
+    );
     assert_eq!(data, json!({"supported": ["2026-07-28"], "requested": "2025-11-25"}));
 
     let unclaimed = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
@@ -232,10 +276,12 @@ async fn era_choice_without_a_claim() {
         .await
         .assert_error(400, Some(json!(1)), -32602, "Invalid params");
     assert_eq!(data, json!({"missing": [PV, CAPS]}));
-    let data = server
-        .send(Req::post().json(unclaimed.clone()))
-        .await
-        .assert_error(400, Some(json!(1)), -32022, "Unsupported protocol version");
+    let data = server.send(Req::post().json(unclaimed.clone())).await.assert_error(
+        400,
+        Some(json!(1)),
+        -32022,
+        "Unsupported protocol version",
+    );
     assert_eq!(data, json!({"supported": ["2026-07-28"], "requested": "2025-03-26"}));
     let data = server
         .send(Req::post().header("MCP-Protocol-Version", "2025-11-25").json(unclaimed))
@@ -244,10 +290,12 @@ async fn era_choice_without_a_claim() {
     assert_eq!(data["requested"], "2025-11-25");
 
     // A claimed initialize is a modern request for a method this era does not have.
-    server
-        .send(Req::modern("initialize", json!({})))
-        .await
-        .assert_error(404, Some(json!(1)), -32601, "Method not found: initialize");
+    server.send(Req::modern("initialize", json!({}))).await.assert_error(
+        404,
+        Some(json!(1)),
+        -32601,
+        "Method not found: initialize",
+    );
     // A stray session id on a modern request is ignored.
     server.send(Req::modern("server/discover", json!({})).header("Mcp-Session-Id", "abc")).await.assert_result();
     server.stop().await;
@@ -257,10 +305,12 @@ async fn era_choice_without_a_claim() {
 async fn unknown_methods_are_404() {
     let server = TestServer::start().await;
     for method in ["ping", "prompts/list", "resources/list", "logging/setLevel", "nope"] {
-        server
-            .send(Req::modern(method, json!({})))
-            .await
-            .assert_error(404, Some(json!(1)), -32601, &format!("Method not found: {method}"));
+        server.send(Req::modern(method, json!({}))).await.assert_error(
+            404,
+            Some(json!(1)),
+            -32601,
+            &format!("Method not found: {method}"),
+        );
     }
     let read = Req::modern("resources/read", json!({"uri": "file:///x"})).header("Mcp-Name", "file:///x");
     server.send(read).await.assert_error(404, Some(json!(1)), -32601, "Method not found: resources/read");

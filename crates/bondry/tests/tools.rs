@@ -77,15 +77,19 @@ async fn list_pages_through_the_callers_view_in_id_order() {
 async fn bad_cursors_are_invalid_params() {
     let server = TestServer::start().await;
     for cursor in [json!("garbage"), json!(""), json!("eyJ2IjoieCIsImFmdGVyIjoiYSJ9")] {
-        server
-            .send(Req::modern("tools/list", json!({"cursor": cursor})))
-            .await
-            .assert_error(200, Some(json!(1)), -32602, "Invalid cursor");
+        server.send(Req::modern("tools/list", json!({"cursor": cursor}))).await.assert_error(
+            200,
+            Some(json!(1)),
+            -32602,
+            "Invalid cursor",
+        );
     }
-    let data = server
-        .send(Req::modern("tools/list", json!({"cursor": 5})))
-        .await
-        .assert_error(200, Some(json!(1)), -32602, "Invalid params");
+    let data = server.send(Req::modern("tools/list", json!({"cursor": 5}))).await.assert_error(
+        200,
+        Some(json!(1)),
+        -32602,
+        "Invalid params",
+    );
     assert_eq!(data["reason"], "params.cursor must be a string");
     server.stop().await;
 }
@@ -110,22 +114,28 @@ async fn hidden_and_missing_tools_answer_the_same_bytes() {
 async fn call_params_shape_errors() {
     let server = TestServer::start().await;
     for arguments in [json!(null), json!([1]), json!("{\"text\":\"hi\"}"), json!(3)] {
-        let data = server
-            .send(Req::call("demo.echo", arguments))
-            .await
-            .assert_error(200, Some(json!(1)), -32602, "Invalid params");
+        let data = server.send(Req::call("demo.echo", arguments)).await.assert_error(
+            200,
+            Some(json!(1)),
+            -32602,
+            "Invalid params",
+        );
         assert_eq!(data["reason"], "params.arguments must be an object");
     }
-    let data = server
-        .send(Req::call("demo.echo", json!({"text": "hi", "_mcpSecret": 1})))
-        .await
-        .assert_error(200, Some(json!(1)), -32602, "Invalid params");
+    let data = server.send(Req::call("demo.echo", json!({"text": "hi", "_mcpSecret": 1}))).await.assert_error(
+        200,
+        Some(json!(1)),
+        -32602,
+        "Invalid params",
+    );
     assert_eq!(data["reason"], "argument names starting with _mcp are reserved");
     for params in [json!({}), json!({"name": 5})] {
-        let data = server
-            .send(Req::modern("tools/call", params))
-            .await
-            .assert_error(200, Some(json!(1)), -32602, "Invalid params");
+        let data = server.send(Req::modern("tools/call", params)).await.assert_error(
+            200,
+            Some(json!(1)),
+            -32602,
+            "Invalid params",
+        );
         assert_eq!(data["reason"], "params.name must be a string");
     }
     let records = server.stop().await;
@@ -153,10 +163,7 @@ async fn success_shapes() {
     assert_eq!(result["structuredContent"], 42, "modern structured content may be any JSON");
     assert!(result.get("ttlMs").is_none() && result.get("cacheScope").is_none());
 
-    let traced = Req::modern(
-        "tools/call",
-        json!({"name": "demo.echo", "arguments": {"text": "t"}}),
-    );
+    let traced = Req::modern("tools/call", json!({"name": "demo.echo", "arguments": {"text": "t"}}));
     let mut body: Value = serde_json::from_slice(&traced.body).unwrap();
     body["params"]["_meta"]["traceparent"] = json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
     server.send(traced.json(body)).await.assert_result();
@@ -225,10 +232,12 @@ async fn failures_are_generic_error_results() {
 #[tokio::test]
 async fn required_client_capabilities() {
     let server = TestServer::start().await;
-    let data = server
-        .send(Req::call("test.elicits", json!({})))
-        .await
-        .assert_error(400, Some(json!(1)), -32021, "Missing required client capability");
+    let data = server.send(Req::call("test.elicits", json!({}))).await.assert_error(
+        400,
+        Some(json!(1)),
+        -32021,
+        "Missing required client capability",
+    );
     assert_eq!(data, json!({"requiredCapabilities": {"elicitation": {"form": {}}}}));
     let mut request = Req::call("test.elicits", json!({}));
     let mut body: Value = serde_json::from_slice(&request.body).unwrap();
@@ -236,10 +245,12 @@ async fn required_client_capabilities() {
     request = request.json(body);
     assert_eq!(server.send(request).await.assert_result()["structuredContent"], json!({"ok": true}));
     // A hidden tool is unknown before its capabilities are looked at.
-    server
-        .send(Req::call("admin.reset", json!({})))
-        .await
-        .assert_error(200, Some(json!(1)), -32602, "Unknown tool: admin.reset");
+    server.send(Req::call("admin.reset", json!({}))).await.assert_error(
+        200,
+        Some(json!(1)),
+        -32602,
+        "Unknown tool: admin.reset",
+    );
     let records = server.stop().await;
     assert_eq!(records[0]["outcome"], "invalid_input");
 }
@@ -254,16 +265,20 @@ async fn input_responses_and_request_state() {
         request.json(body)
     };
     for bad in [json!([]), json!("x"), json!({"a": 1}), json!({"a": {}, "b": null})] {
-        server
-            .send(with("inputResponses", bad))
-            .await
-            .assert_error(400, Some(json!(1)), -32602, "invalid inputResponses");
+        server.send(with("inputResponses", bad)).await.assert_error(
+            400,
+            Some(json!(1)),
+            -32602,
+            "invalid inputResponses",
+        );
     }
     server.send(with("inputResponses", json!({"a": {"action": "accept"}}))).await.assert_result();
-    server
-        .send(with("requestState", json!("eyJhbGciOiJkaXIifQ..x.y.z")))
-        .await
-        .assert_error(400, Some(json!(1)), -32602, "invalid, expired or mismatched requestState");
+    server.send(with("requestState", json!("eyJhbGciOiJkaXIifQ..x.y.z"))).await.assert_error(
+        400,
+        Some(json!(1)),
+        -32602,
+        "invalid, expired or mismatched requestState",
+    );
     server.stop().await;
 }
 
@@ -289,15 +304,17 @@ async fn param_headers_mirror_declared_arguments() {
         (params(json!({})).header("Mcp-Param-N", "8"), "Mcp-Param-N", "mismatch"),
         (params(json!({"n": null})).header("Mcp-Param-N", "8"), "Mcp-Param-N", "mismatch"),
         (params(json!({"flag": true})).header("Mcp-Param-Flag", "TRUE"), "Mcp-Param-Flag", "mismatch"),
-        (params(json!({"opts": {"name": "Zoë"}})).header("Mcp-Param-Name", "=?base64?Wm/Dqw?="), "Mcp-Param-Name", "invalid"),
+        (
+            params(json!({"opts": {"name": "Zoë"}})).header("Mcp-Param-Name", "=?base64?Wm/Dqw?="),
+            "Mcp-Param-Name",
+            "invalid",
+        ),
         // Repeats are found before the tool is known, so the name is reported as received on the wire.
         (params(json!({"n": 7})).header("Mcp-Param-N", "7").header("Mcp-Param-N", "7"), "Mcp-Param-n", "repeated"),
     ];
     for (request, header, reason) in refused {
-        let data = server
-            .send(request)
-            .await
-            .assert_error(400, Some(json!(1)), -32020, &format!("Header mismatch: {header}"));
+        let data =
+            server.send(request).await.assert_error(400, Some(json!(1)), -32020, &format!("Header mismatch: {header}"));
         assert_eq!(data, json!({"header": header, "reason": reason}));
     }
     // A wrong argument type skips the comparison and fails validation instead.

@@ -30,10 +30,12 @@ async fn content_type_must_be_one_json() {
         discover().replace("content-type", "application/json-seq"),
         discover().header("content-type", "application/json"),
     ] {
-        server
-            .send(request)
-            .await
-            .assert_error(415, None, -32600, "Unsupported Media Type: Content-Type must be application/json");
+        server.send(request).await.assert_error(
+            415,
+            None,
+            -32600,
+            "Unsupported Media Type: Content-Type must be application/json",
+        );
     }
     server.send(discover().replace("content-type", "application/json; charset=utf-8")).await.assert_result();
     server.stop().await;
@@ -57,7 +59,10 @@ async fn accept_must_admit_json_and_event_streams() {
         server.send(discover().replace("accept", accept)).await.assert_result();
     }
     // Media types are judged before the body is read.
-    server.send(discover().replace("accept", "application/json").raw("{")).await.assert_error(406, None, -32600, refused);
+    server
+        .send(discover().replace("accept", "application/json").raw("{"))
+        .await
+        .assert_error(406, None, -32600, refused);
     server.stop().await;
 }
 
@@ -125,10 +130,16 @@ async fn origins_and_hosts() {
 
 #[tokio::test]
 async fn listed_and_any_origins() {
-    let listed = default_config().replace("page_size = 3\n", "page_size = 3\nallowed_origins = [\"https://app.example\"]\n");
+    let listed =
+        default_config().replace("page_size = 3\n", "page_size = 3\nallowed_origins = [\"https://app.example\"]\n");
     let server = TestServer::with_config(&listed).await;
     server.send(discover().header("origin", "https://APP.example")).await.assert_result();
-    server.send(discover().header("origin", "http://localhost")).await.assert_error(403, None, -32600, "Origin not allowed");
+    server.send(discover().header("origin", "http://localhost")).await.assert_error(
+        403,
+        None,
+        -32600,
+        "Origin not allowed",
+    );
     server.stop().await;
     let any = default_config().replace("page_size = 3\n", "page_size = 3\nallowed_origins = [\"any\"]\n");
     let server = TestServer::with_config(&any).await;
@@ -145,10 +156,12 @@ async fn realms_by_path() {
         server.send(discover().path(path)).await.assert_error(404, None, -32000, "no_such_realm");
     }
     // The realm is checked before the method.
-    server
-        .send(discover().path("/mcp/realm/other").method(reqwest::Method::GET))
-        .await
-        .assert_error(404, None, -32000, "no_such_realm");
+    server.send(discover().path("/mcp/realm/other").method(reqwest::Method::GET)).await.assert_error(
+        404,
+        None,
+        -32000,
+        "no_such_realm",
+    );
     server.stop().await;
 }
 
@@ -162,7 +175,10 @@ async fn credentials_are_refused_until_authentication_exists() {
         assert_eq!(response.header("www-authenticate"), Some("Bearer realm=\"default\""));
     }
     // Credentials the adapter never needs are removed, not refused.
-    server.send(discover().header("cookie", "session=1").header("proxy-authorization", "Basic x")).await.assert_result();
+    server
+        .send(discover().header("cookie", "session=1").header("proxy-authorization", "Basic x"))
+        .await
+        .assert_result();
     // The body limit is checked before authentication.
     let oversized = discover_of_size(5000).header("authorization", "Bearer abc");
     server.send(oversized).await.assert_error(413, None, -32600, "Payload too large");

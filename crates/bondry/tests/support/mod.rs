@@ -258,7 +258,8 @@ impl Resp {
 pub fn test_builtins() -> Builtins {
     let object = || json!({"type": "object"});
     let mut builtins = Builtins::default();
-    builtins.register("test.fail", Builtin::tool(FnHandler(|_: &Value| Answer::Failure { code: "boom".into() }), object()));
+    builtins
+        .register("test.fail", Builtin::tool(FnHandler(|_: &Value| Answer::Failure { code: "boom".into() }), object()));
     builtins.register(
         "test.tool_error",
         Builtin::tool(
@@ -274,7 +275,10 @@ pub fn test_builtins() -> Builtins {
     builtins.register(
         "test.no_structured",
         Builtin::tool(
-            FnHandler(|_: &Value| Answer::Content { blocks: vec![ContentBlock::Text { text: "t".into() }], structured: None }),
+            FnHandler(|_: &Value| Answer::Content {
+                blocks: vec![ContentBlock::Text { text: "t".into() }],
+                structured: None,
+            }),
             object(),
         )
         .output(object()),
@@ -336,8 +340,9 @@ impl TestServer {
     /// adds defaults), and returns the status line's code and the body.
     pub async fn send_raw(&self, request: &Req) -> (u16, Vec<u8>) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut head = format!("{} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n", request.method, request.path, self.addr)
-            .into_bytes();
+        let mut head =
+            format!("{} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n", request.method, request.path, self.addr)
+                .into_bytes();
         for (name, value) in &request.headers {
             head.extend_from_slice(name.as_bytes());
             head.extend_from_slice(b": ");
