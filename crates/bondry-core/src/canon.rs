@@ -45,6 +45,11 @@ mod tests {
     }
 
     #[test]
+    fn integers_beyond_double_precision_take_their_double_form() {
+        assert_eq!(canonical(&json!([u64::MAX, i64::MIN])), "[18446744073709552000,-9223372036854776000]");
+    }
+
+    #[test]
     fn digest_is_sha256_of_canonical_text() {
         assert_eq!(digest(&json!({})), "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
     }

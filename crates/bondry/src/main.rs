@@ -40,6 +40,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
     let result = match cli.command {
@@ -73,11 +74,14 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
     }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
+        // Listen for signals before announcing readiness: a signal sent right after the
+        // banner must start a graceful shutdown, not kill the process.
+        let signal = shutdown_signal()?;
         let running = bondry_http_server::start(assembled.server).await?;
         for (_, addr) in running.local_addrs() {
             eprintln!("listening on http://{addr}/mcp");
         }
-        shutdown_signal().await?;
+        signal.await;
         tracing::info!("shutting down");
         if !running.shutdown().await {
             tracing::warn!("some requests did not finish within shutdown_grace_ms");
@@ -90,12 +94,15 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() -> anyhow::Result<()> {
+/// Installs SIGINT and SIGTERM handlers now; the returned future resolves on either.
+fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result.context("cannot listen for SIGINT"),
-        _ = terminate.recv() => Ok(()),
-    }
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
 }

@@ -341,3 +341,22 @@ async fn a_caller_that_goes_away_cancels_the_call() {
     assert_eq!(records[0]["capability"], "test.slow");
     assert_eq!(records[0]["outcome"], "cancelled");
 }
+
+#[tokio::test]
+async fn a_hidden_tool_and_an_absent_one_are_byte_identical() {
+    let hidden = TestServer::start().await;
+    let without_it = support::default_config().replace(
+        "\n[[realms.default.capabilities]]\nid = \"admin.reset\"\nkind = \"tool\"\nhandler = \"admin.reset\"\n",
+        "",
+    );
+    assert!(!without_it.contains("\"admin.reset\""));
+    let absent = TestServer::with_config(&without_it).await;
+    let request = || Req::call("admin.reset", json!({}));
+    let (from_hidden, from_absent) = (hidden.send(request()).await, absent.send(request()).await);
+    assert_eq!(from_hidden.status, from_absent.status);
+    assert_eq!(from_hidden.body, from_absent.body);
+    assert_eq!(from_hidden.headers.get("content-type"), from_absent.headers.get("content-type"));
+    assert_eq!(from_hidden.headers.get("content-length"), from_absent.headers.get("content-length"));
+    assert_eq!(hidden.stop().await[0]["outcome"], "denied");
+    assert_eq!(absent.stop().await[0]["outcome"], "not_found");
+}

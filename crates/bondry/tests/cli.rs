@@ -1,0 +1,370 @@
+//! Tests of the real `bondry` binary: `serve` on an ephemeral port (the embedded default
+//! and a file with an environment override), clean exits on SIGTERM and SIGINT, the audit
+//! stream on stdout, and `check` accepting a valid file and refusing broken ones with the
+//! file and key path named on stderr.
+//!
+//! Every child process is owned by a guard that kills it if a test fails midway.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const PROTOCOL: &str = "2026-07-28";
+const STARTUP: Duration = Duration::from_secs(20);
+const EXIT: Duration = Duration::from_secs(10);
+const BANNER_PREFIX: &str = "listening on http://127.0.0.1:";
+
+/// The smallest configuration `check` accepts.
+const MINIMAL: &str = r#"[listeners.main]
+bind = "127.0.0.1:0"
+[realms.default]
+anonymous_roles = ["demo"]
+[[realms.default.roles]]
+name = "demo"
+grants = ["demo.*"]
+[[realms.default.capabilities]]
+id = "demo.echo"
+kind = "tool"
+handler = "demo.echo"
+"#;
+
+/// The binary, with no inherited `BONDRY__*` overrides and no stdin.
+fn bondry() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bondry"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("BONDRY__") {
+            command.env_remove(name);
+        }
+    }
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
+/// A child process whose stdout and stderr are drained by threads; killed on drop if it
+/// is still running.
+struct Guarded {
+    child: Child,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<()>>,
+    /// Every stderr line so far.
+    stderr_lines: Arc<Mutex<Vec<String>>>,
+    /// Stderr lines as they arrive.
+    stderr_feed: Receiver<String>,
+}
+
+/// What a finished child left behind.
+struct Finished {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Guarded {
+    fn spawn(mut command: Command) -> Self {
+        let mut child = command.spawn().expect("the bondry binary starts");
+        let mut out = child.stdout.take().expect("stdout is piped");
+        let err = child.stderr.take().expect("stderr is piped");
+        let stdout = std::thread::spawn(move || {
+            let mut text = String::new();
+            out.read_to_string(&mut text).expect("stdout is UTF-8");
+            text
+        });
+        let stderr_lines = Arc::new(Mutex::new(Vec::new()));
+        let (sender, stderr_feed) = mpsc::channel();
+        let lines = Arc::clone(&stderr_lines);
+        let stderr = std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                lines.lock().unwrap().push(line.clone());
+                let _ = sender.send(line);
+            }
+        });
+        Self { child, stdout: Some(stdout), stderr: Some(stderr), stderr_lines, stderr_feed }
+    }
+
+    fn stderr_so_far(&self) -> String {
+        self.stderr_lines.lock().unwrap().join("\n")
+    }
+
+    /// Waits for the `listening on http://127.0.0.1:PORT/mcp` banner and returns the port.
+    fn wait_for_banner(&mut self) -> u16 {
+        let deadline = Instant::now() + STARTUP;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr_feed.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(port) = line.strip_prefix(BANNER_PREFIX).and_then(|rest| rest.strip_suffix("/mcp")) {
+                        return port.parse().unwrap_or_else(|_| panic!("banner with a bad port: {line:?}"));
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("no banner within {STARTUP:?}; stderr so far:\n{}", self.stderr_so_far())
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().ok();
+                    panic!("stderr closed before the banner (exit {status:?}); stderr:\n{}", self.stderr_so_far())
+                }
+            }
+        }
+    }
+
+    /// Sends `signal` (`TERM`, `INT`) with the `kill` command.
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("the kill command runs");
+        assert!(status.success(), "kill -{signal} failed: {status}");
+    }
+
+    /// Waits up to `timeout` for the child to exit, then collects its output.
+    fn finish(mut self, timeout: Duration) -> Finished {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("the child can be waited on") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                panic!("the process did not exit within {timeout:?}; stderr so far:\n{}", self.stderr_so_far());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let stdout = self.stdout.take().unwrap().join().expect("the stdout reader does not panic");
+        self.stderr.take().unwrap().join().expect("the stderr reader does not panic");
+        Finished { status, stdout, stderr: self.stderr_so_far() }
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `bondry serve` with `args`, waited on until the banner; returns it and the port.
+fn serve(args: &[&str], env: &[(&str, &str)]) -> (Guarded, u16) {
+    let mut command = bondry();
+    command.arg("serve").args(args);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut server = Guarded::spawn(command);
+    let port = server.wait_for_banner();
+    assert_ne!(port, 0, "the banner names the bound port");
+    (server, port)
+}
+
+/// Runs a command expected to exit by itself (within `EXIT`).
+fn run(args: &[&str]) -> Finished {
+    let mut command = bondry();
+    command.args(args);
+    Guarded::spawn(command).finish(EXIT)
+}
+
+/// A modern POST to `/mcp`; returns the status and the JSON body.
+async fn post(port: u16, method: &str, name: Option<&str>, mut params: Value) -> (u16, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let mut request = client
+        .post(format!("http://127.0.0.1:{port}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", PROTOCOL)
+        .header("Mcp-Method", method);
+    if let Some(name) = name {
+        request = request.header("Mcp-Name", name);
+    }
+    let response = request.body(serde_json::to_vec(&body).unwrap()).send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    let bytes = response.bytes().await.expect("the body is read");
+    let json = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&bytes)));
+    (status, json)
+}
+
+/// Parses stdout, asserting that every line is a JSON object.
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|line| {
+            let value: Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+            assert!(value.is_object(), "stdout line is not a JSON object: {line:?}");
+            value
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn serve_answers_discover_and_echo_audits_to_stdout_and_exits_cleanly_on_sigterm() {
+    let (server, port) = serve(&["--listen", "127.0.0.1:0"], &[]);
+
+    let (status, body) = post(port, "server/discover", None, json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["id"], 1, "{body}");
+    assert_eq!(body["result"]["supportedVersions"], json!([PROTOCOL]), "{body}");
+
+    let (status, body) =
+        post(port, "tools/call", Some("demo.echo"), json!({"name": "demo.echo", "arguments": {"text": "hi"}})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["structuredContent"], json!({"text": "hi"}), "{body}");
+
+    server.signal("TERM");
+    let finished = server.finish(EXIT);
+    assert_eq!(finished.status.code(), Some(0), "exit status {}; stderr:\n{}", finished.status, finished.stderr);
+
+    let records = json_lines(&finished.stdout);
+    let echoes: Vec<&Value> = records.iter().filter(|record| record["capability"] == "demo.echo").collect();
+    assert_eq!(echoes.len(), 1, "one audit record for demo.echo in stdout:\n{}", finished.stdout);
+    assert_eq!(echoes[0]["outcome"], "succeeded", "{}", echoes[0]);
+    assert!(
+        finished.stderr.lines().any(|line| line.starts_with(BANNER_PREFIX)),
+        "the banner is on stderr:\n{}",
+        finished.stderr
+    );
+}
+
+#[test]
+fn serve_exits_cleanly_on_sigint() {
+    let (server, _port) = serve(&["--listen", "127.0.0.1:0"], &[]);
+    server.signal("INT");
+    let finished = server.finish(EXIT);
+    assert_eq!(finished.status.code(), Some(0), "exit status {}; stderr:\n{}", finished.status, finished.stderr);
+    json_lines(&finished.stdout);
+}
+
+#[test]
+fn environment_overrides_the_bind_address_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &MINIMAL.replace("127.0.0.1:0", "127.0.0.1:1"));
+    let (server, port) =
+        serve(&["--config", path.to_str().unwrap()], &[("BONDRY__LISTENERS__MAIN__BIND", "127.0.0.1:0")]);
+    assert_ne!(port, 1, "the environment, not the file, chose the address");
+    server.signal("TERM");
+    let finished = server.finish(EXIT);
+    assert_eq!(finished.status.code(), Some(0), "exit status {}; stderr:\n{}", finished.status, finished.stderr);
+}
+
+fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("bondry.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn check_accepts_a_valid_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), MINIMAL);
+    let finished = run(&["check", "--config", path.to_str().unwrap()]);
+    assert_eq!(finished.status.code(), Some(0), "exit status {}; stderr:\n{}", finished.status, finished.stderr);
+    assert_eq!(finished.stdout, format!("{}: ok\n", path.display()));
+}
+
+/// Runs `args` (with `{}` replaced by the path of a file holding `config`) and asserts a
+/// refusal: exit code 1, nothing on stdout, stderr `bondry: <file>: ...` containing `needles`.
+#[track_caller]
+fn assert_refused(args: &[&str], config: &str, needles: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), config);
+    let file = path.to_str().unwrap();
+    let args: Vec<&str> = args.iter().map(|&arg| if arg == "{}" { file } else { arg }).collect();
+    let finished = run(&args);
+    let context = format!("bondry {}\nconfig:\n{config}\nstderr:\n{}", args.join(" "), finished.stderr);
+    assert_eq!(finished.status.code(), Some(1), "exit status {}; {context}", finished.status);
+    assert_eq!(finished.stdout, "", "{context}");
+    assert!(finished.stderr.starts_with("bondry: "), "{context}");
+    assert!(finished.stderr.contains(&format!("{file}: ")), "names the file; {context}");
+    for needle in needles {
+        assert!(finished.stderr.contains(needle), "mentions {needle:?}; {context}");
+    }
+}
+
+#[track_caller]
+fn assert_check_refuses(config: &str, needles: &[&str]) {
+    assert_refused(&["check", "--config", "{}"], config, needles);
+}
+
+/// `MINIMAL` with `lines` added to `[listeners.main]`.
+fn with_listener_keys(lines: &str) -> String {
+    MINIMAL.replace("bind = \"127.0.0.1:0\"\n", &format!("bind = \"127.0.0.1:0\"\n{lines}\n"))
+}
+
+/// `MINIMAL` with `lines` added to its one capability (the last table of the file).
+fn with_capability_keys(lines: &str) -> String {
+    format!("{MINIMAL}{lines}\n")
+}
+
+#[test]
+fn check_refuses_a_wrong_type_naming_the_key_path() {
+    assert_check_refuses("[listeners.main]\nbind = 5\n", &["listeners.main.bind", "invalid type"]);
+}
+
+#[test]
+fn check_refuses_an_unknown_key_naming_it() {
+    assert_check_refuses(&with_listener_keys("bnid = 1"), &["bnid", "unknown field"]);
+}
+
+#[test]
+fn check_refuses_an_unknown_handler() {
+    assert_check_refuses(
+        &MINIMAL.replace("handler = \"demo.echo\"", "handler = \"nope\""),
+        &["realms.default.capabilities[0].handler", "\"nope\"", "demo.echo"],
+    );
+}
+
+#[test]
+fn check_refuses_an_invalid_input_schema_naming_the_capability() {
+    assert_check_refuses(
+        &with_capability_keys(r#"input_schema = '{"type":"object","properties":{"a":{"type":"nope"}}}'"#),
+        &["realms.default.capabilities", "demo.echo", "input schema"],
+    );
+}
+
+#[test]
+fn check_refuses_an_invalid_x_mcp_header() {
+    assert_check_refuses(
+        &with_capability_keys(
+            r#"input_schema = '{"type":"object","properties":{"a":{"type":"number","x-mcp-header":"A"}}}'"#,
+        ),
+        &["demo.echo", "x-mcp-header", "/properties/a"],
+    );
+}
+
+#[test]
+fn check_refuses_a_stanza_this_build_does_not_serve() {
+    assert_check_refuses(
+        &format!("{MINIMAL}[[realms.default.principals]]\nid = \"alice\"\n"),
+        &["realms.default.principals", "not served yet"],
+    );
+}
+
+#[test]
+fn check_refuses_protocol_versions_without_a_served_revision() {
+    assert_check_refuses(
+        &with_listener_keys(r#"protocol_versions = ["2025-11-25"]"#),
+        &["listeners.main.protocol_versions", "2026-07-28"],
+    );
+}
+
+#[test]
+fn serve_refuses_listen_with_two_listeners() {
+    assert_refused(
+        &["serve", "--config", "{}", "--listen", "127.0.0.1:0"],
+        &format!("{MINIMAL}[listeners.second]\nbind = \"127.0.0.1:0\"\n"),
+        &["--listen", "exactly one", "found 2"],
+    );
+}
