@@ -330,10 +330,7 @@ async fn a_caller_that_goes_away_cancels_the_call() {
     let server = TestServer::start().await;
     let client = reqwest::Client::new();
     let request = Req::call("test.slow", json!({}));
-    let mut builder = client.post(server.url()).timeout(std::time::Duration::from_millis(50));
-    for (name, value) in &request.headers {
-        builder = builder.header(name.as_str(), value.as_slice());
-    }
+    let builder = request.builder(&client, &server.url()).timeout(std::time::Duration::from_millis(50));
     assert!(builder.body(request.body).send().await.is_err(), "the client gives up first");
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     let records = server.stop().await;

@@ -91,10 +91,7 @@ async fn streamed_bodies_are_counted_as_they_arrive() {
     for (size, expected) in [(4096, 200), (4097, 413)] {
         let request = discover_of_size(size);
         let chunks: Vec<Result<Vec<u8>, std::io::Error>> = request.body.chunks(1000).map(|c| Ok(c.to_vec())).collect();
-        let mut builder = client.post(server.url());
-        for (name, value) in &request.headers {
-            builder = builder.header(name.as_str(), value.as_slice());
-        }
+        let builder = request.builder(&client, &server.url());
         let response =
             builder.body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))).send().await.unwrap();
         assert_eq!(response.status().as_u16(), expected, "{size} bytes, chunked");
@@ -198,10 +195,7 @@ async fn shutdown_lets_in_flight_calls_finish() {
     let url = server.url();
     let request = Req::call("test.slow", json!({}));
     let call = tokio::spawn(async move {
-        let mut builder = reqwest::Client::new().post(url);
-        for (name, value) in &request.headers {
-            builder = builder.header(name.as_str(), value.as_slice());
-        }
+        let builder = request.builder(&reqwest::Client::new(), &url);
         let response = builder.body(request.body).send().await.unwrap();
         response.json::<serde_json::Value>().await.unwrap()
     });

@@ -85,11 +85,7 @@ impl TestServer {
     /// Sends a request built by `request` to `path` (default `/mcp`).
     pub async fn send(&self, request: Req) -> Resp {
         let url = format!("http://{}{}", self.addr, request.path);
-        let mut builder = self.client.request(request.method.clone(), url);
-        for (name, value) in &request.headers {
-            builder = builder.header(name.as_str(), reqwest::header::HeaderValue::from_bytes(value).unwrap());
-        }
-        let response = builder.body(request.body.clone()).send().await.unwrap();
+        let response = request.builder(&self.client, &url).body(request.body.clone()).send().await.unwrap();
         Resp::read(response).await
     }
 
@@ -147,6 +143,15 @@ impl Req {
     /// A modern `tools/call` of `name` with `arguments`.
     pub fn call(name: &str, arguments: Value) -> Self {
         Self::modern("tools/call", json!({"name": name, "arguments": arguments}))
+    }
+
+    /// A reqwest builder with this request's method and headers, and no body yet.
+    pub fn builder(&self, client: &reqwest::Client, url: &str) -> reqwest::RequestBuilder {
+        let mut builder = client.request(self.method.clone(), url);
+        for (name, value) in &self.headers {
+            builder = builder.header(name.as_str(), reqwest::header::HeaderValue::from_bytes(value).unwrap());
+        }
+        builder
     }
 
     pub fn header(mut self, name: &str, value: &str) -> Self {
