@@ -61,3 +61,34 @@ impl Registry {
         *self.current.write().unwrap_or_else(|poison| poison.into_inner()) = Arc::new(snapshot);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Catalogue;
+    use crate::schema::SchemaBounds;
+
+    fn snapshot(version: u64) -> RealmSnapshot {
+        RealmSnapshot {
+            realm: "default".into(),
+            catalogue: Catalogue::build(version, Vec::new(), &SchemaBounds::default(), &[]).unwrap(),
+            policy: Policy::default(),
+            keys: KeySet { active: Key { id: "k1".into(), secret: [7; 32] }, retired: Vec::new() },
+        }
+    }
+
+    #[test]
+    fn a_swap_leaves_snapshots_in_use_untouched() {
+        let registry = Registry::new(snapshot(1));
+        let in_use = registry.snapshot();
+        registry.swap(snapshot(2));
+        assert_eq!(in_use.catalogue.version(), 1);
+        assert_eq!(registry.snapshot().catalogue.version(), 2);
+    }
+
+    #[test]
+    fn keys_never_print_their_secret() {
+        let printed = format!("{:?}", snapshot(1).keys);
+        assert!(printed.contains("k1") && printed.contains("redacted") && !printed.contains("7, 7"), "{printed}");
+    }
+}
