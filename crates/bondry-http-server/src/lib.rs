@@ -53,9 +53,9 @@ pub struct ServerConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("listener {name}: cannot bind {addr}: {source}")]
+    #[error("listener {name}: cannot bind {addr}")]
     Bind { name: String, addr: SocketAddr, source: std::io::Error },
-    #[error("listener {name}: {source}")]
+    #[error("listener {name}")]
     Settings { name: String, source: NoRevision },
 }
 

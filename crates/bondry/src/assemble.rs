@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bondry_core::audit::AuditSink;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
-use bondry_core::policy::{ANONYMOUS, Grant, Policy, Subject};
+use bondry_core::policy::{Grant, Policy, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot, Registry};
 use bondry_core::registry::{Catalogue, Registration};
 use bondry_core::schema::SchemaBounds;
@@ -114,16 +114,14 @@ fn listener_config(
     notices: &mut Vec<String>,
 ) -> Result<ListenerConfig, ConfigError> {
     let key = |k: &str| format!("listeners.{name}.{k}");
-    let bind = match listen {
-        Some(addr) => addr,
-        None => raw.bind.parse().map_err(|_| {
-            loaded.error(format!(
-                "{}: {:?} is not an address; write it as \"127.0.0.1:7373\" or \"[::1]:7373\"",
-                key("bind"),
-                raw.bind
-            ))
-        })?,
-    };
+    let bind: SocketAddr = raw.bind.parse().map_err(|_| {
+        loaded.error(format!(
+            "{}: {:?} is not an address; write it as \"127.0.0.1:7373\" or \"[::1]:7373\"",
+            key("bind"),
+            raw.bind
+        ))
+    })?;
+    let bind = listen.unwrap_or(bind);
     let mut revisions = Vec::new();
     for version in &raw.protocol_versions {
         let revision: Revision =
@@ -156,8 +154,11 @@ fn listener_config(
             key("trusted_proxies")
         )));
     }
-    if raw.rate_limits.as_ref().is_some_and(|table| !table.is_empty()) {
-        return Err(loaded.error(format!("{}: rate limits arrive with issue 4; remove the table", key("rate_limits"))));
+    if raw.rate_limits.is_some() {
+        return Err(loaded.error(format!(
+            "{}: rate limits arrive with issue 4 and are not served yet; remove the table",
+            key("rate_limits")
+        )));
     }
     let max_body_bytes = usize::try_from(raw.max_body_bytes).ok().filter(|&limit| limit > 0).ok_or_else(|| {
         loaded.error(format!(
@@ -184,32 +185,38 @@ fn listener_config(
     })
 }
 
+/// Reads `allowed_origins`: every entry must be `local`, `any` or an origin
+/// (`scheme://host[:port]`, as browsers send it: no path, user info, query or fragment).
 fn origin_policy(entries: &[String]) -> Result<OriginPolicy, String> {
+    let mut any = false;
     let mut local = false;
     let mut exact = Vec::new();
     for entry in entries {
         match entry.as_str() {
-            "any" => return Ok(OriginPolicy::Any),
+            "any" => any = true,
             "local" => local = true,
-            origin
-                if origin
-                    .split_once("://")
-                    .is_some_and(|(scheme, rest)| !scheme.is_empty() && !rest.is_empty() && !rest.contains('/')) =>
-            {
-                exact.push(origin.to_owned());
-            }
+            origin if is_origin(origin) => exact.push(origin.to_owned()),
             other => return Err(other.to_owned()),
         }
     }
-    Ok(OriginPolicy::Listed { local, exact })
+    Ok(if any { OriginPolicy::Any } else { OriginPolicy::Listed { local, exact } })
+}
+
+fn is_origin(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(scheme, authority)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+            && !authority.is_empty()
+            && !authority.contains(['/', '@', '?', '#', ' '])
+    })
 }
 
 fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins) -> Result<RealmEntry, ConfigError> {
     let key = |k: &str| format!("realms.{name}.{k}");
     let refused = [
         ("resource_url", raw.resource_url.is_some(), "OAuth"),
-        ("rate_limits", raw.rate_limits.is_some(), "rate limits"),
-        ("limits", raw.limits.is_some(), "session limits"),
+        ("rate_limits", raw.rate_limits.is_some(), "rate limiting"),
+        ("limits", raw.limits.is_some(), "session limiting"),
         ("principals", raw.principals.is_some(), "authentication"),
         ("tickets", raw.tickets.is_some(), "authentication"),
         ("oauth", raw.oauth.is_some(), "OAuth"),
@@ -218,6 +225,18 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
         return Err(
             loaded.error(format!("{}: {what} arrives with issue 4 and is not served yet; remove the key", key(k)))
         );
+    }
+    for (index, role) in raw.roles.iter().enumerate() {
+        let at = key(&format!("roles[{index}].name"));
+        if role.name.is_empty() {
+            return Err(loaded.error(format!("{at}: a role needs a non-empty name")));
+        }
+        if raw.roles[..index].iter().any(|earlier| earlier.name == role.name) {
+            return Err(loaded.error(format!(
+                "{at}: role {:?} is defined twice; merge its grants into one [[realms.{name}.roles]]",
+                role.name
+            )));
+        }
     }
     let mut grants = Vec::new();
     for (index, role) in raw.roles.iter().enumerate() {
@@ -265,9 +284,6 @@ fn registration(
 ) -> Result<Registration, ConfigError> {
     let at = |k: &str| format!("{path}.{k}");
     let id = CapabilityId::new(&raw.id).map_err(|e| loaded.error(format!("{}: {e}", at("id"))))?;
-    if id.as_str() == ANONYMOUS {
-        return Err(loaded.error(format!("{}: \"anonymous\" is reserved; choose another id", at("id"))));
-    }
     let kind = match raw.kind.as_str() {
         "tool" => CapabilityKind::Tool,
         "prompt" | "resource" | "resource_template" => {
@@ -286,7 +302,7 @@ fn registration(
     };
     if raw.backend != "builtin" {
         return Err(loaded.error(format!(
-            "{}: {:?} is not a backend this build serves; use \"builtin\"",
+            "{}: {:?} is not a backend this build serves (http and upstream backends arrive in later issues); use \"builtin\"",
             at("backend"),
             raw.backend
         )));
@@ -316,7 +332,12 @@ fn registration(
         schema(loaded, &at("output_schema"), raw.output_schema.as_deref(), raw.output_schema_file.as_deref())?
             .or_else(|| builtin.output_schema.clone());
     let requires_client = match &raw.requires_client {
-        Some(text) => Some(json_object(loaded, &at("requires_client"), text)?),
+        Some(text) => Some(json_object(
+            loaded,
+            &at("requires_client"),
+            text,
+            "write the JSON inside a TOML string, e.g. '{\"elicitation\": {}}'",
+        )?),
         None => builtin.requires_client.clone(),
     };
     let annotations = match &raw.annotations {
@@ -347,25 +368,90 @@ fn registration(
 
 /// A schema given inline (a JSON string) or as a file; not both.
 fn schema(loaded: &Loaded, key: &str, inline: Option<&str>, file: Option<&Path>) -> Result<Option<Value>, ConfigError> {
+    let field = key.rsplit('.').next().unwrap_or(key);
     match (inline, file) {
-        (Some(_), Some(_)) => Err(loaded.error(format!("{key}: give the schema inline or as {key}_file, not both"))),
-        (Some(text), None) => json_object(loaded, key, text).map(Some),
+        (Some(_), Some(_)) => Err(loaded.error(format!("{key}: give {field} or {field}_file, not both"))),
+        (Some(text), None) => {
+            json_object(loaded, key, text, "write the JSON inside a TOML string, e.g. '{\"type\": \"object\"}'")
+                .map(Some)
+        }
         (None, Some(file)) => {
             let path = loaded.base_dir.join(file);
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| loaded.error(format!("{key}_file: cannot read {:?}: {e}", path.display())))?;
-            json_object(loaded, &format!("{key}_file"), &text).map(Some)
+            let hint = format!("the file {:?} must hold one JSON object", path.display());
+            json_object(loaded, &format!("{key}_file"), &text, &hint).map(Some)
         }
         (None, None) => Ok(None),
     }
 }
 
-fn json_object(loaded: &Loaded, key: &str, text: &str) -> Result<Value, ConfigError> {
+/// Parses `text` as a JSON object; `hint` says how to fix invalid JSON.
+fn json_object(loaded: &Loaded, key: &str, text: &str, hint: &str) -> Result<Value, ConfigError> {
     match serde_json::from_str::<Value>(text) {
         Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(_) => Err(loaded.error(format!("{key}: {text:?} must be a JSON object"))),
-        Err(e) => Err(loaded.error(format!(
-            "{key}: not valid JSON ({e}); write the JSON inside a TOML string, e.g. '{{\"type\": \"object\"}}'"
-        ))),
+        Ok(_) => Err(loaded.error(format!("{key}: must be a JSON object, like '{{\"type\": \"object\"}}'"))),
+        Err(e) => Err(loaded.error(format!("{key}: not valid JSON ({e}); {hint}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{EMBEDDED_DEFAULT, parse};
+
+    fn assemble_text(text: &str) -> Result<Assembled, ConfigError> {
+        let loaded = parse("t.toml", text, ".".into(), [])?;
+        assemble(&loaded, &Builtins::demo(), &Overrides::default(), false)
+    }
+
+    fn refused(text: &str) -> String {
+        assemble_text(text).err().expect("the configuration is refused").to_string()
+    }
+
+    #[test]
+    fn origins_are_validated_entry_by_entry() {
+        let policy = |entries: &[&str]| origin_policy(&entries.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+        assert_eq!(policy(&["local"]), Ok(OriginPolicy::Listed { local: true, exact: vec![] }));
+        assert_eq!(policy(&["local", "any"]), Ok(OriginPolicy::Any));
+        assert_eq!(policy(&["any", "bogus"]), Err("bogus".into()));
+        assert_eq!(
+            policy(&["https://app.example:8443"]),
+            Ok(OriginPolicy::Listed { local: false, exact: vec!["https://app.example:8443".into()] })
+        );
+        for bad in ["https://app.example/", "x://y@z", "://host", "https://", "1http://a", "https://a b"] {
+            assert_eq!(policy(&[bad]), Err(bad.to_owned()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn roles_are_named_once() {
+        let twice = format!("{EMBEDDED_DEFAULT}\n[[realms.default.roles]]\nname = \"demo\"\ngrants = []\n");
+        assert!(
+            refused(&twice).contains("realms.default.roles[2].name: role \"demo\" is defined twice"),
+            "{}",
+            refused(&twice)
+        );
+        let unnamed = format!("{EMBEDDED_DEFAULT}\n[[realms.default.roles]]\nname = \"\"\n");
+        assert!(refused(&unnamed).contains("realms.default.roles[2].name: a role needs a non-empty name"));
+        let undefined = EMBEDDED_DEFAULT.replace("anonymous_roles = [\"demo\"]", "anonymous_roles = [\"ghost\"]");
+        assert!(refused(&undefined).contains("realms.default.anonymous_roles: role \"ghost\" is not defined"));
+    }
+
+    #[test]
+    fn the_embedded_default_assembles_with_notices_for_inert_revisions() {
+        let assembled = assemble_text(EMBEDDED_DEFAULT).unwrap();
+        assert_eq!(assembled.notices.len(), 2);
+        assert_eq!(assembled.server.listeners[0].bind, "127.0.0.1:7373".parse().unwrap());
+    }
+
+    #[test]
+    fn listen_overrides_a_valid_bind_only() {
+        let loaded = parse("t.toml", EMBEDDED_DEFAULT, ".".into(), []).unwrap();
+        let listen = Overrides { listen: Some("127.0.0.1:9".parse().unwrap()) };
+        let assembled = assemble(&loaded, &Builtins::demo(), &listen, false).unwrap();
+        assert_eq!(assembled.server.listeners[0].bind, "127.0.0.1:9".parse().unwrap());
+        let broken = parse("t.toml", &EMBEDDED_DEFAULT.replace("127.0.0.1:7373", "nowhere"), ".".into(), []).unwrap();
+        assert!(assemble(&broken, &Builtins::demo(), &listen, false).is_err());
     }
 }

@@ -122,21 +122,16 @@ fn echo() -> Builtin {
 }
 
 fn add() -> Builtin {
+    // Bounded to the integers every JSON client represents exactly, so the sum always fits.
+    let operand = json!({"type": "integer", "minimum": -9007199254740991_i64, "maximum": 9007199254740991_i64});
     Builtin::tool(
         FnHandler(|arguments: &Value| {
-            let (a, b) = (arguments["a"].as_i64().unwrap_or(0), arguments["b"].as_i64().unwrap_or(0));
-            match a.checked_add(b) {
-                Some(sum) => Answer::Value(json!({ "sum": sum })),
-                None => Answer::ToolError {
-                    code: "overflow".into(),
-                    retryable: false,
-                    content: Some(vec![ContentBlock::Text { text: "The sum does not fit in 64 bits.".into() }]),
-                },
-            }
+            let operand = |name: &str| arguments[name].as_i64().unwrap_or_default();
+            Answer::Value(json!({ "sum": operand("a") + operand("b") }))
         }),
         json!({
             "type": "object",
-            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "properties": {"a": operand, "b": operand},
             "required": ["a", "b"],
             "additionalProperties": false
         }),

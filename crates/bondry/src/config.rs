@@ -216,6 +216,9 @@ pub fn parse(
 /// Applies `BONDRY__SECTION__KEY=value` overrides. Names are lowercased; values are read
 /// as TOML values, falling back to strings.
 fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, String)>) -> Result<(), String> {
+    // Sorted, so that overlapping variables apply in one order whatever the environment's.
+    let mut env: Vec<_> = env.into_iter().filter(|(name, _)| name.starts_with(ENV_PREFIX)).collect();
+    env.sort();
     for (name, raw) in env {
         let Some(path) = name.strip_prefix(ENV_PREFIX) else { continue };
         let segments: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
