@@ -207,7 +207,7 @@ fn is_origin(text: &str) -> bool {
         scheme.starts_with(|c: char| c.is_ascii_alphabetic())
             && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
             && !authority.is_empty()
-            && !authority.contains(['/', '@', '?', '#', ' '])
+            && authority.bytes().all(|b| b.is_ascii_graphic() && !b"/@?#".contains(&b))
     })
 }
 
@@ -390,7 +390,7 @@ fn schema(loaded: &Loaded, key: &str, inline: Option<&str>, file: Option<&Path>)
 fn json_object(loaded: &Loaded, key: &str, text: &str, hint: &str) -> Result<Value, ConfigError> {
     match serde_json::from_str::<Value>(text) {
         Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(_) => Err(loaded.error(format!("{key}: must be a JSON object, like '{{\"type\": \"object\"}}'"))),
+        Ok(_) => Err(loaded.error(format!("{key}: must be a JSON object; {hint}"))),
         Err(e) => Err(loaded.error(format!("{key}: not valid JSON ({e}); {hint}"))),
     }
 }
@@ -419,7 +419,16 @@ mod tests {
             policy(&["https://app.example:8443"]),
             Ok(OriginPolicy::Listed { local: false, exact: vec!["https://app.example:8443".into()] })
         );
-        for bad in ["https://app.example/", "x://y@z", "://host", "https://", "1http://a", "https://a b"] {
+        for bad in [
+            "https://app.example/",
+            "x://y@z",
+            "://host",
+            "https://",
+            "1http://a",
+            "https://a b",
+            "https://a\tb",
+            "https://ä",
+        ] {
             assert_eq!(policy(&[bad]), Err(bad.to_owned()), "{bad}");
         }
     }

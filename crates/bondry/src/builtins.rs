@@ -126,7 +126,8 @@ fn add() -> Builtin {
     let operand = json!({"type": "integer", "minimum": -9007199254740991_i64, "maximum": 9007199254740991_i64});
     Builtin::tool(
         FnHandler(|arguments: &Value| {
-            let operand = |name: &str| arguments[name].as_i64().unwrap_or_default();
+            // JSON Schema counts 2.0 as an integer; within the bounds a double is exact.
+            let operand = |name: &str| arguments[name].as_f64().unwrap_or_default() as i64;
             Answer::Value(json!({ "sum": operand("a") + operand("b") }))
         }),
         json!({

@@ -88,6 +88,9 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
         }
         anyhow::Ok(())
     })?;
+    // Whatever outlived the grace period is dropped now, so that its `cancelled` audit
+    // records reach the sink before it closes.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     if let Some(audit) = assembled.audit {
         audit.close();
     }
