@@ -3,7 +3,7 @@
 //! Both servers run in this process on loopback, and one load generator drives each in
 //! turn with the same keep-alive HTTP/1.1 connections, so the printed ratio (Bondry's
 //! requests per second over the ceiling's) is comparable across machines even though the
-//! absolute numbers are not. Run with `cargo run --release -p bondry-bench [-- SECONDS CONNECTIONS]`.
+//! absolute numbers are not. Run with `cargo run --release -p bondry-bench [-- SECONDS CONNECTIONS [METHOD]]`.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -26,6 +26,7 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
     let connections: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(16);
+    let only = args.next().unwrap_or_default();
     let duration = Duration::from_secs(seconds);
 
     let ceiling = start_ceiling().await;
@@ -49,7 +50,7 @@ async fn main() {
     println!("{connections} keep-alive connections, {seconds} s per run, loopback, one process");
     let baseline = load(ceiling, &request("server/discover", None, "{}"), duration, connections).await;
     println!("{:<28} {:>10.0} req/s  (ceiling)", "bare hyper, fixed body", baseline);
-    for (method, name, body) in scenarios {
+    for (method, name, body) in scenarios.into_iter().filter(|(method, _, _)| method.contains(only.as_str())) {
         let rate = load(bondry, &request(method, name, &body), duration, connections).await;
         println!("{:<28} {:>10.0} req/s  {:>5.2} of ceiling", format!("bondry {method}"), rate, rate / baseline);
     }

@@ -42,8 +42,8 @@ pub struct AuditRecord {
     pub invocation_id: Option<String>,
     pub outcome: AuditOutcome,
     pub duration_us: u64,
-    pub arguments_sha256: Option<String>,
-    pub result_sha256: Option<String>,
+    pub arguments_sha256: Option<Digest>,
+    pub result_sha256: Option<Digest>,
     pub trace_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
@@ -97,6 +97,20 @@ impl AuditRecord {
     }
 }
 
+/// A JSON value recorded by the SHA-256 of its canonical form.
+///
+/// The digest is computed when the record is serialised, which happens on the audit sink's
+/// own thread: canonicalising and hashing stay off the request path, and a sink that
+/// discards records never pays for them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Digest(pub Value);
+
+impl Serialize for Digest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&crate::canon::digest(&self.0))
+    }
+}
+
 fn rfc3339<S: serde::Serializer>(time: &SystemTime, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.collect_str(&humantime::format_rfc3339_micros(*time))
 }
@@ -129,5 +143,10 @@ mod tests {
         assert_eq!(line["time"], "1970-01-01T00:00:00.000000Z");
         assert_eq!(line["outcome"], "not_found");
         assert_eq!(line["principal"], "anonymous");
+        assert_eq!(line["arguments_sha256"], Value::Null);
+        let mut record = record;
+        record.arguments_sha256 = Some(Digest(serde_json::json!({"b": 1, "a": 2})));
+        let line = serde_json::to_value(&record).unwrap();
+        assert_eq!(line["arguments_sha256"], crate::canon::sha256_hex(br#"{"a":2,"b":1}"#));
     }
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::any;
+use axum::serve::ListenerExt;
 use bondry_core::audit::AuditSink;
 use bondry_core::realm::Registry;
 use bondry_mcp_proto::{Adapter, ListenerSettings, NoRevision};
@@ -105,6 +106,13 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             .with_state(endpoint);
         let signal = shutdown.clone().cancelled_owned();
         tasks.spawn(async move {
+            // Responses are written whole; Nagle's algorithm would only hold their last
+            // segment back waiting for an acknowledgement.
+            let socket = socket.tap_io(|tcp| {
+                if let Err(error) = tcp.set_nodelay(true) {
+                    tracing::debug!(%error, "cannot set TCP_NODELAY");
+                }
+            });
             if let Err(error) = axum::serve(socket, router).with_graceful_shutdown(signal).await {
                 tracing::error!(%error, "listener stopped");
             }

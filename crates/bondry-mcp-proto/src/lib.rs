@@ -28,8 +28,7 @@ pub mod tools;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use bondry_core::audit::{AuditOutcome, AuditRecord};
-use bondry_core::canon;
+use bondry_core::audit::{AuditOutcome, AuditRecord, Digest};
 use bondry_core::dispatch::Outcome;
 use bondry_core::handler::{Cancellation, Emitter, HandlerRequest, InvocationId, Publisher, Retry, TraceContext};
 use bondry_core::policy::Principal;
@@ -221,9 +220,10 @@ impl Adapter {
             Outcome::Answered(bondry_core::handler::Answer::InputRequired { .. }) => AuditOutcome::HandlerFailed,
             _ => outcome.audit_outcome(),
         };
-        let mut record = call.record(audit_outcome, now);
-        record.result_sha256 = Some(canon::digest(&result));
-        Reply::json(StatusCode::OK, jsonrpc::result_body(&call.id, &result)).audited(record)
+        let body = jsonrpc::result_body(&call.id, &result);
+        let mut record = call.into_record(audit_outcome, now);
+        record.result_sha256 = Some(Digest(result));
+        Reply::json(StatusCode::OK, body).audited(record)
     }
 }
 
@@ -294,6 +294,16 @@ impl Call {
 
     /// The audit record of this call ending with `outcome` at `now`.
     pub fn record(&self, outcome: AuditOutcome, now: SystemTime) -> AuditRecord {
+        self.record_with(outcome, now, self.arguments.clone())
+    }
+
+    /// [`Call::record`], consuming the call so the arguments move instead of copying.
+    fn into_record(mut self, outcome: AuditOutcome, now: SystemTime) -> AuditRecord {
+        let arguments = std::mem::take(&mut self.arguments);
+        self.record_with(outcome, now, arguments)
+    }
+
+    fn record_with(&self, outcome: AuditOutcome, now: SystemTime, arguments: Value) -> AuditRecord {
         let mut record = AuditRecord::new(
             self.received,
             &self.realm.realm,
@@ -305,10 +315,10 @@ impl Call {
             &self.trace,
         )
         .finished_at(now);
-        record.arguments_sha256 = Some(canon::digest(&self.arguments));
         if self.capability.descriptor.audit_arguments {
-            record.arguments = Some(self.arguments.clone());
+            record.arguments = Some(arguments.clone());
         }
+        record.arguments_sha256 = Some(Digest(arguments));
         record
     }
 }
