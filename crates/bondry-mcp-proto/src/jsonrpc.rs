@@ -24,7 +24,9 @@ impl Id {
     fn from_value(value: &Value) -> Option<Self> {
         match value {
             Value::String(s) => Some(Self::String(s.clone())),
-            Value::Number(n) => n.as_i64().filter(|i| i.abs() <= MAX_SAFE_INTEGER).map(Self::Integer),
+            Value::Number(n) => {
+                n.as_i64().filter(|i| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(i)).map(Self::Integer)
+            }
             _ => None,
         }
     }
@@ -220,7 +222,7 @@ mod tests {
             let body = format!(r#"{{"jsonrpc":"2.0","id":{good},"method":"m"}}"#);
             assert!(matches!(parse(body.as_bytes()), Ok(Message::Request { .. })), "{good}");
         }
-        for bad in ["null", "1.0", "1e2", "1.5", "true", "9007199254740992", "[1]", "{}"] {
+        for bad in ["null", "1.0", "1e2", "1.5", "true", "9007199254740992", "-9223372036854775808", "[1]", "{}"] {
             let body = format!(r#"{{"jsonrpc":"2.0","id":{bad},"method":"m"}}"#);
             assert!(matches!(reason(&body), FramingError::Invalid { id: None, .. }), "{bad}");
         }

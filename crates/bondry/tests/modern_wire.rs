@@ -45,7 +45,18 @@ async fn framing_errors() {
 #[tokio::test]
 async fn ids_must_be_strings_or_safe_integers() {
     let server = TestServer::start().await;
-    for id in ["null", "1.5", "1.0", "1e2", "true", "9007199254740992", "-9007199254740992", "{}"] {
+    for id in [
+        "null",
+        "1.5",
+        "1.0",
+        "1e2",
+        "true",
+        "9007199254740992",
+        "-9007199254740992",
+        "-9223372036854775808",
+        "18446744073709551615",
+        "{}",
+    ] {
         let body =
             format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"server/discover","params":{{"_meta":{}}}}}"#, meta());
         let data = server.send(Req::modern("server/discover", json!({})).raw(&body)).await.assert_error(
