@@ -5,8 +5,12 @@
 //! [`invoke`] validates the input, runs the handler, checks its answer against the
 //! capability's kind and output schema, and reports an [`Outcome`].
 
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use crate::BoxFuture;
 use crate::audit::AuditOutcome;
 use crate::capability::CapabilityKind;
 use crate::handler::{Answer, HandlerRequest};
@@ -80,6 +84,8 @@ pub mod failure {
     pub const WRONG_ANSWER_KIND: &str = "wrong_answer_kind";
     /// The structured result broke the output schema, or was missing while one is declared.
     pub const INVALID_OUTPUT: &str = "invalid_output";
+    /// The handler panicked.
+    pub const HANDLER_PANICKED: &str = "handler_panicked";
 }
 
 impl Outcome {
@@ -99,7 +105,14 @@ pub async fn invoke(capability: &Capability, request: HandlerRequest) -> Outcome
     if let Err(violations) = capability.input.validate(&request.arguments) {
         return Outcome::InvalidInput(violations);
     }
-    let answer = capability.handler.call(request).await;
+    // A panicking handler fails its own call, not the connection or the server.
+    let answer = match panic::catch_unwind(AssertUnwindSafe(|| capability.handler.call(request))) {
+        Ok(future) => CatchUnwind(future).await,
+        Err(_) => None,
+    };
+    let Some(answer) = answer else {
+        return Outcome::Failed { code: failure::HANDLER_PANICKED.to_owned() };
+    };
     if !answer.allowed_for(capability.kind()) {
         return Outcome::Failed { code: failure::WRONG_ANSWER_KIND.to_owned() };
     }
@@ -116,4 +129,19 @@ pub async fn invoke(capability: &Capability, request: HandlerRequest) -> Outcome
         }
     }
     Outcome::Answered(answer)
+}
+
+/// Polls a handler's future, turning a panic into `None`.
+struct CatchUnwind<'a>(BoxFuture<'a, Answer>);
+
+impl Future for CatchUnwind<'_> {
+    type Output = Option<Answer>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match panic::catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
+            Ok(Poll::Ready(answer)) => Poll::Ready(Some(answer)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(None),
+        }
+    }
 }

@@ -38,13 +38,20 @@ pub fn check(
     origins: &OriginPolicy,
     loopback_listener: bool,
 ) -> Result<(), Error> {
-    if let Some(origin) = headers.get(ORIGIN) {
-        let allowed = origin.to_str().is_ok_and(|origin| origins.allows(origin.trim()));
+    // More than one value of either header is refused: there is no telling which one a
+    // browser or a proxy meant.
+    let mut origin_values = headers.get_all(ORIGIN).iter();
+    if let Some(origin) = origin_values.next() {
+        let allowed =
+            origin_values.next().is_none() && origin.to_str().is_ok_and(|origin| origins.allows(origin.trim()));
         if !allowed {
             return Err(Error::OriginNotAllowed);
         }
     }
     if loopback_listener {
+        if headers.get_all(HOST).iter().nth(1).is_some() {
+            return Err(Error::HostNotAllowed);
+        }
         let host_header = headers.get(HOST).map(|host| host.to_str().map_err(|_| Error::HostNotAllowed)).transpose()?;
         for host in host_header.into_iter().chain(authority) {
             if !host_is_loopback(strip_port(host.trim())) {
@@ -107,6 +114,9 @@ mod tests {
         assert_eq!(check(&headers(Some("HTTPS://APP.EXAMPLE"), None), None, &exact, false), Ok(()));
         assert_eq!(check(&headers(Some("http://localhost"), None), None, &exact, false), Err(Error::OriginNotAllowed));
         assert_eq!(check(&headers(Some("http://anything"), None), None, &OriginPolicy::Any, false), Ok(()));
+        let mut twice = headers(Some("http://localhost"), None);
+        twice.append(ORIGIN, "http://localhost".parse().unwrap());
+        assert_eq!(check(&twice, None, &OriginPolicy::Any, false), Err(Error::OriginNotAllowed));
     }
 
     #[test]

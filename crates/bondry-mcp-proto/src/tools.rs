@@ -54,7 +54,7 @@ pub fn list(request: &Request<'_>) -> Reply {
         },
     };
     let page_size = request.adapter.settings.page_size.max(1);
-    let page = &view[start..view.len().min(start + page_size)];
+    let page = &view[start..view.len().min(start.saturating_add(page_size))];
     let next_cursor = (start + page.len() < view.len())
         .then(|| page.last().map(|last| cursor::encode(&view_hash, last.id().as_str())))
         .flatten();

@@ -148,7 +148,8 @@ fn forecast() -> Builtin {
     Builtin::tool(
         FnHandler(|arguments: &Value| {
             let region = arguments["region"].as_str().unwrap_or_default();
-            let days = arguments["days"].as_u64().unwrap_or(1);
+            // Clamped here too: a configuration may replace the schema and its bounds.
+            let days = arguments["days"].as_f64().unwrap_or(1.0).clamp(1.0, 7.0) as u64;
             let outlook: Vec<Value> =
                 (1..=days).map(|day| json!({"day": day, "sky": SKIES[(day % 3) as usize]})).collect();
             Answer::Content {

@@ -223,6 +223,7 @@ async fn failures_are_generic_error_results() {
         ("test.no_structured", "invalid_output", false, "handler_failed"),
         ("test.wrong_kind", "wrong_answer_kind", false, "handler_failed"),
         ("test.input_required", "input_required_unavailable", false, "handler_failed"),
+        ("test.panics", "handler_panicked", false, "handler_failed"),
     ];
     for (tool, code, retryable, _) in cases {
         let result = server.send(Req::call(tool, json!({}))).await.assert_result();

@@ -324,6 +324,8 @@ pub fn test_builtins() -> Builtins {
     );
     builtins.register("test.slow", Builtin::tool(Slow, object()));
     builtins
+        .register("test.panics", Builtin::tool(FnHandler(|_: &Value| panic!("the handler's secret detail")), object()));
+    builtins
 }
 
 /// Waits until cancelled, or answers after 300 ms.
