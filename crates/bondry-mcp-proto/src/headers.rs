@@ -37,18 +37,10 @@ pub fn decoded<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<Cow<'h, 
     }
 }
 
-/// The first routing header that appears more than once, with its canonical spelling.
-pub fn first_repeated(headers: &HeaderMap) -> Option<String> {
-    for name in [PROTOCOL_VERSION, METHOD, NAME] {
-        if headers.get_all(name).iter().nth(1).is_some() {
-            return Some(name.to_owned());
-        }
-    }
-    headers
-        .keys()
-        .filter(|name| name.as_str().starts_with(PARAM_PREFIX))
-        .find(|name| headers.get_all(*name).iter().nth(1).is_some())
-        .map(|name| param_header_display(&name.as_str()[PARAM_PREFIX.len()..]))
+/// The first standard routing header that appears more than once. Repeats of
+/// `Mcp-Param-*` are found only for the names the called tool declares, with the others.
+pub fn first_repeated(headers: &HeaderMap) -> Option<&'static str> {
+    [PROTOCOL_VERSION, METHOD, NAME].into_iter().find(|name| headers.get_all(*name).iter().nth(1).is_some())
 }
 
 /// How an `Mcp-Param-{name}` header is named in errors.

@@ -109,7 +109,7 @@ fn check_routing_headers(
     params: &Map<String, Value>,
 ) -> Result<(), (String, HeaderFault)> {
     if let Some(repeated) = headers::first_repeated(headers) {
-        return Err((repeated, HeaderFault::Repeated));
+        return Err((repeated.to_owned(), HeaderFault::Repeated));
     }
     if version_header.is_none() {
         return Err((PROTOCOL_VERSION.to_owned(), HeaderFault::Missing));

@@ -197,27 +197,57 @@ fn check_param_headers(
             }
             Some(value) => value,
         };
-        let matches: fn(&str, &Value) -> bool = match (param.ty, value) {
-            (ParamType::String, Value::String(_)) => |header, value| value.as_str() == Some(header),
-            (ParamType::Integer, Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
-                |header, value| {
-                    let header = header.parse::<f64>().ok().filter(|f| f.is_finite());
-                    header.is_some_and(|h| value.as_f64() == Some(h))
-                }
-            }
-            (ParamType::Boolean, Value::Bool(_)) => {
-                |header, value| value.as_bool().map(|b| if b { "true" } else { "false" }) == Some(header)
-            }
+        let expected = match (param.ty, value) {
+            (ParamType::String, Value::String(text)) => Mirrored::Text(text),
+            (ParamType::Integer, Value::Number(number)) => match exact_integer(number) {
+                Some(integer) => Mirrored::Integer(integer),
+                None => continue,
+            },
+            (ParamType::Boolean, Value::Bool(flag)) => Mirrored::Text(if *flag { "true" } else { "false" }),
             // A value of the wrong type fails argument validation instead.
             _ => continue,
         };
+        let matches = |header: &str| match expected {
+            Mirrored::Text(text) => header == text,
+            Mirrored::Integer(integer) => parse_integer(header) == Some(integer),
+        };
         match header {
             None => return fail(HeaderFault::Missing),
-            Some(header) if !matches(&header, value) => return fail(HeaderFault::Mismatch),
+            Some(header) if !matches(&header) => return fail(HeaderFault::Mismatch),
             Some(_) => {}
         }
     }
     Ok(())
+}
+
+/// What a mirrored header must say.
+enum Mirrored<'a> {
+    Text(&'a str),
+    Integer(i128),
+}
+
+/// The exact integer a JSON number denotes, if it denotes one (`42` and `42.0` alike).
+fn exact_integer(number: &serde_json::Number) -> Option<i128> {
+    if let Some(integer) = number.as_i64() {
+        return Some(integer.into());
+    }
+    if let Some(integer) = number.as_u64() {
+        return Some(integer.into());
+    }
+    number.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e38).map(|f| f as i128)
+}
+
+/// A header's decimal integer, compared numerically: `42`, `-7`, `42.0`.
+fn parse_integer(header: &str) -> Option<i128> {
+    let (whole, fraction) = match header.split_once('.') {
+        Some((_, "")) => return None,
+        Some((whole, fraction)) => (whole, fraction),
+        None => (header, ""),
+    };
+    let digits = whole.strip_prefix('-').unwrap_or(whole);
+    let well_formed =
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && fraction.bytes().all(|b| b == b'0');
+    if well_formed { whole.parse().ok() } else { None }
 }
 
 /// The `CallToolResult` for an outcome, and whether it is an error result.
@@ -327,6 +357,11 @@ mod tests {
         assert_eq!(check(&[("mcp-param-n", "-7")], json!({"o": {"n": -7}})), Ok(()));
         assert!(check(&[("mcp-param-n", "43")], json!({"o": {"n": 42}})).is_err());
         assert!(check(&[("mcp-param-b", "True")], json!({"b": true})).is_err());
+        assert!(check(&[("mcp-param-n", "9007199254740992")], json!({"o": {"n": 9007199254740993_i64}})).is_err());
+        assert_eq!(check(&[("mcp-param-n", "9007199254740993")], json!({"o": {"n": 9007199254740993_i64}})), Ok(()));
+        for bad in ["4e1", "42.", "+42", "42.5", "4 2", "0x2a", ""] {
+            assert!(check(&[("mcp-param-n", bad)], json!({"o": {"n": 42}})).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -304,6 +304,7 @@ async fn param_headers_mirror_declared_arguments() {
         params(json!({"opts": {"name": "Zoë"}})).header("Mcp-Param-Name", "=?base64?Wm/Dqw==?="),
         params(json!({"n": null})),
         params(json!({})).header("Mcp-Param-Other", "ignored"),
+        params(json!({})).header("Mcp-Param-Other", "undeclared").header("Mcp-Param-Other", "repeats are ignored too"),
     ];
     for request in ok {
         server.send(request).await.assert_result();
@@ -319,8 +320,7 @@ async fn param_headers_mirror_declared_arguments() {
             "Mcp-Param-Name",
             "invalid",
         ),
-        // Repeats are found before the tool is known, so the name is reported as received on the wire.
-        (params(json!({"n": 7})).header("Mcp-Param-N", "7").header("Mcp-Param-N", "7"), "Mcp-Param-n", "repeated"),
+        (params(json!({"n": 7})).header("Mcp-Param-N", "7").header("mcp-param-n", "7"), "Mcp-Param-N", "repeated"),
     ];
     for (request, header, reason) in refused {
         let data =
