@@ -152,21 +152,24 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
     Ok(Admitted { capability, arguments: Value::Object(arguments), retry })
 }
 
-/// The parts of `required` that `declared` lacks, recursively through objects.
+/// The parts of `required` that `declared` lacks, recursively through objects. A declared
+/// value that is not an object declares nothing, and an empty `elicitation` declares form
+/// mode, as the revision defines it.
 fn missing_capabilities(required: &Value, declared: &Value) -> Value {
     let mut missing = Map::new();
     if let Value::Object(required) = required {
         for (key, needed) in required {
-            match declared.get(key) {
-                None => {
+            let have = match declared.get(key) {
+                Some(Value::Object(have)) if key == "elicitation" && have.is_empty() => &json!({"form": {}}),
+                Some(have @ Value::Object(_)) => have,
+                _ => {
                     missing.insert(key.clone(), needed.clone());
+                    continue;
                 }
-                Some(have) => {
-                    let deeper = missing_capabilities(needed, have);
-                    if deeper.as_object().is_some_and(|deeper| !deeper.is_empty()) {
-                        missing.insert(key.clone(), deeper);
-                    }
-                }
+            };
+            let deeper = missing_capabilities(needed, have);
+            if deeper.as_object().is_some_and(|deeper| !deeper.is_empty()) {
+                missing.insert(key.clone(), deeper);
             }
         }
     }
@@ -219,6 +222,17 @@ fn check_param_headers(
     }
     Ok(())
 }
+
+/// Error codes are identifiers, never messages: a code that does not look like one (it
+/// could carry a backend's detail, a host name or a URI) is replaced by a generic code.
+fn stable_code(code: &str) -> &str {
+    let is_identifier = (1..=64).contains(&code.len())
+        && code.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-'));
+    if is_identifier { code } else { HANDLER_FAILED }
+}
+
+/// The code of a failure whose own code could not be shown.
+pub const HANDLER_FAILED: &str = "handler_failed";
 
 /// What a mirrored header must say.
 enum Mirrored<'a> {
@@ -302,7 +316,7 @@ fn meta(server_meta: &Value, invocation: &str, error: Option<(&str, bool)>) -> V
     let mut meta = server_meta.clone();
     meta[INVOCATION_ID_KEY] = json!(invocation);
     if let Some((code, retryable)) = error {
-        meta[ERROR_CODE_KEY] = json!(code);
+        meta[ERROR_CODE_KEY] = json!(stable_code(code));
         meta[RETRYABLE_KEY] = json!(retryable);
     }
     meta
@@ -365,13 +379,33 @@ mod tests {
     }
 
     #[test]
+    fn error_codes_that_are_not_identifiers_are_replaced() {
+        let meta = json!({});
+        let code_of = |code: &str| {
+            let result = call_result(&Outcome::Failed { code: code.into() }, "i", &meta, "t");
+            result["_meta"][ERROR_CODE_KEY].as_str().unwrap().to_owned()
+        };
+        assert_eq!(code_of("quota_exceeded"), "quota_exceeded");
+        assert_eq!(code_of("upstream.timeout-2"), "upstream.timeout-2");
+        for leaky in ["connect to http://10.0.0.7:80 refused", "Boom", "", &"x".repeat(65)] {
+            assert_eq!(code_of(leaky), HANDLER_FAILED, "{leaky}");
+        }
+    }
+
+    #[test]
     fn missing_capabilities_lists_only_what_is_absent() {
         let required = json!({"elicitation": {"form": {}}, "sampling": {}});
         assert_eq!(missing_capabilities(&required, &json!({"sampling": {}})), json!({"elicitation": {"form": {}}}));
+        assert_eq!(missing_capabilities(&required, &json!({"elicitation": {}, "sampling": {}})), json!({}));
         assert_eq!(
-            missing_capabilities(&required, &json!({"elicitation": {}, "sampling": {}})),
+            missing_capabilities(&required, &json!({"elicitation": {"url": {}}, "sampling": {}})),
             json!({"elicitation": {"form": {}}})
         );
+        assert_eq!(
+            missing_capabilities(&json!({"elicitation": {"url": {}}}), &json!({"elicitation": {}})),
+            json!({"elicitation": {"url": {}}})
+        );
+        assert_eq!(missing_capabilities(&required, &json!({"elicitation": true, "sampling": 1})), required);
         assert_eq!(missing_capabilities(&required, &json!({"elicitation": {"form": {}}, "sampling": {}})), json!({}));
     }
 }
