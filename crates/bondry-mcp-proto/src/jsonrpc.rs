@@ -3,6 +3,7 @@
 //! The body is parsed once into a `Value`, refusing duplicate object keys at any depth, so
 //! every later reader (validation, header comparison, forwarding) sees the same value.
 
+use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -69,12 +70,18 @@ pub enum FramingError {
 /// Parses a body into one message.
 pub fn parse(body: &[u8]) -> Result<Message, FramingError> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let value = match UniqueKeys.deserialize(&mut deserializer).and_then(|value| {
+    let id_repeated = Cell::new(false);
+    let seed = UniqueKeys { depth: 0, id_repeated: &id_repeated };
+    let value = match seed.deserialize(&mut deserializer).and_then(|value| {
         deserializer.end()?;
         Ok(value)
     }) {
         Ok(value) => value,
-        Err(error) if error.is_data() => return Err(invalid(None, "duplicate object key")),
+        Err(error) if error.is_data() => {
+            // The id is still echoed when it was read once and the repeat was elsewhere.
+            let id = if id_repeated.get() { None } else { lenient_id(body) };
+            return Err(invalid(id, "duplicate object key"));
+        }
         Err(_) => return Err(FramingError::Parse),
     };
     let mut object = match value {
@@ -105,14 +112,25 @@ pub fn parse(body: &[u8]) -> Result<Message, FramingError> {
     }
 }
 
+/// The top-level id of a body already known to be well-formed JSON, read without the
+/// duplicate-key rule.
+fn lenient_id(body: &[u8]) -> Option<Id> {
+    serde_json::from_slice::<Value>(body).ok()?.get("id").and_then(Id::from_value)
+}
+
 fn invalid(id: Option<Id>, reason: &'static str) -> FramingError {
     FramingError::Invalid { id, reason }
 }
 
-/// Builds a `Value`, failing with a data error on the first repeated key at any depth.
-struct UniqueKeys;
+/// Builds a `Value`, failing with a data error on the first repeated key at any depth,
+/// and noting whether that key was the message's own `id`.
+#[derive(Clone, Copy)]
+struct UniqueKeys<'a> {
+    depth: usize,
+    id_repeated: &'a Cell<bool>,
+}
 
-impl<'de> DeserializeSeed<'de> for UniqueKeys {
+impl<'de> DeserializeSeed<'de> for UniqueKeys<'_> {
     type Value = Value;
 
     fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
@@ -120,7 +138,7 @@ impl<'de> DeserializeSeed<'de> for UniqueKeys {
     }
 }
 
-impl<'de> Visitor<'de> for UniqueKeys {
+impl<'de> Visitor<'de> for UniqueKeys<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -157,7 +175,8 @@ impl<'de> Visitor<'de> for UniqueKeys {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-        while let Some(item) = seq.next_element_seed(UniqueKeys)? {
+        let inner = UniqueKeys { depth: self.depth + 1, ..self };
+        while let Some(item) = seq.next_element_seed(inner)? {
             items.push(item);
         }
         Ok(Value::Array(items))
@@ -165,11 +184,13 @@ impl<'de> Visitor<'de> for UniqueKeys {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
+        let inner = UniqueKeys { depth: self.depth + 1, ..self };
         while let Some(key) = map.next_key::<String>()? {
             if object.contains_key(&key) {
+                self.id_repeated.set(self.depth == 0 && key == "id");
                 return Err(de::Error::custom("duplicate object key"));
             }
-            let value = map.next_value_seed(UniqueKeys)?;
+            let value = map.next_value_seed(inner)?;
             object.insert(key, value);
         }
         Ok(Value::Object(object))
@@ -230,11 +251,20 @@ mod tests {
 
     #[test]
     fn duplicate_keys_at_any_depth_are_invalid() {
-        assert!(matches!(reason(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#), FramingError::Invalid { .. }));
-        assert!(matches!(
+        let duplicate = |id| invalid(id, "duplicate object key");
+        assert_eq!(reason(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#), duplicate(None));
+        assert_eq!(
             reason(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[{"b":1,"b":1}]}}"#),
-            FramingError::Invalid { .. }
-        ));
+            duplicate(Some(Id::Integer(1)))
+        );
+        assert_eq!(
+            reason(r#"{"jsonrpc":"2.0","id":"x","method":"m","method":"n"}"#),
+            duplicate(Some(Id::String("x".into())))
+        );
+        assert_eq!(
+            reason(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"id":1,"id":2}}"#),
+            duplicate(Some(Id::Integer(1)))
+        );
     }
 
     #[test]

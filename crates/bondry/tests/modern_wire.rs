@@ -83,15 +83,22 @@ async fn ids_must_be_strings_or_safe_integers() {
 async fn duplicate_keys_anywhere_are_invalid_requests() {
     let server = TestServer::start().await;
     let m = meta().to_string();
-    for body in [
-        format!(r#"{{"jsonrpc":"2.0","id":1,"id":2,"method":"server/discover","params":{{"_meta":{m}}}}}"#),
-        format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"demo.echo","arguments":{{"text":"a","text":"b"}},"_meta":{m}}}}}"#
+    let cases = [
+        (format!(r#"{{"jsonrpc":"2.0","id":1,"id":2,"method":"server/discover","params":{{"_meta":{m}}}}}"#), None),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"demo.echo","arguments":{{"text":"a","text":"b"}},"_meta":{m}}}}}"#
+            ),
+            Some(json!(1)),
         ),
-        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{"_meta":{m},"_meta":{m}}}}}"#),
-    ] {
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":"k","method":"server/discover","params":{{"_meta":{m},"_meta":{m}}}}}"#),
+            Some(json!("k")),
+        ),
+    ];
+    for (body, id) in cases {
         let request = Req::modern("tools/call", json!({"name": "demo.echo"})).raw(&body);
-        let data = server.send(request).await.assert_error(400, None, -32600, "Invalid request");
+        let data = server.send(request).await.assert_error(400, id, -32600, "Invalid request");
         assert_eq!(data["reason"], "duplicate object key");
     }
     server.stop().await;
