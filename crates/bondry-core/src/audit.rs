@@ -73,21 +73,40 @@ impl AuditRecord {
             (capability[..end].to_owned(), Some(crate::canon::sha256_hex(capability.as_bytes())))
         };
         Self {
-            time,
-            realm: realm.to_owned(),
             principal: Some(principal.id().to_owned()),
             principal_kind: Some(principal.kind().as_str()),
-            adapter,
             capability,
             capability_sha256,
             invocation_id: invocation.map(|id| id.as_str().to_owned()),
-            outcome,
+            trace_id: trace.trace_id().map(str::to_owned),
+            ..Self::unauthenticated(time, realm, adapter)
+        }
+        .with_outcome(outcome)
+    }
+
+    /// A failed authentication: no principal and no capability yet.
+    pub fn unauthenticated(time: SystemTime, realm: &str, adapter: &'static str) -> Self {
+        Self {
+            time,
+            realm: realm.to_owned(),
+            principal: None,
+            principal_kind: None,
+            adapter,
+            capability: String::new(),
+            capability_sha256: None,
+            invocation_id: None,
+            outcome: AuditOutcome::Unauthenticated,
             duration_us: 0,
             arguments_sha256: None,
             result_sha256: None,
-            trace_id: trace.trace_id().map(str::to_owned),
+            trace_id: None,
             arguments: None,
         }
+    }
+
+    fn with_outcome(mut self, outcome: AuditOutcome) -> Self {
+        self.outcome = outcome;
+        self
     }
 
     /// Sets the duration from the record's start to `end` (zero if the clock went back).
@@ -99,15 +118,32 @@ impl AuditRecord {
 
 /// A JSON value recorded by the SHA-256 of its canonical form.
 ///
-/// The digest is computed when the record is serialised, which happens on the audit sink's
-/// own thread: canonicalising and hashing stay off the request path, and a sink that
-/// discards records never pays for them.
+/// Small values are digested when the record is serialised, on the audit sink's own thread:
+/// canonicalising and hashing stay off the request path, and a sink that discards records
+/// never pays for them. Large values are digested at once, so a queue of pending records
+/// never holds large values.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Digest(pub Value);
+pub enum Digest {
+    Pending(Value),
+    Computed(String),
+}
+
+impl Digest {
+    /// Values serialised larger than this are digested on the spot.
+    pub const DEFER_LIMIT: usize = 32 * 1024;
+
+    /// The digest of `value`, whose serialised form is about `size` bytes.
+    pub fn of(value: Value, size: usize) -> Self {
+        if size > Self::DEFER_LIMIT { Self::Computed(crate::canon::digest(&value)) } else { Self::Pending(value) }
+    }
+}
 
 impl Serialize for Digest {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&crate::canon::digest(&self.0))
+        match self {
+            Self::Pending(value) => serializer.serialize_str(&crate::canon::digest(value)),
+            Self::Computed(digest) => serializer.serialize_str(digest),
+        }
     }
 }
 
@@ -145,8 +181,15 @@ mod tests {
         assert_eq!(line["principal"], "anonymous");
         assert_eq!(line["arguments_sha256"], Value::Null);
         let mut record = record;
-        record.arguments_sha256 = Some(Digest(serde_json::json!({"b": 1, "a": 2})));
-        let line = serde_json::to_value(&record).unwrap();
-        assert_eq!(line["arguments_sha256"], crate::canon::sha256_hex(br#"{"a":2,"b":1}"#));
+        let expected = crate::canon::sha256_hex(br#"{"a":2,"b":1}"#);
+        for size in [10, Digest::DEFER_LIMIT + 1] {
+            record.arguments_sha256 = Some(Digest::of(serde_json::json!({"b": 1, "a": 2}), size));
+            let line = serde_json::to_value(&record).unwrap();
+            assert_eq!(line["arguments_sha256"], expected);
+        }
+        let failed =
+            serde_json::to_value(AuditRecord::unauthenticated(SystemTime::UNIX_EPOCH, "default", "mcp")).unwrap();
+        assert_eq!(failed["principal"], Value::Null);
+        assert_eq!(failed["outcome"], "unauthenticated");
     }
 }

@@ -1,21 +1,24 @@
 //! Audit sinks: JSON lines to stdout or a file, written off the request path.
 //!
-//! Requests hand records to a channel; one thread writes them and flushes whenever the
-//! channel runs dry. [`AuditWriter::close`] drains and flushes, so every record of an
+//! Requests hand records to a bounded channel; one thread serialises them (computing the
+//! pending digests) and flushes whenever the channel runs dry. [`AuditWriter::close`] drains and flushes, so every record of an
 //! accepted call survives a clean shutdown.
 
 use std::fs::OpenOptions;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::sync::Mutex;
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc::{self, SyncSender};
 use std::thread::JoinHandle;
 
 use bondry_core::audit::{AuditRecord, AuditSink};
 
+/// Records waiting for the writer thread, at most.
+const QUEUE: usize = 512;
+
 /// Writes audit records as JSON lines from a dedicated thread.
 pub struct AuditWriter {
-    sender: Mutex<Option<Sender<AuditRecord>>>,
+    sender: Mutex<Option<SyncSender<AuditRecord>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -32,7 +35,9 @@ impl AuditWriter {
     }
 
     fn spawn(out: Box<dyn Write + Send>) -> Self {
-        let (sender, receiver) = mpsc::channel::<AuditRecord>();
+        // Bounded: when the sink falls behind, calls wait for it rather than records piling
+        // up in memory or being dropped.
+        let (sender, receiver) = mpsc::sync_channel::<AuditRecord>(QUEUE);
         let thread = std::thread::Builder::new()
             .name("bondry-audit".into())
             .spawn(move || {

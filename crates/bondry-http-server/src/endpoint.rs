@@ -7,10 +7,10 @@ use std::time::SystemTime;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use bondry_core::audit::{AuditOutcome, AuditSink};
+use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
 use bondry_core::dispatch;
 use bondry_core::policy::Principal;
-use bondry_mcp_proto::{Adapter, Call, Csprng, Error, Reply, Step};
+use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Reply, Step};
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, PROXY_AUTHORIZATION};
 use http::{HeaderMap, Request};
@@ -29,6 +29,8 @@ pub struct Endpoint {
     pub max_body_bytes: usize,
     pub realms: Arc<std::collections::HashMap<String, RealmEntry>>,
     pub audit: Arc<dyn AuditSink>,
+    /// Cancelled when the shutdown grace period is over: whatever is still running stops.
+    pub hard_stop: CancellationToken,
 }
 
 /// The operating system's CSPRNG.
@@ -54,7 +56,12 @@ pub async fn named_realm(
 }
 
 async fn serve(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) -> Response {
-    match handle(endpoint, realm_name, request).await {
+    let result = tokio::select! {
+        result = handle(endpoint, realm_name, request) => result,
+        // Dropping `handle` cancels a running call, which records it as cancelled.
+        () = endpoint.hard_stop.cancelled() => Err(Error::ShuttingDown),
+    };
+    match result {
         Ok(response) => response,
         Err(error) => reply(endpoint, error.into()),
     }
@@ -67,7 +74,11 @@ async fn handle(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) -
     let realm = endpoint.realms.get(realm_name).ok_or(Error::NoSuchRealm)?;
     endpoint.adapter.admit(&parts.method, &parts.headers)?;
     let body = read_body(&parts.headers, body, endpoint.max_body_bytes).await?;
-    let principal = authenticate(realm_name, realm, &parts.headers)?;
+    let principal = authenticate(realm_name, realm, &parts.headers).inspect_err(|_| {
+        if parts.headers.contains_key(AUTHORIZATION) {
+            endpoint.audit.record(AuditRecord::unauthenticated(SystemTime::now(), realm_name, ADAPTER));
+        }
+    })?;
     let mut headers = parts.headers;
     for credential in [AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE] {
         headers.remove(credential);

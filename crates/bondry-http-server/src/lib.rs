@@ -64,6 +64,7 @@ pub enum StartError {
 pub struct Running {
     addrs: Vec<(String, SocketAddr)>,
     shutdown: CancellationToken,
+    hard_stop: CancellationToken,
     tasks: JoinSet<()>,
     grace: Duration,
 }
@@ -73,6 +74,7 @@ pub struct Running {
 pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
     let realms = Arc::new(config.realms);
     let shutdown = CancellationToken::new();
+    let hard_stop = CancellationToken::new();
     let mut bound = Vec::new();
     for listener in config.listeners {
         let adapter = Adapter::new(listener.settings)
@@ -94,6 +96,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             max_body_bytes: listener.max_body_bytes,
             realms: Arc::clone(&realms),
             audit: Arc::clone(&config.audit),
+            hard_stop: hard_stop.clone(),
         });
         bound.push((listener.name, addr, socket, endpoint));
     }
@@ -119,7 +122,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
         });
         addrs.push((name, addr));
     }
-    Ok(Running { addrs, shutdown, tasks, grace: config.shutdown_grace })
+    Ok(Running { addrs, shutdown, hard_stop, tasks, grace: config.shutdown_grace })
 }
 
 impl Running {
@@ -128,19 +131,30 @@ impl Running {
         &self.addrs
     }
 
-    /// Stops accepting, lets in-flight requests finish within the grace period, then
-    /// drops whatever is left. Returns whether everything drained in time.
+    /// Stops accepting, lets in-flight requests finish within the grace period, then stops
+    /// the rest: each is answered 503 and its call recorded as cancelled. Returns whether
+    /// everything drained in time.
     pub async fn shutdown(mut self) -> bool {
         self.shutdown.cancel();
-        let drained =
-            tokio::time::timeout(self.grace, async { while self.tasks.join_next().await.is_some() {} }).await.is_ok();
+        let drained = self.drain(self.grace).await;
         if !drained {
             tracing::warn!(
                 grace_ms = self.grace.as_millis() as u64,
-                "shutdown grace elapsed; dropping in-flight requests"
+                "shutdown grace elapsed; stopping in-flight requests"
             );
-            self.tasks.shutdown().await;
+            self.hard_stop.cancel();
+            if !self.drain(HARD_STOP_WAIT).await {
+                self.tasks.shutdown().await;
+            }
         }
         drained
     }
+
+    /// Waits up to `limit` for every listener to finish; whether they did.
+    async fn drain(&mut self, limit: Duration) -> bool {
+        tokio::time::timeout(limit, async { while self.tasks.join_next().await.is_some() {} }).await.is_ok()
+    }
 }
+
+/// How long stopped requests get to send their 503 before their connections are dropped.
+const HARD_STOP_WAIT: Duration = Duration::from_secs(1);

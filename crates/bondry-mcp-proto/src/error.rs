@@ -87,6 +87,8 @@ pub enum Error {
     UnknownTool { id: Id, name: String },
     /// A list cursor is garbage or was issued for another view.
     InvalidCursor { id: Id },
+    /// The server stopped waiting for this request at the end of its shutdown grace period.
+    ShuttingDown,
 }
 
 /// One row of the table.
@@ -173,6 +175,7 @@ impl Error {
             }
             Self::UnknownTool { name, .. } => (S::OK, INVALID_PARAMS, format!("Unknown tool: {name}"), None),
             Self::InvalidCursor { .. } => (S::OK, INVALID_PARAMS, "Invalid cursor".into(), None),
+            Self::ShuttingDown => (S::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "Server shutting down".into(), None),
         };
         Row { status, code: Some(code), message, data }
     }
@@ -257,6 +260,7 @@ impl Error {
             Self::InvalidParams { id: id(), detail: "params.name must be a string" },
             Self::UnknownTool { id: id(), name: "nope".into() },
             Self::InvalidCursor { id: id() },
+            Self::ShuttingDown,
         ]
     }
 }

@@ -187,7 +187,7 @@ impl Adapter {
             Message::Request { id, method, params } => {
                 let params = params.unwrap_or_default();
                 if envelope::claim(Some(&params)).is_some() {
-                    modern::receive(self, headers, id, &method, &params, realm, principal, now, rng)
+                    modern::receive(self, headers, body.len(), id, &method, &params, realm, principal, now, rng)
                 } else {
                     self.unclaimed(headers, id, &method, &params).into()
                 }
@@ -222,7 +222,7 @@ impl Adapter {
         };
         let body = jsonrpc::result_body(&call.id, &result);
         let mut record = call.into_record(audit_outcome, now);
-        record.result_sha256 = Some(Digest(result));
+        record.result_sha256 = Some(Digest::of(result, body.len()));
         Reply::json(StatusCode::OK, body).audited(record)
     }
 }
@@ -242,6 +242,8 @@ pub struct Call {
     trace: TraceContext,
     retry: Option<Retry>,
     received: SystemTime,
+    /// The size of the request body, a bound on the arguments' serialised size.
+    body_len: usize,
 }
 
 impl Call {
@@ -259,6 +261,7 @@ impl Call {
             trace: request.envelope.trace,
             retry: admitted.retry,
             received: request.now,
+            body_len: request.body_len,
         }
     }
 
@@ -318,7 +321,7 @@ impl Call {
         if self.capability.descriptor.audit_arguments {
             record.arguments = Some(arguments.clone());
         }
-        record.arguments_sha256 = Some(Digest(arguments));
+        record.arguments_sha256 = Some(Digest::of(arguments, self.body_len));
         record
     }
 }

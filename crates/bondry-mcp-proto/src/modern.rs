@@ -19,6 +19,7 @@ use crate::{ADAPTER, Adapter, Csprng, Reply, Step, discover, tools};
 pub struct Request<'a> {
     pub adapter: &'a Adapter,
     pub headers: &'a HeaderMap,
+    pub body_len: usize,
     pub id: Id,
     pub params: &'a Map<String, Value>,
     pub envelope: Envelope,
@@ -56,6 +57,7 @@ impl Request<'_> {
 pub fn receive(
     adapter: &Adapter,
     headers: &HeaderMap,
+    body_len: usize,
     id: Id,
     method: &str,
     params: &Map<String, Value>,
@@ -90,7 +92,7 @@ pub fn receive(
     if let Err((header, fault)) = check_routing_headers(headers, version_header, method, params) {
         return header_error(&header, fault).into();
     }
-    let request = Request { adapter, headers, id, params, envelope, realm, principal, now };
+    let request = Request { adapter, headers, body_len, id, params, envelope, realm, principal, now };
     let announces_tools = discover::announces_tools(realm);
     match method {
         "server/discover" => Step::Reply(request.result(&discover::result(adapter, realm))),

@@ -179,7 +179,13 @@ async fn credentials_are_refused_until_authentication_exists() {
     // The body limit is checked before authentication.
     let oversized = discover_of_size(5000).header("authorization", "Bearer abc");
     server.send(oversized).await.assert_error(413, None, -32600, "Payload too large");
-    server.stop().await;
+    let records = server.stop().await;
+    assert_eq!(records.len(), 3, "one record per refused credential: {records:?}");
+    for record in &records {
+        assert_eq!(record["outcome"], "unauthenticated");
+        assert_eq!(record["principal"], serde_json::Value::Null);
+        assert_eq!(record["realm"], "default");
+    }
 
     let closed = default_config().replace("[realms.default]\n", "[realms.default]\nanonymous = false\n");
     let server = TestServer::with_config(&closed).await;
@@ -205,4 +211,23 @@ async fn shutdown_lets_in_flight_calls_finish() {
     assert_eq!(body["result"]["structuredContent"], json!({"slept": true}));
     assert_eq!(records.len(), 1);
     assert_eq!(records[0]["outcome"], "succeeded", "the accepted call's record survived shutdown");
+}
+
+#[tokio::test]
+async fn calls_still_running_after_the_grace_period_are_stopped() {
+    let config = default_config().replace("shutdown_grace_ms = 2000", "shutdown_grace_ms = 50");
+    let server = TestServer::with_config(&config).await;
+    let url = server.url();
+    let request = Req::call("test.slow", json!({}));
+    let call = tokio::spawn(async move {
+        let response = request.builder(&reqwest::Client::new(), &url).body(request.body).send().await.unwrap();
+        (response.status().as_u16(), response.json::<serde_json::Value>().await.unwrap())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let records = server.stop_expecting(false).await;
+    let (status, body) = call.await.unwrap();
+    assert_eq!(status, 503);
+    assert_eq!(body, json!({"jsonrpc": "2.0", "error": {"code": -32603, "message": "Server shutting down"}}));
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["outcome"], "cancelled");
 }

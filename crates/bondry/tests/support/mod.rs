@@ -90,8 +90,13 @@ impl TestServer {
     }
 
     /// Stops the server, flushes the audit sink and returns its records.
-    pub async fn stop(mut self) -> Vec<Value> {
-        assert!(self.running.take().unwrap().shutdown().await, "the server drained within its grace period");
+    pub async fn stop(self) -> Vec<Value> {
+        self.stop_expecting(true).await
+    }
+
+    /// [`TestServer::stop`], asserting whether in-flight requests drained within the grace period.
+    pub async fn stop_expecting(mut self, drained: bool) -> Vec<Value> {
+        assert_eq!(self.running.take().unwrap().shutdown().await, drained, "drained within the grace period");
         if let Some(audit) = self.audit.take() {
             audit.close();
         }
