@@ -12,13 +12,14 @@ use bondry_core::dispatch;
 use bondry_core::policy::Principal;
 use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Reply, Step};
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, PROXY_AUTHORIZATION};
-use http::{HeaderMap, Request};
+use http::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, ORIGIN, PROXY_AUTHORIZATION};
+use http::{HeaderMap, Method, Request};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::{self, OriginPolicy};
 use crate::context::{SilentEmitter, SilentPublisher, TokenCancellation};
+use crate::cors;
 use crate::{DEFAULT_REALM, RealmEntry};
 
 /// Everything the endpoint of one listener needs.
@@ -56,15 +57,22 @@ pub async fn named_realm(
 }
 
 async fn serve(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) -> Response {
+    let origin = request.headers().get(ORIGIN).cloned();
     let result = tokio::select! {
         result = handle(endpoint, realm_name, request) => result,
         // Dropping `handle` cancels a running call, which records it as cancelled.
         () = endpoint.hard_stop.cancelled() => Err(Error::ShuttingDown),
     };
-    match result {
+    let mut response = match result {
         Ok(response) => response,
+        // A refused origin learns nothing more than the refusal.
+        Err(error @ Error::OriginNotAllowed) => return reply(endpoint, error.into()),
         Err(error) => reply(endpoint, error.into()),
+    };
+    if let Some(origin) = origin {
+        cors::expose(&origin, &mut response);
     }
+    response
 }
 
 /// The contract's order of checks up to the adapter, then the adapter's step.
@@ -72,6 +80,9 @@ async fn handle(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) -
     let (parts, body) = request.into_parts();
     admission::check(&parts.headers, parts.uri.authority().map(|a| a.as_str()), &endpoint.origins, endpoint.loopback)?;
     let realm = endpoint.realms.get(realm_name).ok_or(Error::NoSuchRealm)?;
+    if parts.method == Method::OPTIONS {
+        return Ok(cors::preflight(&parts.headers));
+    }
     endpoint.adapter.admit(&parts.method, &parts.headers)?;
     let body = read_body(&parts.headers, body, endpoint.max_body_bytes).await?;
     let principal = authenticate(realm_name, realm, &parts.headers).inspect_err(|_| {

@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod audit;
 mod context;
+mod cors;
 mod endpoint;
 
 use std::collections::HashMap;

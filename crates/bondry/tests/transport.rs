@@ -231,3 +231,46 @@ async fn calls_still_running_after_the_grace_period_are_stopped() {
     assert_eq!(records.len(), 1);
     assert_eq!(records[0]["outcome"], "cancelled");
 }
+
+#[tokio::test]
+async fn browsers_get_cors_preflights_and_readable_responses() {
+    let server = TestServer::start().await;
+    let requested = "content-type, mcp-protocol-version, mcp-method, mcp-name, mcp-param-region";
+    let preflight = Req::post()
+        .method(reqwest::Method::OPTIONS)
+        .without("content-type")
+        .header("origin", "http://localhost:5173")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", requested);
+    let response = server.send(preflight.clone()).await;
+    assert_eq!(response.status, 204);
+    assert!(response.body.is_empty());
+    assert_eq!(response.header("access-control-allow-origin"), Some("http://localhost:5173"));
+    assert_eq!(response.header("access-control-allow-methods"), Some("POST"));
+    assert_eq!(response.header("access-control-allow-headers"), Some(requested));
+    assert_eq!(response.header("allow"), Some("OPTIONS, POST"));
+
+    let refused = preflight.replace("origin", "http://evil.example");
+    let response = server.send(refused).await;
+    response.assert_error(403, None, -32600, "Origin not allowed");
+    assert_eq!(response.header("access-control-allow-origin"), None);
+
+    let response = server.send(discover().header("origin", "http://localhost:5173")).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("access-control-allow-origin"), Some("http://localhost:5173"));
+    assert_eq!(
+        response.header("access-control-expose-headers"),
+        Some("Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate")
+    );
+    // Errors are readable too, so a browser client can tell a modern server from an old one.
+    let response = server.send(discover().header("origin", "http://localhost:5173").without("Mcp-Method")).await;
+    response.assert_error(400, Some(json!(1)), -32020, "Header mismatch: Mcp-Method");
+    assert_eq!(response.header("access-control-allow-origin"), Some("http://localhost:5173"));
+
+    let response = server.send(discover()).await;
+    assert_eq!(response.header("access-control-allow-origin"), None, "no Origin, no CORS headers");
+    let plain_options = server.send(Req::post().method(reqwest::Method::OPTIONS).without("content-type")).await;
+    assert_eq!(plain_options.status, 204);
+    assert_eq!(plain_options.header("access-control-allow-origin"), None);
+    server.stop().await;
+}
