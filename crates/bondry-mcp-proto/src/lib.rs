@@ -21,6 +21,7 @@ pub mod jsonrpc;
 pub mod lint;
 mod modern;
 pub mod revision;
+pub mod seal;
 pub mod sentinel;
 pub mod shape;
 pub mod tools;
