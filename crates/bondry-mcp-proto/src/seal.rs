@@ -77,7 +77,7 @@ mod tests {
     use super::*;
 
     /// A deterministic source for tests only.
-    pub(crate) struct Counter(pub u8);
+    struct Counter(pub u8);
 
     impl Csprng for Counter {
         fn fill(&mut self, dest: &mut [u8]) {
@@ -88,7 +88,7 @@ mod tests {
         }
     }
 
-    fn keys(id: &str, fill: u8) -> KeySet {
+    fn keys_of(id: &str, fill: u8) -> KeySet {
         KeySet { active: Key { id: id.into(), secret: [fill; 32] }, retired: Vec::new() }
     }
 
@@ -100,12 +100,12 @@ mod tests {
     #[test]
     fn round_trips_and_rotates() {
         let claims = Claims { sub: "anonymous".into() };
-        let old = keys("k1", 1);
+        let old = keys_of("k1", 1);
         let token = seal(&old, &claims, &mut Counter(0));
         assert!(token.bytes().all(|b| (0x21..=0x7e).contains(&b)), "visible ASCII: {token}");
         assert_eq!(token.split('.').count(), 5);
         assert_eq!(open::<Claims>(&old, &token), Some(Claims { sub: "anonymous".into() }));
-        let mut rotated = keys("k2", 2);
+        let mut rotated = keys_of("k2", 2);
         assert_eq!(open::<Claims>(&rotated, &token), None, "unknown kid");
         rotated.retired.push(old.active.clone());
         assert_eq!(open::<Claims>(&rotated, &token), Some(claims));
@@ -113,7 +113,7 @@ mod tests {
 
     #[test]
     fn tampering_and_garbage_do_not_open() {
-        let keys = keys("k1", 1);
+        let keys = keys_of("k1", 1);
         let token = seal(&keys, &Claims { sub: "a".into() }, &mut Counter(0));
         let mut flipped = token.clone().into_bytes();
         let last = flipped.len() - 3;
@@ -122,13 +122,13 @@ mod tests {
         for bad in [flipped.as_str(), "", "a.b.c.d.e", "....", &"x".repeat(5000), &token.replacen("..", ".x.", 1)] {
             assert_eq!(open::<Claims>(&keys, bad), None, "{bad}");
         }
-        let other = super::tests::keys("k1", 9);
+        let other = keys_of("k1", 9);
         assert_eq!(open::<Claims>(&other, &token), None, "same kid, other secret");
     }
 
     #[test]
     fn ivs_come_from_the_random_source() {
-        let keys = keys("k1", 1);
+        let keys = keys_of("k1", 1);
         let a = seal(&keys, &Claims { sub: "a".into() }, &mut Counter(0));
         let b = seal(&keys, &Claims { sub: "a".into() }, &mut Counter(100));
         assert_ne!(a, b);
