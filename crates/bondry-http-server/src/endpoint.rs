@@ -1,18 +1,21 @@
 //! The MCP endpoint: one request through admission, the body limit, authentication and
-//! the adapter, and a dispatched call through the core.
+//! the adapter; a dispatched call through the core; a session's event stream.
 
+use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
 use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
 use bondry_core::dispatch;
 use bondry_core::policy::Principal;
-use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Reply, Step};
+use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Inbound, Reply, SessionRef, Step};
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, ORIGIN, PROXY_AUTHORIZATION};
+use futures_util::stream::{self, StreamExt};
+use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, ORIGIN, PROXY_AUTHORIZATION};
 use http::{HeaderMap, Method, Request};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tokio_util::sync::CancellationToken;
@@ -20,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admission::{self, OriginPolicy};
 use crate::context::{SilentEmitter, SilentPublisher, TokenCancellation};
 use crate::cors;
+use crate::session::{Refused, Sessions};
 use crate::{DEFAULT_REALM, RealmEntry};
 
 /// Everything the endpoint of one listener needs.
@@ -30,9 +34,15 @@ pub struct Endpoint {
     pub max_body_bytes: usize,
     pub realms: Arc<std::collections::HashMap<String, RealmEntry>>,
     pub audit: Arc<dyn AuditSink>,
+    /// Cancelled when shutdown begins: event streams end so connections can drain.
+    pub shutdown: CancellationToken,
     /// Cancelled when the shutdown grace period is over: whatever is still running stops.
     pub hard_stop: CancellationToken,
+    pub sessions: Arc<Sessions>,
 }
+
+/// How often an idle event stream carries a comment, so dead streams are noticed.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// The operating system's CSPRNG.
 struct OsRandom;
@@ -56,7 +66,7 @@ pub async fn named_realm(
     serve(&endpoint, &realm, request).await
 }
 
-async fn serve(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) -> Response {
+async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, request: Request<Body>) -> Response {
     let origin = request.headers().get(ORIGIN).cloned();
     let result = tokio::select! {
         result = handle(endpoint, realm_name, request) => result,
@@ -76,7 +86,7 @@ async fn serve(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) ->
 }
 
 /// The contract's order of checks up to the adapter, then the adapter's step.
-async fn handle(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) -> Result<Response, Error> {
+async fn handle(endpoint: &Arc<Endpoint>, realm_name: &str, request: Request<Body>) -> Result<Response, Error> {
     let (parts, body) = request.into_parts();
     admission::check(&parts.headers, parts.uri.authority().map(|a| a.as_str()), &endpoint.origins, endpoint.loopback)?;
     let realm = endpoint.realms.get(realm_name).ok_or(Error::NoSuchRealm)?;
@@ -84,7 +94,12 @@ async fn handle(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) -
         return Ok(cors::preflight(&parts.headers));
     }
     endpoint.adapter.admit(&parts.method, &parts.headers)?;
-    let body = read_body(&parts.headers, body, endpoint.max_body_bytes).await?;
+    // GET and DELETE carry nothing the endpoint reads.
+    let body = if parts.method == Method::POST {
+        read_body(&parts.headers, body, endpoint.max_body_bytes).await?
+    } else {
+        Bytes::new()
+    };
     let principal = authenticate(realm_name, realm, &parts.headers).inspect_err(|_| {
         if parts.headers.contains_key(AUTHORIZATION) {
             endpoint.audit.record(AuditRecord::unauthenticated(SystemTime::now(), realm_name, ADAPTER));
@@ -95,10 +110,89 @@ async fn handle(endpoint: &Endpoint, realm_name: &str, request: Request<Body>) -
         headers.remove(credential);
     }
     let snapshot = realm.registry.snapshot();
-    let step = endpoint.adapter.receive(&headers, &body, &snapshot, &principal, SystemTime::now(), &mut OsRandom);
+    let inbound = Inbound { method: &parts.method, headers: &headers, body: &body };
+    let step =
+        endpoint.adapter.receive(inbound, &snapshot, &principal, &*endpoint.sessions, SystemTime::now(), &mut OsRandom);
     Ok(match step {
-        Step::Reply(reply) => self::reply(endpoint, reply),
+        Step::Reply(mut reply) => {
+            if let Some(effect) = reply.effect.take() {
+                endpoint.sessions.apply(*effect, &realm.limits);
+            }
+            self::reply(endpoint, reply)
+        }
+        Step::Dispatch(call) if call.session().is_some() => run_in_session(endpoint, *call).await?,
         Step::Dispatch(call) => run(endpoint, *call).await,
+        Step::Listen(session) => listen(endpoint, &session)?,
+    })
+}
+
+/// Opens a session's event stream. It ends when the session ends, at shutdown, or when
+/// the client goes away (noticed at the next keep-alive).
+fn listen(endpoint: &Endpoint, session: &SessionRef) -> Result<Response, Error> {
+    let opened = endpoint.sessions.open_stream(&session.sid).map_err(|refused| match refused {
+        Refused::Gone => Error::SessionNotFound { id: None },
+        Refused::Conflict => Error::StreamConflict,
+        Refused::TooMany => Error::TooManyRequests { retry_after_secs: 1 },
+    })?;
+    let event = |message: String| Ok::<_, Infallible>(Event::default().event("message").data(message));
+    let queued = stream::iter(opened.pending.into_iter().map(event));
+    let state = (opened.feed, opened.ended, endpoint.shutdown.clone());
+    let live = stream::unfold(state, move |(mut feed, ended, shutdown)| async move {
+        tokio::select! {
+            message = feed.recv() => message.map(|message| (event(message), (feed, ended, shutdown))),
+            () = ended.cancelled() => None,
+            () = shutdown.cancelled() => None,
+        }
+    });
+    let mut response = Sse::new(queued.chain(live)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
+    response.headers_mut().insert("x-accel-buffering", http::HeaderValue::from_static("no"));
+    Ok(response)
+}
+
+/// Runs a call inside a session. The call runs as its own task: a client disconnect is
+/// not a cancellation in this era, so it runs to the end and its result is dropped. Only
+/// `notifications/cancelled`, DELETE, the session's end or the hard stop cancel it, and
+/// nothing is sent for a cancelled call.
+async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response, Error> {
+    let session = call.session().cloned().expect("only session calls come here");
+    let request_id = call.request_id().clone();
+    let token = CancellationToken::new();
+    endpoint.sessions.begin_call(&session.sid, &request_id, token.clone()).map_err(|refused| match refused {
+        Refused::TooMany => Error::TooManyRequests { retry_after_secs: 1 },
+        Refused::Gone | Refused::Conflict => Error::SessionNotFound { id: Some(request_id.clone()) },
+    })?;
+    let task_endpoint = Arc::clone(endpoint);
+    let task = tokio::spawn(async move {
+        let endpoint = task_endpoint;
+        let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
+        let request = call.handler_request(
+            Arc::new(TokenCancellation(token.clone())),
+            Arc::new(SilentEmitter),
+            Arc::new(SilentPublisher),
+        );
+        let outcome = tokio::select! {
+            outcome = dispatch::invoke(call.capability(), request) => Some(outcome),
+            () = token.cancelled() => None,
+            () = endpoint.hard_stop.cancelled() => None,
+        };
+        endpoint.sessions.end_call(&session.sid, &request_id);
+        let outcome = outcome?;
+        drop(guard.disarm());
+        let mut reply = endpoint.adapter.complete(call, outcome, SystemTime::now());
+        // Recorded here, not when answering: the client may be gone by then.
+        if let Some(record) = reply.audit.take() {
+            endpoint.audit.record(*record);
+        }
+        Some(reply)
+    });
+    Ok(match task.await {
+        Ok(Some(reply)) => self::reply(endpoint, reply),
+        // Cancelled: an event stream that ends with nothing on it.
+        Ok(None) | Err(_) => {
+            let mut response = Response::new(Body::empty());
+            response.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("text/event-stream"));
+            response
+        }
     })
 }
 

@@ -7,6 +7,7 @@ pub mod audit;
 mod context;
 mod cors;
 mod endpoint;
+pub mod session;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -24,6 +25,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use admission::OriginPolicy;
+pub use session::SessionLimits;
 
 /// The realm `/mcp` serves; `/mcp/realm/default` is the same realm.
 pub const DEFAULT_REALM: &str = "default";
@@ -33,6 +35,8 @@ pub struct RealmEntry {
     pub registry: Arc<Registry>,
     /// The roles of anonymous callers, or `None` when the realm refuses them.
     pub anonymous_roles: Option<Arc<[String]>>,
+    /// Caps on handshake-era sessions in this realm.
+    pub limits: SessionLimits,
 }
 
 /// One listener to bind.
@@ -42,6 +46,8 @@ pub struct ListenerConfig {
     pub settings: ListenerSettings,
     pub origins: OriginPolicy,
     pub max_body_bytes: usize,
+    /// How long a handshake session may go unused before it ends.
+    pub session_idle: Duration,
 }
 
 /// Everything the runtime serves.
@@ -90,6 +96,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             addr: listener.bind,
             source,
         })?;
+        let sessions = Arc::new(session::Sessions::new(listener.session_idle));
         let endpoint = Arc::new(endpoint::Endpoint {
             adapter,
             origins: listener.origins,
@@ -97,13 +104,16 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             max_body_bytes: listener.max_body_bytes,
             realms: Arc::clone(&realms),
             audit: Arc::clone(&config.audit),
+            shutdown: shutdown.clone(),
             hard_stop: hard_stop.clone(),
+            sessions,
         });
         bound.push((listener.name, addr, socket, endpoint));
     }
     let mut tasks = JoinSet::new();
     let mut addrs = Vec::new();
     for (name, addr, socket, endpoint) in bound {
+        tasks.spawn(sweep(Arc::clone(&endpoint.sessions), shutdown.clone()));
         let router = Router::new()
             .route("/mcp", any(endpoint::default_realm))
             .route("/mcp/realm/{realm}", any(endpoint::named_realm))
@@ -159,3 +169,16 @@ impl Running {
 
 /// How long stopped requests get to send their 503 before their connections are dropped.
 const HARD_STOP_WAIT: Duration = Duration::from_secs(1);
+
+/// Ends idle and expired sessions until shutdown.
+async fn sweep(sessions: Arc<session::Sessions>, shutdown: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(SWEEP_EVERY) => sessions.sweep(),
+            () = shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// How often the session table is swept.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);

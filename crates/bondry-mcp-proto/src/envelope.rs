@@ -58,16 +58,17 @@ pub fn validate(params: Option<&Map<String, Value>>) -> Result<Envelope, Envelop
     if !fault.missing.is_empty() || !fault.invalid.is_empty() {
         return Err(fault);
     }
-    let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_owned);
     Ok(Envelope {
-        version: text(PROTOCOL_VERSION).unwrap_or_default(),
+        version: meta.get(PROTOCOL_VERSION).and_then(Value::as_str).unwrap_or_default().to_owned(),
         client_capabilities: meta.get(CLIENT_CAPABILITIES).cloned().unwrap_or_default(),
-        trace: TraceContext {
-            traceparent: text("traceparent"),
-            tracestate: text("tracestate"),
-            baggage: text("baggage"),
-        },
+        trace: trace_context(meta),
     })
+}
+
+/// The W3C trace context in a `_meta` object; values that are not strings are ignored.
+pub fn trace_context(meta: &Map<String, Value>) -> TraceContext {
+    let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_owned);
+    TraceContext { traceparent: text("traceparent"), tracestate: text("tracestate"), baggage: text("baggage") }
 }
 
 /// The required keys absent from a request's `_meta`, for a request that sent a modern

@@ -4,11 +4,11 @@
 //! request pipeline. [`Error::row`] is the one place that maps an error to its HTTP status,
 //! JSON-RPC code, message and data; `docs/errors.md` is rendered from it by a test.
 
-use http::header::{ALLOW, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
-use crate::jsonrpc::{ErrorObject, Id, error_body};
+use crate::jsonrpc::{ErrorId, ErrorObject, Id, error_body};
 
 /// JSON-RPC and MCP error codes.
 pub mod code {
@@ -19,6 +19,8 @@ pub mod code {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// Implementation-defined; kept for compatibility (contract §7).
     pub const SERVER_ERROR: i64 = -32000;
+    /// Implementation-defined; what the official SDKs answer for a dead session (contract §7).
+    pub const SESSION_NOT_FOUND: i64 = -32001;
     pub const HEADER_MISMATCH: i64 = -32020;
     pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
@@ -55,6 +57,8 @@ pub enum Error {
     NoSuchRealm,
     /// The HTTP method is not served on this endpoint.
     MethodNotAllowed { allow: &'static str },
+    /// A GET whose `Accept` does not admit `text/event-stream`.
+    StreamNotAcceptable,
     /// `Content-Type` is not exactly one `application/json`.
     UnsupportedMediaType,
     /// `Accept` does not admit both `application/json` and `text/event-stream`.
@@ -73,6 +77,19 @@ pub enum Error {
     HeaderMismatch { id: Option<Id>, header: String, fault: HeaderFault },
     /// The requested revision is not served by this endpoint.
     UnsupportedVersion { id: Option<Id>, supported: Vec<&'static str>, requested: String },
+    /// A request outside `initialize` without a session, on an endpoint that needs one.
+    SessionRequired { id: Option<Id> },
+    /// The session id is unknown, expired, revoked or another principal's.
+    SessionNotFound { id: Option<Id> },
+    /// `MCP-Protocol-Version` inside a session is repeated or not a handshake revision
+    /// this endpoint accepts.
+    InvalidSessionVersion { id: Option<Id> },
+    /// `initialize` inside a live session.
+    AlreadyInitialized { id: Id },
+    /// A second GET stream while the session's first is alive.
+    StreamConflict,
+    /// A session has as many calls in flight as it may.
+    TooManyRequests { retry_after_secs: u64 },
     /// The capability needs client capabilities the request did not declare.
     MissingClientCapability { id: Id, missing: Value },
     /// `inputResponses` is not an object of objects.
@@ -89,6 +106,16 @@ pub enum Error {
     InvalidCursor { id: Id },
     /// The server stopped waiting for this request at the end of its shutdown grace period.
     ShuttingDown,
+}
+
+/// Where an error is answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Context {
+    /// The request was attributed to a live handshake session.
+    pub in_session: bool,
+    /// The request names a live 2025-06-18 session, whose errors carry `"id": null` when
+    /// no id could be read.
+    pub null_id: bool,
 }
 
 /// One row of the table.
@@ -119,6 +146,9 @@ impl Error {
                 "Unsupported Media Type: Content-Type must be application/json".into(),
                 None,
             ),
+            Self::StreamNotAcceptable => {
+                (S::NOT_ACCEPTABLE, INVALID_REQUEST, "Not Acceptable: Accept must admit text/event-stream".into(), None)
+            }
             Self::NotAcceptable => (
                 S::NOT_ACCEPTABLE,
                 INVALID_REQUEST,
@@ -155,6 +185,20 @@ impl Error {
                 "Unsupported protocol version".into(),
                 Some(json!({ "supported": supported, "requested": requested })),
             ),
+            Self::SessionRequired { .. } => {
+                (S::BAD_REQUEST, INVALID_REQUEST, "Mcp-Session-Id header required".into(), None)
+            }
+            Self::SessionNotFound { .. } => (S::NOT_FOUND, SESSION_NOT_FOUND, "Session not found".into(), None),
+            Self::InvalidSessionVersion { .. } => {
+                (S::BAD_REQUEST, INVALID_REQUEST, "Invalid MCP-Protocol-Version header".into(), None)
+            }
+            Self::AlreadyInitialized { .. } => {
+                (S::BAD_REQUEST, INVALID_REQUEST, "Session already initialized".into(), None)
+            }
+            Self::StreamConflict => {
+                (S::CONFLICT, INVALID_REQUEST, "Conflict: the session already has a stream".into(), None)
+            }
+            Self::TooManyRequests { .. } => (S::TOO_MANY_REQUESTS, SERVER_ERROR, "Too many requests".into(), None),
             Self::MissingClientCapability { missing, .. } => (
                 S::BAD_REQUEST,
                 MISSING_CLIENT_CAPABILITY,
@@ -186,7 +230,11 @@ impl Error {
             Self::InvalidRequest { id, .. }
             | Self::InvalidEnvelope { id, .. }
             | Self::HeaderMismatch { id, .. }
-            | Self::UnsupportedVersion { id, .. } => id.as_ref(),
+            | Self::UnsupportedVersion { id, .. }
+            | Self::SessionRequired { id }
+            | Self::SessionNotFound { id }
+            | Self::InvalidSessionVersion { id } => id.as_ref(),
+            Self::AlreadyInitialized { id } => Some(id),
             Self::MissingClientCapability { id, .. }
             | Self::InvalidInputResponses { id }
             | Self::InvalidRequestState { id }
@@ -202,6 +250,9 @@ impl Error {
     fn headers(&self) -> Vec<(http::HeaderName, HeaderValue)> {
         match self {
             Self::MethodNotAllowed { allow } => vec![(ALLOW, HeaderValue::from_static(allow))],
+            Self::TooManyRequests { retry_after_secs } => {
+                vec![(RETRY_AFTER, HeaderValue::from(*retry_after_secs.max(&1)))]
+            }
             Self::Unauthenticated { challenges } => challenges
                 .iter()
                 .filter_map(|challenge| HeaderValue::from_str(challenge).ok())
@@ -211,23 +262,35 @@ impl Error {
         }
     }
 
-    /// The whole response: status, headers and body.
+    /// The whole response, outside any session.
     pub fn to_http(&self) -> http::Response<bytes::Bytes> {
+        self.to_http_in(Context::default())
+    }
+
+    /// The whole response in `context`: inside a session, JSON-RPC errors ride 200 while
+    /// 401, 403, 409, 413 and 429 keep their status.
+    pub fn to_http_in(&self, context: Context) -> http::Response<bytes::Bytes> {
         let row = self.row();
         let mut headers = HeaderMap::new();
         let body = match row.code {
             Some(code) => {
                 headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 let error = ErrorObject { code, message: &row.message, data: row.data.as_ref() };
-                error_body(self.id(), &error)
+                let id = match self.id() {
+                    Some(id) => ErrorId::Id(id),
+                    None if context.null_id => ErrorId::Null,
+                    None => ErrorId::Omitted,
+                };
+                error_body(id, &error)
             }
             None => Vec::new(),
         };
         for (name, value) in self.headers() {
             headers.append(name, value);
         }
+        let rides_200 = context.in_session && matches!(row.status, StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND);
         let mut response = http::Response::new(bytes::Bytes::from(body));
-        *response.status_mut() = row.status;
+        *response.status_mut() = if rides_200 { StatusCode::OK } else { row.status };
         *response.headers_mut() = headers;
         response
     }
@@ -240,6 +303,7 @@ impl Error {
             Self::HostNotAllowed,
             Self::NoSuchRealm,
             Self::MethodNotAllowed { allow: "POST" },
+            Self::StreamNotAcceptable,
             Self::UnsupportedMediaType,
             Self::NotAcceptable,
             Self::PayloadTooLarge,

@@ -8,10 +8,16 @@ use http::{HeaderMap, Method};
 
 use crate::error::Error;
 
-/// Checks the method and media types of a request on the MCP endpoint.
-pub fn admit(method: &Method, headers: &HeaderMap) -> Result<(), Error> {
-    if method != Method::POST {
-        return Err(Error::MethodNotAllowed { allow: "POST" });
+/// Checks the method and media types of a request on the MCP endpoint. GET and DELETE
+/// exist only where a handshake revision is served; they carry no body to check.
+pub fn admit(method: &Method, headers: &HeaderMap, handshake: bool) -> Result<(), Error> {
+    match *method {
+        Method::POST => {}
+        Method::GET if handshake => {
+            return if accepts(headers, "text", "event-stream") { Ok(()) } else { Err(Error::StreamNotAcceptable) };
+        }
+        Method::DELETE if handshake => return Ok(()),
+        _ => return Err(Error::MethodNotAllowed { allow: if handshake { "POST, GET, DELETE" } else { "POST" } }),
     }
     let mut content_types = headers.get_all(CONTENT_TYPE).iter();
     let is_json = match (content_types.next(), content_types.next()) {
@@ -75,7 +81,7 @@ mod tests {
         for value in accept {
             headers.append(ACCEPT, value.parse().unwrap());
         }
-        admit(&Method::POST, &headers)
+        admit(&Method::POST, &headers, true)
     }
 
     const BOTH: &[&str] = &["application/json, text/event-stream"];
@@ -109,8 +115,15 @@ mod tests {
     }
 
     #[test]
-    fn only_post_is_served() {
-        assert_eq!(admit(&Method::GET, &HeaderMap::new()), Err(Error::MethodNotAllowed { allow: "POST" }));
-        assert_eq!(admit(&Method::DELETE, &HeaderMap::new()), Err(Error::MethodNotAllowed { allow: "POST" }));
+    fn methods_depend_on_the_handshake_era() {
+        let none = HeaderMap::new();
+        assert_eq!(admit(&Method::GET, &none, false), Err(Error::MethodNotAllowed { allow: "POST" }));
+        assert_eq!(admit(&Method::DELETE, &none, false), Err(Error::MethodNotAllowed { allow: "POST" }));
+        assert_eq!(admit(&Method::PUT, &none, true), Err(Error::MethodNotAllowed { allow: "POST, GET, DELETE" }));
+        assert_eq!(admit(&Method::DELETE, &none, true), Ok(()));
+        assert_eq!(admit(&Method::GET, &none, true), Err(Error::StreamNotAcceptable));
+        let mut sse = HeaderMap::new();
+        sse.insert(ACCEPT, "text/*".parse().unwrap());
+        assert_eq!(admit(&Method::GET, &sse, true), Ok(()));
     }
 }

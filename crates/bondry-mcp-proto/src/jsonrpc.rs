@@ -22,7 +22,7 @@ pub enum Id {
 
 impl Id {
     /// Reads an id, refusing null, fractions, exponents, booleans and unsafe integers.
-    fn from_value(value: &Value) -> Option<Self> {
+    pub(crate) fn from_value(value: &Value) -> Option<Self> {
         match value {
             Value::String(s) => Some(Self::String(s.clone())),
             Value::Number(n) => {
@@ -206,14 +206,36 @@ pub struct ErrorObject<'a> {
     pub data: Option<&'a Value>,
 }
 
-/// Serialises an error response; `id` is left out when it could not be read.
-pub fn error_body(id: Option<&Id>, error: &ErrorObject<'_>) -> Vec<u8> {
+/// The `id` of an error response.
+#[derive(Debug, Clone, Copy)]
+pub enum ErrorId<'a> {
+    Id(&'a Id),
+    /// `"id": null`, which 2025-06-18 sessions require when no id could be read.
+    Null,
+    /// No `id` member: it could not be read.
+    Omitted,
+}
+
+impl Serialize for ErrorId<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Id(id) => id.serialize(serializer),
+            Self::Null | Self::Omitted => serializer.serialize_none(),
+        }
+    }
+}
+
+/// Serialises an error response.
+pub fn error_body(id: ErrorId<'_>, error: &ErrorObject<'_>) -> Vec<u8> {
     #[derive(Serialize)]
     struct Body<'a> {
         jsonrpc: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        id: Option<&'a Id>,
+        #[serde(skip_serializing_if = "is_omitted")]
+        id: ErrorId<'a>,
         error: &'a ErrorObject<'a>,
+    }
+    fn is_omitted(id: &ErrorId<'_>) -> bool {
+        matches!(id, ErrorId::Omitted)
     }
     serde_json::to_vec(&Body { jsonrpc: "2.0", id, error }).expect("error bodies serialise")
 }

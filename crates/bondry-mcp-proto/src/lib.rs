@@ -15,19 +15,22 @@ pub mod cursor;
 pub mod discover;
 pub mod envelope;
 pub mod error;
+mod handshake;
 pub mod head;
 pub mod headers;
 pub mod jsonrpc;
 pub mod lint;
 mod modern;
+mod request;
 pub mod revision;
 pub mod seal;
 pub mod sentinel;
+pub mod session;
 pub mod shape;
 pub mod tools;
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use bondry_core::audit::{AuditOutcome, AuditRecord, Digest};
 use bondry_core::dispatch::Outcome;
@@ -42,6 +45,7 @@ use serde_json::{Value, json};
 
 pub use error::Error;
 pub use revision::{Era, Revision};
+pub use session::{Effect, LiveSession, NewSession, NoSessions, SessionLookup, SessionRef};
 
 /// The adapter id grants name: `mcp:demo.*`, or `demo.*` for short.
 pub const ADAPTER: &str = "mcp";
@@ -66,11 +70,21 @@ pub struct ListenerSettings {
     pub list_ttl_ms: u64,
     /// The version `serverInfo` reports.
     pub server_version: String,
+    /// How long a handshake session may live, however active.
+    pub session_lifetime: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no protocol revision that this build serves is enabled; enable 2026-07-28")]
+#[error("no protocol revision is enabled; enable 2026-07-28, 2025-11-25 or 2025-06-18")]
 pub struct NoRevision;
+
+/// One request as the adapter sees it: credentials already removed by the runtime.
+#[derive(Debug, Clone, Copy)]
+pub struct Inbound<'a> {
+    pub method: &'a Method,
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+}
 
 /// The MCP adapter of one listener.
 #[derive(Debug)]
@@ -78,6 +92,8 @@ pub struct Adapter {
     settings: ListenerSettings,
     /// The modern revisions accepted, newest first, as `supportedVersions` lists them.
     supported: Vec<&'static str>,
+    /// The handshake revisions accepted, newest first.
+    handshake: Vec<Revision>,
     server_meta: Value,
 }
 
@@ -89,6 +105,8 @@ pub enum Step {
     Reply(Reply),
     /// Run the call, then hand its outcome to [`Adapter::complete`].
     Dispatch(Box<Call>),
+    /// Open the session's standalone event stream (a handshake-era GET).
+    Listen(SessionRef),
 }
 
 impl From<Error> for Step {
@@ -104,6 +122,8 @@ pub struct Reply {
     pub response: http::Response<Bytes>,
     /// Boxed: most replies carry none, and replies travel by value through every step.
     pub audit: Option<Box<AuditRecord>>,
+    /// What the runtime's session table must do besides answering (boxed, like `audit`).
+    pub effect: Option<Box<Effect>>,
 }
 
 impl Reply {
@@ -111,39 +131,56 @@ impl Reply {
         let mut response = http::Response::new(Bytes::from(body));
         *response.status_mut() = status;
         response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        Self { response, audit: None }
+        Self { response, audit: None, effect: None }
     }
 
-    /// 202 with an empty body: a notification was accepted.
-    fn accepted() -> Self {
+    /// An empty body with `status`: 202 for an accepted notification, 204 for a DELETE.
+    fn empty(status: StatusCode) -> Self {
         let mut response = http::Response::new(Bytes::new());
-        *response.status_mut() = StatusCode::ACCEPTED;
-        Self { response, audit: None }
+        *response.status_mut() = status;
+        Self { response, audit: None, effect: None }
+    }
+
+    fn error(error: Error, context: error::Context) -> Self {
+        Self { response: error.to_http_in(context), audit: None, effect: None }
     }
 
     fn audited(mut self, record: AuditRecord) -> Self {
         self.audit = Some(Box::new(record));
         self
     }
+
+    fn with_effect(mut self, effect: Effect) -> Self {
+        self.effect = Some(Box::new(effect));
+        self
+    }
 }
 
 impl From<Error> for Reply {
     fn from(error: Error) -> Self {
-        Self { response: error.to_http(), audit: None }
+        Self::error(error, error::Context::default())
     }
 }
 
 impl Adapter {
     pub fn new(settings: ListenerSettings) -> Result<Self, NoRevision> {
-        let mut modern: Vec<Revision> =
-            settings.revisions.iter().copied().filter(|revision| revision.era() == Era::Modern).collect();
-        modern.sort_unstable_by(|a, b| b.cmp(a));
-        modern.dedup();
-        if modern.is_empty() {
+        let newest_first = |era: Era| {
+            let mut revisions: Vec<Revision> = settings.revisions.iter().copied().filter(|r| r.era() == era).collect();
+            revisions.sort_unstable_by(|a, b| b.cmp(a));
+            revisions.dedup();
+            revisions
+        };
+        let (modern, handshake) = (newest_first(Era::Modern), newest_first(Era::Handshake));
+        if modern.is_empty() && handshake.is_empty() {
             return Err(NoRevision);
         }
         let server_meta = json!({ envelope::SERVER_INFO: { "name": "bondry", "version": settings.server_version } });
-        Ok(Self { supported: modern.into_iter().map(Revision::as_str).collect(), settings, server_meta })
+        Ok(Self { supported: modern.into_iter().map(Revision::as_str).collect(), handshake, settings, server_meta })
+    }
+
+    /// Whether this endpoint serves the handshake era.
+    pub fn serves_handshake(&self) -> bool {
+        !self.handshake.is_empty()
     }
 
     /// `_meta` every modern result carries.
@@ -153,50 +190,111 @@ impl Adapter {
 
     /// Checks the request head before the body is read.
     pub fn admit(&self, method: &Method, headers: &HeaderMap) -> Result<(), Error> {
-        head::admit(method, headers)
+        head::admit(method, headers, self.serves_handshake())
     }
 
-    /// Takes one request body through framing, era choice and the method's checks.
+    /// Takes one request through framing, era choice and the method's checks.
     pub fn receive(
         &self,
-        headers: &HeaderMap,
-        body: &[u8],
+        inbound: Inbound<'_>,
         realm: &Arc<RealmSnapshot>,
         principal: &Principal,
+        sessions: &dyn SessionLookup,
         now: SystemTime,
         rng: &mut dyn Csprng,
     ) -> Step {
         use jsonrpc::{FramingError, Message};
-        let message = match jsonrpc::parse(body) {
+        // A session header that is repeated or unreadable names no session.
+        let session_id = headers::single(inbound.headers, session::HEADER).unwrap_or(Some(""));
+        let attributed = |sessions: &dyn SessionLookup| {
+            let token = session_id.filter(|_| self.serves_handshake())?;
+            session::resolve(token, realm, principal, sessions, now)
+        };
+        if inbound.method != Method::POST {
+            return handshake::session_method(inbound.method, session_id, attributed(sessions));
+        }
+        let message = match jsonrpc::parse(inbound.body) {
             Ok(message) => message,
-            Err(FramingError::Parse) => return Error::Parse.into(),
-            Err(FramingError::Invalid { id, reason }) => return Error::InvalidRequest { id, reason }.into(),
+            Err(error) => {
+                let null_id =
+                    attributed(sessions).is_some_and(|(session, _)| session.revision == Revision::V2025_06_18);
+                let context = error::Context { in_session: false, null_id };
+                let error = match error {
+                    FramingError::Parse => Error::Parse,
+                    FramingError::Invalid { id, reason } => Error::InvalidRequest { id, reason },
+                };
+                return Step::Reply(Reply::error(error, context));
+            }
         };
         match message {
-            Message::Response => {
+            Message::Response if session_id.is_none() || !self.serves_handshake() => {
                 Error::InvalidRequest { id: None, reason: "clients do not send responses to this endpoint" }.into()
             }
-            // Modern notifications need no headers; only a claim of the wrong type is refused.
-            // `notifications/cancelled` is accepted and ignored: closing the stream cancels.
-            Message::Notification { params, .. } => match envelope::claim(params.as_ref()) {
-                Some(claim) if !claim.is_string() => {
-                    Error::InvalidEnvelope { id: None, missing: vec![], invalid: vec![envelope::PROTOCOL_VERSION] }
-                        .into()
-                }
-                _ => Step::Reply(Reply::accepted()),
+            // A client's answer to a server request, inside its session; routing it to a
+            // pending request arrives with server-to-client requests.
+            Message::Response => match attributed(sessions) {
+                Some(_) => Step::Reply(Reply::empty(StatusCode::ACCEPTED)),
+                None => Error::SessionNotFound { id: None }.into(),
             },
+            Message::Notification { method, params } => {
+                let claim = envelope::claim(params.as_ref());
+                if claim.is_some() || session_id.is_none() || !self.serves_handshake() {
+                    // Modern notifications need no headers; only a claim of the wrong type is
+                    // refused. `notifications/cancelled` is accepted and ignored: closing the
+                    // stream cancels.
+                    return match claim {
+                        Some(claim) if !claim.is_string() => Error::InvalidEnvelope {
+                            id: None,
+                            missing: vec![],
+                            invalid: vec![envelope::PROTOCOL_VERSION],
+                        }
+                        .into(),
+                        _ => Step::Reply(Reply::empty(StatusCode::ACCEPTED)),
+                    };
+                }
+                match attributed(sessions) {
+                    Some((session, _)) => handshake::notification(&method, params.as_ref(), session),
+                    None => Error::SessionNotFound { id: None }.into(),
+                }
+            }
             Message::Request { id, method, params } => {
                 let params = params.unwrap_or_default();
-                if envelope::claim(Some(&params)).is_some() {
-                    modern::receive(self, headers, body.len(), id, &method, &params, realm, principal, now, rng)
-                } else {
-                    self.unclaimed(headers, id, &method, &params).into()
+                if envelope::claim(Some(&params)).is_some() && !self.supported.is_empty() {
+                    return modern::receive(
+                        self,
+                        inbound.headers,
+                        inbound.body.len(),
+                        id,
+                        &method,
+                        &params,
+                        realm,
+                        principal,
+                        now,
+                        rng,
+                    );
+                }
+                let session = match session_id {
+                    Some(_) if self.serves_handshake() => match attributed(sessions) {
+                        Some(session) => Some(session),
+                        None => return Error::SessionNotFound { id: Some(id) }.into(),
+                    },
+                    _ => None,
+                };
+                match (method.as_str(), session) {
+                    ("initialize", None) if self.serves_handshake() => {
+                        handshake::initialize(self, id, &params, realm, principal, now, rng)
+                    }
+                    (_, Some((session, live))) => {
+                        let request = handshake::Attributed { session, live, id, method: &method, params: &params };
+                        handshake::receive(self, inbound, request, realm, principal, now, rng)
+                    }
+                    _ => self.unclaimed(inbound.headers, id, &method, &params).into(),
                 }
             }
         }
     }
 
-    /// A request without a modern claim, on an endpoint with no handshake revision.
+    /// A request with no modern claim and no session.
     fn unclaimed(&self, headers: &HeaderMap, id: Id, method: &str, params: &serde_json::Map<String, Value>) -> Error {
         let header = headers::single(headers, headers::PROTOCOL_VERSION).ok().flatten();
         if method != "initialize"
@@ -208,6 +306,9 @@ impl Adapter {
                 invalid: vec![],
             };
         }
+        if self.serves_handshake() {
+            return Error::SessionRequired { id: Some(id) };
+        }
         let offered = (method == "initialize").then(|| params.get("protocolVersion").and_then(Value::as_str)).flatten();
         let requested = offered.or(header).unwrap_or("2025-03-26").to_owned();
         Error::UnsupportedVersion { id: Some(id), supported: self.supported.clone(), requested }
@@ -215,8 +316,14 @@ impl Adapter {
 
     /// Shapes the outcome of a dispatched call into its reply and audit record.
     pub fn complete(&self, call: Call, outcome: Outcome, now: SystemTime) -> Reply {
-        let result =
-            tools::call_result(&outcome, call.invocation.as_str(), &self.server_meta, call.capability.id().as_str());
+        let era = if call.session.is_some() { Era::Handshake } else { Era::Modern };
+        let result = tools::call_result(
+            &outcome,
+            Some(call.invocation.as_str()),
+            &self.server_meta,
+            call.capability.id().as_str(),
+            era,
+        );
         let audit_outcome = match &outcome {
             Outcome::Answered(bondry_core::handler::Answer::InputRequired { .. }) => AuditOutcome::HandlerFailed,
             _ => outcome.audit_outcome(),
@@ -245,10 +352,11 @@ pub struct Call {
     received: SystemTime,
     /// The size of the request body, a bound on the arguments' serialised size.
     body_len: usize,
+    session: Option<SessionRef>,
 }
 
 impl Call {
-    fn new(request: modern::Request<'_>, admitted: tools::Admitted, rng: &mut dyn Csprng) -> Self {
+    fn new(request: request::Request<'_>, admitted: tools::Admitted, rng: &mut dyn Csprng) -> Self {
         let mut bytes = [0; 16];
         rng.fill(&mut bytes);
         Self {
@@ -263,6 +371,7 @@ impl Call {
             retry: admitted.retry,
             received: request.now,
             body_len: request.body_len,
+            session: request.session,
         }
     }
 
@@ -273,6 +382,16 @@ impl Call {
 
     pub fn invocation(&self) -> &InvocationId {
         &self.invocation
+    }
+
+    /// The handshake session the call belongs to; `None` in the modern era.
+    pub fn session(&self) -> Option<&SessionRef> {
+        self.session.as_ref()
+    }
+
+    /// The JSON-RPC id of the request, as `notifications/cancelled` names it.
+    pub fn request_id(&self) -> &Id {
+        &self.id
     }
 
     /// The handler's view of this call.

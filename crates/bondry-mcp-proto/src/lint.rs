@@ -38,6 +38,9 @@ pub struct ToolWire {
     pub params: Vec<ParamHeader>,
     /// The `Tool` object of the modern era, rendered once.
     pub modern: Box<RawValue>,
+    /// The `Tool` object of the handshake era: an `outputSchema` whose root is not an
+    /// object is left out, as those revisions allow only object roots.
+    pub handshake: Box<RawValue>,
     pub hash: String,
 }
 
@@ -85,7 +88,11 @@ impl Lint for McpLint {
         }
         tool.insert("_meta".into(), json!({ HASH_KEY: hash }));
         let modern = serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?;
-        Ok(Arc::new(ToolWire { params, modern, hash }))
+        if tool.get("outputSchema").is_some_and(|schema| schema.get("type").and_then(Value::as_str) != Some("object")) {
+            tool.remove("outputSchema");
+        }
+        let handshake = serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?;
+        Ok(Arc::new(ToolWire { params, modern, handshake, hash }))
     }
 }
 

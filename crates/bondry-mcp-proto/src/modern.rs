@@ -2,55 +2,17 @@
 
 use std::time::SystemTime;
 
-use bondry_core::audit::{AuditOutcome, AuditRecord};
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
 use http::HeaderMap;
-use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::envelope::{self, Envelope};
+use crate::envelope;
 use crate::error::{Error, HeaderFault};
 use crate::headers::{self, METHOD, NAME, PROTOCOL_VERSION};
 use crate::jsonrpc::Id;
-use crate::{ADAPTER, Adapter, Csprng, Reply, Step, discover, tools};
-
-/// A modern request whose envelope passed, with everything a method needs.
-pub struct Request<'a> {
-    pub adapter: &'a Adapter,
-    pub headers: &'a HeaderMap,
-    pub body_len: usize,
-    pub id: Id,
-    pub params: &'a Map<String, Value>,
-    pub envelope: Envelope,
-    pub realm: &'a std::sync::Arc<RealmSnapshot>,
-    pub principal: &'a Principal,
-    pub now: SystemTime,
-}
-
-impl Request<'_> {
-    pub fn error(&self, error: Error) -> Reply {
-        Reply::from(error)
-    }
-
-    pub fn result(&self, result: &impl Serialize) -> Reply {
-        Reply::json(http::StatusCode::OK, crate::jsonrpc::result_body(&self.id, result))
-    }
-
-    /// An audit record for a refusal of `name` before dispatch.
-    pub fn audit(&self, name: &str, outcome: AuditOutcome) -> AuditRecord {
-        AuditRecord::new(
-            self.now,
-            &self.realm.realm,
-            self.principal,
-            ADAPTER,
-            name,
-            None,
-            outcome,
-            &self.envelope.trace,
-        )
-    }
-}
+use crate::request::Request;
+use crate::{Adapter, Csprng, Step, discover, tools};
 
 /// The modern pipeline for a request that carries a claim.
 #[allow(clippy::too_many_arguments)]
@@ -92,7 +54,7 @@ pub fn receive(
     if let Err((header, fault)) = check_routing_headers(headers, version_header, method, params) {
         return header_error(&header, fault).into();
     }
-    let request = Request { adapter, headers, body_len, id, params, envelope, realm, principal, now };
+    let request = Request { adapter, headers, body_len, id, params, envelope, realm, principal, now, session: None };
     let announces_tools = discover::announces_tools(realm);
     match method {
         "server/discover" => Step::Reply(request.result(&discover::result(adapter, realm))),

@@ -17,7 +17,8 @@ use crate::cursor::{self, ViewHash};
 use crate::error::{Error, HeaderFault};
 use crate::headers::{self, param_header_display};
 use crate::lint::{ParamHeader, ParamType, ToolWire};
-use crate::modern::Request;
+use crate::request::Request;
+use crate::revision::Era;
 use crate::{ADAPTER, Call, Csprng, Reply, Step, shape};
 
 /// `_meta` keys Bondry adds to call results.
@@ -26,6 +27,8 @@ pub const ERROR_CODE_KEY: &str = "dev.bondry/errorCode";
 pub const RETRYABLE_KEY: &str = "dev.bondry/retryable";
 /// The text of every failure whose detail must not leak.
 pub const FAILURE_TEXT: &str = "Capability execution failed";
+/// A handshake-era call of a tool needing client capabilities `initialize` did not declare.
+pub const MISSING_CLIENT_CAPABILITY: &str = "missing_client_capability";
 /// Until multi-round-trip requests land (issue 6), a handler asking for input fails.
 pub const INPUT_REQUIRED_UNAVAILABLE: &str = "input_required_unavailable";
 
@@ -59,28 +62,41 @@ pub fn list(request: &Request<'_>) -> Reply {
         .then(|| page.last().map(|last| cursor::encode(&view_hash, last.id().as_str())))
         .flatten();
 
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct ListResult<'a> {
-        tools: Vec<&'a RawValue>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        next_cursor: Option<String>,
-        result_type: &'static str,
-        ttl_ms: u64,
-        cache_scope: &'static str,
-        #[serde(rename = "_meta")]
-        meta: &'a Value,
+    let wires = page.iter().filter_map(|capability| capability.attachment::<ToolWire>(ADAPTER));
+    match request.era() {
+        Era::Modern => {
+            #[derive(Serialize)]
+            #[serde(rename_all = "camelCase")]
+            struct ListResult<'a> {
+                tools: Vec<&'a RawValue>,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                next_cursor: Option<String>,
+                result_type: &'static str,
+                ttl_ms: u64,
+                cache_scope: &'static str,
+                #[serde(rename = "_meta")]
+                meta: &'a Value,
+            }
+            request.result(&ListResult {
+                tools: wires.map(|wire| &*wire.modern).collect(),
+                next_cursor,
+                result_type: "complete",
+                ttl_ms: request.adapter.settings.list_ttl_ms,
+                cache_scope: "private",
+                meta: &request.adapter.server_meta(),
+            })
+        }
+        Era::Handshake => {
+            #[derive(Serialize)]
+            #[serde(rename_all = "camelCase")]
+            struct ListResult<'a> {
+                tools: Vec<&'a RawValue>,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                next_cursor: Option<String>,
+            }
+            request.result(&ListResult { tools: wires.map(|wire| &*wire.handshake).collect(), next_cursor })
+        }
     }
-    let tools =
-        page.iter().filter_map(|capability| capability.attachment::<ToolWire>(ADAPTER)).map(|wire| &*wire.modern);
-    request.result(&ListResult {
-        tools: tools.collect(),
-        next_cursor,
-        result_type: "complete",
-        ttl_ms: request.adapter.settings.list_ttl_ms,
-        cache_scope: "private",
-        meta: &request.adapter.server_meta(),
-    })
 }
 
 /// What a `tools/call` leaves `receive` with once every pre-dispatch check passed.
@@ -129,8 +145,23 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
     if let Some(required) = &capability.descriptor.requires_client {
         let missing = missing_capabilities(required, &request.envelope.client_capabilities);
         if missing.as_object().is_some_and(|missing| !missing.is_empty()) {
+            if request.era() == Era::Handshake {
+                // The capabilities were fixed at `initialize`: a tool error the model can read.
+                let refused = Outcome::Answered(Answer::ToolError {
+                    code: MISSING_CLIENT_CAPABILITY.into(),
+                    retryable: false,
+                    content: None,
+                });
+                let result = call_result(&refused, None, &request.adapter.server_meta(), name, Era::Handshake);
+                let record = request.audit(name, bondry_core::audit::AuditOutcome::InvalidInput);
+                return Err(Box::new(request.result(&result).audited(record)));
+            }
             return Err(refuse(Error::MissingClientCapability { id: id(), missing }));
         }
+    }
+    if request.era() == Era::Handshake {
+        // Routing headers and multi-round-trip fields belong to the modern era.
+        return Ok(Admitted { capability, arguments: Value::Object(arguments), retry: None });
     }
     if let Some(wire) = capability.attachment::<ToolWire>(ADAPTER)
         && let Err((header, fault)) = check_param_headers(request.headers, &wire.params, &arguments)
@@ -264,31 +295,46 @@ fn parse_integer(header: &str) -> Option<i128> {
     if well_formed { whole.parse().ok() } else { None }
 }
 
-/// The `CallToolResult` for an outcome, and whether it is an error result.
-pub fn call_result(outcome: &Outcome, invocation: &str, server_meta: &Value, capability: &str) -> Value {
-    let failure = |code: &str, retryable: bool, content: Vec<Value>| {
-        json!({
-            "content": content,
-            "isError": true,
-            "resultType": "complete",
-            "_meta": meta(server_meta, invocation, Some((code, retryable))),
-        })
+/// The `CallToolResult` for an outcome in `era`. Handshake-era results carry no
+/// `resultType` and no server info, and structured content only when it is an object.
+pub fn call_result(
+    outcome: &Outcome,
+    invocation: Option<&str>,
+    server_meta: &Value,
+    capability: &str,
+    era: Era,
+) -> Value {
+    let base_meta = match era {
+        Era::Modern => server_meta.clone(),
+        Era::Handshake => json!({}),
     };
+    let meta = |error: Option<(&str, bool)>| {
+        let mut meta = base_meta.clone();
+        if let Some(invocation) = invocation {
+            meta[INVOCATION_ID_KEY] = json!(invocation);
+        }
+        if let Some((code, retryable)) = error {
+            meta[ERROR_CODE_KEY] = json!(stable_code(code));
+            meta[RETRYABLE_KEY] = json!(retryable);
+        }
+        meta
+    };
+    let failure = |code: &str, retryable: bool, content: Vec<Value>| json!({"content": content, "isError": true, "_meta": meta(Some((code, retryable)))});
     let generic = || vec![json!({"type": "text", "text": FAILURE_TEXT})];
-    match outcome {
-        Outcome::Answered(Answer::Value(value)) => json!({
-            "content": [shape::json_text(value)],
-            "structuredContent": value,
-            "resultType": "complete",
-            "_meta": meta(server_meta, invocation, None),
-        }),
+    let mut result = match outcome {
+        Outcome::Answered(Answer::Value(value)) => {
+            let mut result = json!({"content": [shape::json_text(value)], "_meta": meta(None)});
+            if era == Era::Modern || value.is_object() {
+                result["structuredContent"] = value.clone();
+            }
+            result
+        }
         Outcome::Answered(Answer::Content { blocks, structured }) => {
             let mut result = json!({
                 "content": blocks.iter().map(shape::content_block).collect::<Vec<_>>(),
-                "resultType": "complete",
-                "_meta": meta(server_meta, invocation, None),
+                "_meta": meta(None),
             });
-            if let Some(structured) = structured {
+            if let Some(structured) = structured.as_ref().filter(|value| era == Era::Modern || value.is_object()) {
                 result["structuredContent"] = structured.clone();
             }
             result
@@ -309,17 +355,11 @@ pub fn call_result(outcome: &Outcome, invocation: &str, server_meta: &Value, cap
         Outcome::Answered(Answer::Messages { .. } | Answer::Contents { .. }) => {
             failure(dispatch::failure::WRONG_ANSWER_KIND, false, generic())
         }
+    };
+    if era == Era::Modern {
+        result["resultType"] = json!("complete");
     }
-}
-
-fn meta(server_meta: &Value, invocation: &str, error: Option<(&str, bool)>) -> Value {
-    let mut meta = server_meta.clone();
-    meta[INVOCATION_ID_KEY] = json!(invocation);
-    if let Some((code, retryable)) = error {
-        meta[ERROR_CODE_KEY] = json!(stable_code(code));
-        meta[RETRYABLE_KEY] = json!(retryable);
-    }
-    meta
+    result
 }
 
 #[cfg(test)]
@@ -382,7 +422,7 @@ mod tests {
     fn error_codes_that_are_not_identifiers_are_replaced() {
         let meta = json!({});
         let code_of = |code: &str| {
-            let result = call_result(&Outcome::Failed { code: code.into() }, "i", &meta, "t");
+            let result = call_result(&Outcome::Failed { code: code.into() }, Some("i"), &meta, "t", Era::Modern);
             result["_meta"][ERROR_CODE_KEY].as_str().unwrap().to_owned()
         };
         assert_eq!(code_of("quota_exceeded"), "quota_exceeded");

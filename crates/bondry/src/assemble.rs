@@ -15,9 +15,9 @@ use bondry_core::realm::{Key, KeySet, RealmSnapshot, Registry};
 use bondry_core::registry::{Catalogue, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_http_server::audit::{AuditWriter, NoAudit};
-use bondry_http_server::{DEFAULT_REALM, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig};
+use bondry_http_server::{DEFAULT_REALM, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig, SessionLimits};
 use bondry_mcp_proto::lint::McpLint;
-use bondry_mcp_proto::{ADAPTER, Era, ListenerSettings, Revision};
+use bondry_mcp_proto::{ADAPTER, ListenerSettings, Revision};
 use serde_json::Value;
 
 use crate::builtins::Builtins;
@@ -27,8 +27,6 @@ use crate::config::{AuditSinkKind, ConfigError, Loaded, RawCapability, RawListen
 pub struct Assembled {
     pub server: ServerConfig,
     pub audit: Option<Arc<AuditWriter>>,
-    /// Notes for the operator, such as configured revisions that are not served yet.
-    pub notices: Vec<String>,
 }
 
 /// Options the command line adds on top of the file.
@@ -47,7 +45,6 @@ pub fn assemble(
     open_sinks: bool,
 ) -> Result<Assembled, ConfigError> {
     let raw = &loaded.raw;
-    let mut notices = Vec::new();
     if raw.listeners.is_empty() {
         return Err(
             loaded.error("listeners: no listener is configured; add [listeners.main] with bind = \"127.0.0.1:7373\"")
@@ -61,7 +58,7 @@ pub fn assemble(
     }
     let mut listeners = Vec::new();
     for (name, listener) in &raw.listeners {
-        listeners.push(listener_config(loaded, name, listener, overrides.listen, &mut notices)?);
+        listeners.push(listener_config(loaded, name, listener, overrides.listen)?);
     }
     if raw.realms.is_empty() {
         return Err(loaded.error("realms: no realm is configured; add [realms.default]"));
@@ -103,7 +100,7 @@ pub fn assemble(
     };
     let server =
         ServerConfig { listeners, realms, audit, shutdown_grace: Duration::from_millis(raw.shutdown_grace_ms) };
-    Ok(Assembled { server, audit: writer, notices })
+    Ok(Assembled { server, audit: writer })
 }
 
 fn listener_config(
@@ -111,7 +108,6 @@ fn listener_config(
     name: &str,
     raw: &RawListener,
     listen: Option<SocketAddr>,
-    notices: &mut Vec<String>,
 ) -> Result<ListenerConfig, ConfigError> {
     let key = |k: &str| format!("listeners.{name}.{k}");
     let bind: SocketAddr = raw.bind.parse().map_err(|_| {
@@ -126,22 +122,21 @@ fn listener_config(
     for version in &raw.protocol_versions {
         let revision: Revision =
             version.parse().map_err(|e| loaded.error(format!("{}: {e}", key("protocol_versions"))))?;
-        if revision.era() == Era::Handshake {
-            notices.push(format!(
-                "{}: {revision} is configured but the handshake era is not served yet (issue 3); only modern requests are answered",
-                key("protocol_versions")
-            ));
-        } else {
-            revisions.push(revision);
-        }
+        revisions.push(revision);
     }
     if revisions.is_empty() {
         return Err(loaded.error(format!(
-            "{}: {:?} leaves no revision this build serves; include \"2026-07-28\"",
-            key("protocol_versions"),
-            raw.protocol_versions
+            "{}: the list is empty; serve at least one of \"2026-07-28\", \"2025-11-25\", \"2025-06-18\"",
+            key("protocol_versions")
         )));
     }
+    let positive_ms = |k: &str, value: u64| {
+        (value > 0)
+            .then(|| Duration::from_millis(value))
+            .ok_or_else(|| loaded.error(format!("{}: {value} must be a positive number of milliseconds", key(k))))
+    };
+    let session_idle = positive_ms("session_idle_ms", raw.session_idle_ms)?;
+    let session_lifetime = positive_ms("session_lifetime_ms", raw.session_lifetime_ms)?;
     let origins = origin_policy(&raw.allowed_origins).map_err(|bad| {
         loaded.error(format!(
             "{}: {bad:?} is not \"local\", \"any\" or an origin like \"https://app.example\"",
@@ -179,9 +174,11 @@ fn listener_config(
             page_size,
             list_ttl_ms: raw.list_ttl_ms,
             server_version: env!("CARGO_PKG_VERSION").to_owned(),
+            session_lifetime,
         },
         origins,
         max_body_bytes,
+        session_idle,
     })
 }
 
@@ -216,7 +213,6 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
     let refused = [
         ("resource_url", raw.resource_url.is_some(), "OAuth"),
         ("rate_limits", raw.rate_limits.is_some(), "rate limiting"),
-        ("limits", raw.limits.is_some(), "session limiting"),
         ("principals", raw.principals.is_some(), "authentication"),
         ("tickets", raw.tickets.is_some(), "authentication"),
         ("oauth", raw.oauth.is_some(), "OAuth"),
@@ -262,7 +258,19 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
     let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &[&McpLint])
         .map_err(|e| loaded.error(format!("{}: {e}", key("capabilities"))))?;
     let snapshot = RealmSnapshot { realm: name.to_owned(), catalogue, policy: Policy::new(grants), keys: fresh_keys() };
+    let limit = |k: &str, value: u64| {
+        usize::try_from(value)
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| loaded.error(format!("{}: {value} must be a positive count", key(&format!("limits.{k}")))))
+    };
+    let limits = SessionLimits {
+        sessions_per_principal: limit("sessions_per_principal", raw.limits.sessions_per_principal)?,
+        inflight_per_session: limit("inflight_per_session", raw.limits.inflight_per_session)?,
+        listen_streams_per_principal: limit("listen_streams_per_principal", raw.limits.listen_streams_per_principal)?,
+    };
     Ok(RealmEntry {
+        limits,
         registry: Arc::new(Registry::new(snapshot)),
         anonymous_roles: raw.anonymous.then(|| raw.anonymous_roles.clone().into()),
     })
@@ -448,9 +456,9 @@ mod tests {
     }
 
     #[test]
-    fn the_embedded_default_assembles_with_notices_for_inert_revisions() {
+    fn the_embedded_default_assembles() {
         let assembled = assemble_text(EMBEDDED_DEFAULT).unwrap();
-        assert_eq!(assembled.notices.len(), 2);
+        assert_eq!(assembled.server.listeners[0].settings.revisions.len(), 3);
         assert_eq!(assembled.server.listeners[0].bind, "127.0.0.1:7373".parse().unwrap());
     }
 

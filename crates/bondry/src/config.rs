@@ -63,7 +63,19 @@ pub struct RawListener {
     pub page_size: u64,
     #[serde(default)]
     pub list_ttl_ms: u64,
+    #[serde(default = "default_session_idle")]
+    pub session_idle_ms: u64,
+    #[serde(default = "default_session_lifetime")]
+    pub session_lifetime_ms: u64,
     pub rate_limits: Option<toml::Table>,
+}
+
+fn default_session_idle() -> u64 {
+    30 * 60 * 1000
+}
+
+fn default_session_lifetime() -> u64 {
+    24 * 60 * 60 * 1000
 }
 
 fn all_revisions() -> Vec<String> {
@@ -96,7 +108,8 @@ pub struct RawRealm {
     // Accepted by the contract's shape, served by issue 4; refused until then.
     pub resource_url: Option<toml::Value>,
     pub rate_limits: Option<toml::Value>,
-    pub limits: Option<toml::Value>,
+    #[serde(default)]
+    pub limits: RawLimits,
     pub principals: Option<toml::Value>,
     pub tickets: Option<toml::Value>,
     pub oauth: Option<toml::Value>,
@@ -104,6 +117,21 @@ pub struct RawRealm {
 
 fn yes() -> bool {
     true
+}
+
+/// `[realms.NAME.limits]`: caps on handshake-era sessions.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawLimits {
+    pub sessions_per_principal: u64,
+    pub inflight_per_session: u64,
+    pub listen_streams_per_principal: u64,
+}
+
+impl Default for RawLimits {
+    fn default() -> Self {
+        Self { sessions_per_principal: 64, inflight_per_session: 32, listen_streams_per_principal: 16 }
+    }
 }
 
 #[derive(Debug, Deserialize)]

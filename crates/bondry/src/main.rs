@@ -58,10 +58,7 @@ fn main() -> ExitCode {
 
 fn check(path: PathBuf) -> anyhow::Result<()> {
     let loaded = config::load(Some(&path), std::env::vars())?;
-    let assembled = assemble(&loaded, &Builtins::demo(), &Overrides::default(), false)?;
-    for notice in &assembled.notices {
-        eprintln!("note: {notice}");
-    }
+    assemble(&loaded, &Builtins::demo(), &Overrides::default(), false)?;
     println!("{}: ok", path.display());
     Ok(())
 }
@@ -69,9 +66,6 @@ fn check(path: PathBuf) -> anyhow::Result<()> {
 fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()> {
     let loaded = config::load(path.as_deref(), std::env::vars())?;
     let assembled = assemble(&loaded, &Builtins::demo(), &Overrides { listen }, true)?;
-    for notice in &assembled.notices {
-        tracing::warn!("{notice}");
-    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // Listen for signals before announcing readiness: a signal sent right after the

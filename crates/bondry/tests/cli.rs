@@ -354,9 +354,10 @@ fn check_refuses_a_stanza_this_build_does_not_serve() {
 
 #[test]
 fn check_refuses_protocol_versions_without_a_served_revision() {
+    assert_check_refuses(&with_listener_keys("protocol_versions = []"), &["listeners.main.protocol_versions", "empty"]);
     assert_check_refuses(
-        &with_listener_keys(r#"protocol_versions = ["2025-11-25"]"#),
-        &["listeners.main.protocol_versions", "2026-07-28"],
+        &with_listener_keys(r#"protocol_versions = ["2025-03-26"]"#),
+        &["listeners.main.protocol_versions", "unknown protocol revision \"2025-03-26\""],
     );
 }
 

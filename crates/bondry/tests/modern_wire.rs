@@ -277,7 +277,8 @@ async fn mcp_name_may_be_padded_or_encoded() {
 
 #[tokio::test]
 async fn era_choice_without_a_claim() {
-    let server = TestServer::start().await;
+    // An endpoint with no handshake revision (handshake endpoints: see handshake.rs).
+    let server = TestServer::with_config(&support::modern_only_config()).await;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
     let data = server.send(Req::post().json(initialize)).await.assert_error(

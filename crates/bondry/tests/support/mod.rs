@@ -26,8 +26,13 @@ pub struct TestServer {
     client: reqwest::Client,
 }
 
+/// The default test configuration with the listener serving only the modern revision.
+pub fn modern_only_config() -> String {
+    default_config().replace("page_size = 3\n", "page_size = 3\nprotocol_versions = [\"2026-07-28\"]\n")
+}
+
 /// The default test configuration: the demo realm plus the test handlers, all granted
-/// to anonymous callers except `admin.*` and `hidden.*`.
+/// to anonymous callers except `admin.*` and `hidden.*`; all three revisions served.
 pub fn default_config() -> String {
     let mut text = String::from(
         r#"

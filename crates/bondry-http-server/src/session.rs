@@ -1,0 +1,225 @@
+//! The session table: the per-instance source of truth for handshake-era sessions.
+//!
+//! It holds each session's event stream, the messages queued while no stream is open,
+//! its calls in flight (so `notifications/cancelled` and DELETE can reach them) and its
+//! idle time. A session ends on DELETE, idle or absolute expiry, eviction or shutdown;
+//! ending it cancels its calls and closes its stream.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use bondry_mcp_proto::jsonrpc::Id;
+use bondry_mcp_proto::{Effect, LiveSession, NewSession, SessionLookup};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Caps on one principal's sessions in one realm, and on each session's activity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Sessions per principal; past it the least recently used is evicted.
+    pub sessions_per_principal: usize,
+    /// Calls in flight per session; past it a call is refused with 429.
+    pub inflight_per_session: usize,
+    /// Open GET streams per principal; past it a GET is refused with 429.
+    pub listen_streams_per_principal: usize,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        Self { sessions_per_principal: 64, inflight_per_session: 32, listen_streams_per_principal: 16 }
+    }
+}
+
+/// Messages kept for a session while it has no open stream; past it the oldest is dropped.
+const QUEUE: usize = 256;
+
+struct Entry {
+    realm: String,
+    principal: String,
+    client_capabilities: Value,
+    expires: SystemTime,
+    last_used: Instant,
+    limits: SessionLimits,
+    stream: Option<mpsc::Sender<String>>,
+    pending: VecDeque<String>,
+    inflight: HashMap<Id, CancellationToken>,
+    /// Cancelled when the session ends.
+    ended: CancellationToken,
+}
+
+impl Entry {
+    fn end(&self) {
+        self.ended.cancel();
+        for token in self.inflight.values() {
+            token.cancel();
+        }
+    }
+
+    fn has_live_stream(&self) -> bool {
+        self.stream.as_ref().is_some_and(|sender| !sender.is_closed())
+    }
+}
+
+/// Why a call or stream could not start.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    Gone,
+    TooMany,
+    Conflict,
+}
+
+/// An open GET stream: what was queued, the live feed, and the session's end.
+pub struct Stream {
+    pub pending: Vec<String>,
+    pub feed: mpsc::Receiver<String>,
+    pub ended: CancellationToken,
+}
+
+/// The sessions of one listener.
+pub struct Sessions {
+    idle: Duration,
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+impl Sessions {
+    pub fn new(idle: Duration) -> Self {
+        Self { idle, entries: Mutex::new(HashMap::new()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        // Every critical section leaves the map consistent, so a panic elsewhere while
+        // holding the lock does not make its contents unusable.
+        self.entries.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Applies a reply's effect; `limits` are those of the session's realm.
+    pub fn apply(&self, effect: Effect, limits: &SessionLimits) {
+        match effect {
+            Effect::OpenSession(new) => self.open(new, limits.clone()),
+            Effect::CloseSession { sid } => {
+                if let Some(entry) = self.lock().remove(&sid) {
+                    entry.end();
+                }
+            }
+            Effect::Cancel { sid, request } => {
+                if let Some(token) = self.lock().get(&sid).and_then(|entry| entry.inflight.get(&request)) {
+                    token.cancel();
+                }
+            }
+        }
+    }
+
+    fn open(&self, new: NewSession, limits: SessionLimits) {
+        let mut entries = self.lock();
+        let mut owned: Vec<(Instant, String)> = entries
+            .iter()
+            .filter(|(_, entry)| entry.realm == new.realm && entry.principal == new.principal)
+            .map(|(sid, entry)| (entry.last_used, sid.clone()))
+            .collect();
+        if owned.len() >= limits.sessions_per_principal {
+            owned.sort();
+            for (_, sid) in &owned[..=owned.len() - limits.sessions_per_principal] {
+                if let Some(evicted) = entries.remove(sid) {
+                    tracing::info!(realm = %evicted.realm, "session evicted: the principal has too many");
+                    evicted.end();
+                }
+            }
+        }
+        entries.insert(
+            new.sid,
+            Entry {
+                realm: new.realm,
+                principal: new.principal,
+                client_capabilities: new.client_capabilities,
+                expires: new.expires,
+                last_used: Instant::now(),
+                limits,
+                stream: None,
+                pending: VecDeque::new(),
+                inflight: HashMap::new(),
+                ended: CancellationToken::new(),
+            },
+        );
+    }
+
+    /// Registers a call in flight; its token is cancelled by `notifications/cancelled`,
+    /// DELETE or the session's end.
+    pub fn begin_call(&self, sid: &str, request: &Id, token: CancellationToken) -> Result<(), Refused> {
+        let mut entries = self.lock();
+        let entry = entries.get_mut(sid).ok_or(Refused::Gone)?;
+        if entry.inflight.len() >= entry.limits.inflight_per_session {
+            return Err(Refused::TooMany);
+        }
+        entry.inflight.insert(request.clone(), token);
+        Ok(())
+    }
+
+    pub fn end_call(&self, sid: &str, request: &Id) {
+        if let Some(entry) = self.lock().get_mut(sid) {
+            entry.inflight.remove(request);
+        }
+    }
+
+    /// Opens the session's GET stream: refused while another is alive, replacing a dead one.
+    pub fn open_stream(&self, sid: &str) -> Result<Stream, Refused> {
+        let mut entries = self.lock();
+        let entry = entries.get(sid).ok_or(Refused::Gone)?;
+        if entry.has_live_stream() {
+            return Err(Refused::Conflict);
+        }
+        let (realm, principal) = (entry.realm.clone(), entry.principal.clone());
+        let open =
+            entries.values().filter(|e| e.realm == realm && e.principal == principal && e.has_live_stream()).count();
+        let entry = entries.get_mut(sid).ok_or(Refused::Gone)?;
+        if open >= entry.limits.listen_streams_per_principal {
+            return Err(Refused::TooMany);
+        }
+        let (sender, feed) = mpsc::channel(QUEUE);
+        entry.stream = Some(sender);
+        Ok(Stream { pending: entry.pending.drain(..).collect(), feed, ended: entry.ended.clone() })
+    }
+
+    /// Sends `message` to every session of `realm` whose principal `wants` it: on its
+    /// stream if one is open, else into its bounded queue.
+    pub fn notify(&self, realm: &str, wants: impl Fn(&str) -> bool, message: &str) {
+        for entry in self.lock().values_mut().filter(|entry| entry.realm == realm && wants(&entry.principal)) {
+            let delivered = entry.stream.as_ref().is_some_and(|sender| sender.try_send(message.to_owned()).is_ok());
+            if !delivered {
+                if entry.pending.len() == QUEUE {
+                    entry.pending.pop_front();
+                    tracing::warn!(realm, "session queue full; the oldest notification was dropped");
+                }
+                entry.pending.push_back(message.to_owned());
+            }
+        }
+    }
+
+    /// Ends sessions that are idle too long or past their lifetime.
+    pub fn sweep(&self) {
+        let now = SystemTime::now();
+        self.lock().retain(|_, entry| {
+            let alive = entry.expires > now && entry.last_used.elapsed() < self.idle;
+            if !alive {
+                entry.end();
+            }
+            alive
+        });
+    }
+}
+
+impl SessionLookup for Sessions {
+    fn find(&self, sid: &str) -> Option<LiveSession> {
+        let mut entries = self.lock();
+        let entry = entries.get_mut(sid)?;
+        if entry.expires <= SystemTime::now() || entry.last_used.elapsed() >= self.idle {
+            if let Some(entry) = entries.remove(sid) {
+                entry.end();
+            }
+            return None;
+        }
+        entry.last_used = Instant::now();
+        Some(LiveSession { client_capabilities: entry.client_capabilities.clone() })
+    }
+}

@@ -1,0 +1,147 @@
+//! The handshake era (2025-11-25, 2025-06-18): `initialize`, requests inside a session,
+//! session notifications, and GET and DELETE on the session.
+//!
+//! Inside a session `Mcp-*` routing headers are ignored, `MCP-Protocol-Version` is
+//! optional but must name a handshake revision this endpoint accepts, and JSON-RPC errors
+//! ride HTTP 200 once a request is attributed to a live session.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bondry_core::capability::CapabilityKind;
+use bondry_core::policy::Principal;
+use bondry_core::realm::RealmSnapshot;
+use http::{Method, StatusCode};
+use serde_json::{Map, Value, json};
+
+use crate::envelope::Envelope;
+use crate::error::Error;
+use crate::headers::{self, PROTOCOL_VERSION};
+use crate::jsonrpc::Id;
+use crate::request::Request;
+use crate::revision::Revision;
+use crate::session::{self, Effect, LiveSession, SessionRef};
+use crate::{Adapter, Csprng, Inbound, Reply, Step, tools};
+
+/// Server capabilities announced in the handshake era, computed per realm.
+pub fn capabilities(realm: &RealmSnapshot) -> Value {
+    let mut capabilities = Map::new();
+    if realm.catalogue.has_kind(CapabilityKind::Tool) {
+        capabilities.insert("tools".into(), json!({}));
+    }
+    Value::Object(capabilities)
+}
+
+/// `initialize` without a session: echoes a requested handshake revision this endpoint
+/// accepts, else offers the newest one, and opens a session.
+pub fn initialize(
+    adapter: &Adapter,
+    id: Id,
+    params: &Map<String, Value>,
+    realm: &Arc<RealmSnapshot>,
+    principal: &Principal,
+    now: SystemTime,
+    rng: &mut dyn Csprng,
+) -> Step {
+    let requested = params.get("protocolVersion").and_then(Value::as_str).and_then(|v| v.parse::<Revision>().ok());
+    let revision = match requested {
+        Some(revision) if adapter.handshake.contains(&revision) => revision,
+        _ => adapter.handshake[0],
+    };
+    let client_capabilities = params.get("capabilities").filter(|c| c.is_object()).cloned().unwrap_or(json!({}));
+    let lifetime = adapter.settings.session_lifetime;
+    let (token, new) = session::mint(realm, principal, revision, client_capabilities, lifetime, now, rng);
+    let result = json!({
+        "protocolVersion": revision.as_str(),
+        "capabilities": capabilities(realm),
+        "serverInfo": {"name": "bondry", "version": adapter.settings.server_version},
+    });
+    let mut reply = Reply::json(StatusCode::OK, crate::jsonrpc::result_body(&id, &result));
+    let value = http::HeaderValue::from_str(&token).expect("sealed tokens are visible ASCII");
+    reply.response.headers_mut().insert(session::HEADER, value);
+    Step::Reply(reply.with_effect(Effect::OpenSession(new)))
+}
+
+/// A request attributed to a live session.
+pub struct Attributed<'a> {
+    pub session: SessionRef,
+    pub live: LiveSession,
+    pub id: Id,
+    pub method: &'a str,
+    pub params: &'a Map<String, Value>,
+}
+
+/// A request inside a live session.
+pub fn receive(
+    adapter: &Adapter,
+    inbound: Inbound<'_>,
+    attributed: Attributed<'_>,
+    realm: &Arc<RealmSnapshot>,
+    principal: &Principal,
+    now: SystemTime,
+    rng: &mut dyn Csprng,
+) -> Step {
+    let Attributed { session, live, id, method, params } = attributed;
+    let version = match headers::single(inbound.headers, PROTOCOL_VERSION) {
+        Ok(None) => Some(session.revision),
+        Ok(Some(version)) => version.parse::<Revision>().ok().filter(|r| adapter.handshake.contains(r)),
+        Err(_) => None,
+    };
+    let Some(version) = version else {
+        // A header the session cannot use is a transport error: it keeps its 400.
+        return Error::InvalidSessionVersion { id: Some(id) }.into();
+    };
+    let trace = params.get("_meta").and_then(Value::as_object).map(crate::envelope::trace_context).unwrap_or_default();
+    let envelope = Envelope { version: version.as_str().into(), client_capabilities: live.client_capabilities, trace };
+    let request = Request {
+        adapter,
+        headers: inbound.headers,
+        body_len: inbound.body.len(),
+        id,
+        params,
+        envelope,
+        realm,
+        principal,
+        now,
+        session: Some(session),
+    };
+    let serves_tools = realm.catalogue.has_kind(CapabilityKind::Tool);
+    match method {
+        "initialize" => Step::Reply(request.error(Error::AlreadyInitialized { id: request.id.clone() })),
+        "ping" => Step::Reply(request.result(&json!({}))),
+        "tools/list" if serves_tools => Step::Reply(tools::list(&request)),
+        "tools/call" if serves_tools => tools::call(request, rng),
+        _ => Step::Reply(request.error(Error::MethodNotFound { id: request.id.clone(), method: method.to_owned() })),
+    }
+}
+
+/// A notification inside a live session: accepted; `notifications/cancelled` names a
+/// call for the runtime to cancel.
+pub fn notification(method: &str, params: Option<&Map<String, Value>>, session: SessionRef) -> Step {
+    let reply = Reply::empty(StatusCode::ACCEPTED);
+    let cancelled =
+        (method == "notifications/cancelled").then(|| params?.get("requestId").and_then(Id::from_value)).flatten();
+    Step::Reply(match cancelled {
+        Some(request) => reply.with_effect(Effect::Cancel { sid: session.sid, request }),
+        None => reply,
+    })
+}
+
+/// GET and DELETE, which exist only for sessions.
+pub fn session_method(
+    method: &Method,
+    session_id: Option<&str>,
+    attributed: Option<(SessionRef, LiveSession)>,
+) -> Step {
+    if session_id.is_none() {
+        return Error::SessionRequired { id: None }.into();
+    }
+    let Some((session, _)) = attributed else {
+        return Error::SessionNotFound { id: None }.into();
+    };
+    if *method == Method::GET {
+        Step::Listen(session)
+    } else {
+        Step::Reply(Reply::empty(StatusCode::NO_CONTENT).with_effect(Effect::CloseSession { sid: session.sid }))
+    }
+}
