@@ -1,0 +1,421 @@
+//! Black-box tests of the handshake era (2025-11-25, 2025-06-18) beside 2026-07-28 on one
+//! endpoint: `initialize`, sealed sessions and their ends, in-session status rules, the
+//! event stream, DELETE and cancellation.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Req, TestServer, default_config};
+
+const SESSION: &str = "Mcp-Session-Id";
+
+fn initialize_request(version: &str, capabilities: Value) -> Req {
+    Req::post().json(json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}
+    }))
+}
+
+/// Opens a session at `version`; returns its id.
+async fn open(server: &TestServer, version: &str) -> String {
+    open_with(server, version, json!({})).await
+}
+
+async fn open_with(server: &TestServer, version: &str, capabilities: Value) -> String {
+    let response = server.send(initialize_request(version, capabilities)).await;
+    assert_eq!(response.status, 200, "{}", response.text());
+    let sid = response.header("mcp-session-id").expect("a session id").to_owned();
+    let initialized =
+        server.send(in_session(&sid, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))).await;
+    assert_eq!(initialized.status, 202);
+    sid
+}
+
+/// A POST inside session `sid`.
+fn in_session(sid: &str, body: Value) -> Req {
+    Req::post().header(SESSION, sid).json(body)
+}
+
+fn request(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+}
+
+#[tokio::test]
+async fn initialize_echoes_or_counter_offers_a_handshake_revision() {
+    let server = TestServer::start().await;
+    for (requested, offered) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        ("2027-01-01", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+        ("2024-11-05", "2025-11-25"),
+    ] {
+        let response = server.send(initialize_request(requested, json!({}))).await;
+        let result = response.assert_result();
+        assert_eq!(
+            result,
+            json!({
+                "protocolVersion": offered,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "bondry", "version": env!("CARGO_PKG_VERSION")}
+            }),
+            "{requested}"
+        );
+        let sid = response.header("mcp-session-id").unwrap();
+        assert!(sid.bytes().all(|b| (0x21..=0x7e).contains(&b)), "visible ASCII");
+    }
+    server.stop().await;
+
+    let only_0618 =
+        default_config().replace("page_size = 3\n", "page_size = 3\nprotocol_versions = [\"2025-06-18\"]\n");
+    let server = TestServer::with_config(&only_0618).await;
+    let result = server.send(initialize_request("2025-11-25", json!({}))).await.assert_result();
+    assert_eq!(result["protocolVersion"], "2025-06-18");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn requests_outside_initialize_need_a_session() {
+    let server = TestServer::start().await;
+    server.send(Req::post().json(request("tools/list", json!({})))).await.assert_error(
+        400,
+        Some(json!(1)),
+        -32600,
+        "Mcp-Session-Id header required",
+    );
+    let response = server
+        .send(Req::post().method(reqwest::Method::GET).without("content-type").replace("accept", "text/event-stream"))
+        .await;
+    response.assert_error(400, None, -32600, "Mcp-Session-Id header required");
+    let response = server.send(Req::post().method(reqwest::Method::DELETE).without("content-type")).await;
+    response.assert_error(400, None, -32600, "Mcp-Session-Id header required");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn dead_sessions_answer_404() {
+    let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_lifetime_ms = 300\n");
+    let server = TestServer::with_config(&config).await;
+    let sid = open(&server, "2025-11-25").await;
+    let mut tampered = sid.clone().into_bytes();
+    let at = tampered.len() / 2;
+    tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    for dead in ["garbage", "", tampered.as_str(), &"x".repeat(5000)] {
+        server.send(in_session(dead, request("ping", json!({})))).await.assert_error(
+            404,
+            Some(json!(1)),
+            -32001,
+            "Session not found",
+        );
+    }
+    // A notification or a response into a dead session.
+    let notification = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    server.send(in_session("garbage", notification)).await.assert_error(404, None, -32001, "Session not found");
+    // initialize naming a dead session.
+    let initialize = initialize_request("2025-11-25", json!({})).header(SESSION, "garbage");
+    server.send(initialize).await.assert_error(404, Some(json!(1)), -32001, "Session not found");
+    // Expiry: the session outlives its lifetime.
+    server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    server.send(in_session(&sid, request("ping", json!({})))).await.assert_error(
+        404,
+        Some(json!(1)),
+        -32001,
+        "Session not found",
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn idle_sessions_end() {
+    let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_idle_ms = 200\n");
+    let server = TestServer::with_config(&config).await;
+    let sid = open(&server, "2025-11-25").await;
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.send(in_session(&sid, request("ping", json!({})))).await.assert_error(
+        404,
+        Some(json!(1)),
+        -32001,
+        "Session not found",
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn inside_a_session_errors_ride_200() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let send = |body: Value| server.send(in_session(&sid, body));
+    send(request("initialize", json!({"protocolVersion": "2025-11-25"}))).await.assert_error(
+        200,
+        Some(json!(1)),
+        -32600,
+        "Session already initialized",
+    );
+    send(request("nope", json!({}))).await.assert_error(200, Some(json!(1)), -32601, "Method not found: nope");
+    send(request("server/discover", json!({}))).await.assert_error(
+        200,
+        Some(json!(1)),
+        -32601,
+        "Method not found: server/discover",
+    );
+    send(request("tools/call", json!({"name": "admin.reset"}))).await.assert_error(
+        200,
+        Some(json!(1)),
+        -32602,
+        "Unknown tool: admin.reset",
+    );
+    send(request("tools/call", json!({"name": "demo.echo", "arguments": [1]}))).await.assert_error(
+        200,
+        Some(json!(1)),
+        -32602,
+        "Invalid params",
+    );
+    send(request("tools/list", json!({"cursor": "garbage"}))).await.assert_error(
+        200,
+        Some(json!(1)),
+        -32602,
+        "Invalid cursor",
+    );
+    assert_eq!(send(request("ping", json!({}))).await.assert_result(), json!({}));
+    // Errors raised before attribution keep their status.
+    server.send(in_session(&sid, json!({})).raw("{")).await.assert_error(400, None, -32700, "Parse error");
+    server.send(in_session(&sid, json!({})).raw("[]")).await.assert_error(400, None, -32600, "Invalid request");
+    let no_accept = in_session(&sid, request("ping", json!({}))).replace("accept", "application/json");
+    server.send(no_accept).await.assert_error(
+        406,
+        None,
+        -32600,
+        "Not Acceptable: Accept must admit application/json and text/event-stream",
+    );
+    // A client's response inside its session is accepted.
+    let response = server.send(in_session(&sid, json!({"jsonrpc": "2.0", "id": 9, "result": {}}))).await;
+    assert_eq!(response.status, 202);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn sessions_of_2025_06_18_name_unreadable_ids_null() {
+    let server = TestServer::start().await;
+    let old = open(&server, "2025-06-18").await;
+    let new = open(&server, "2025-11-25").await;
+    let response = server.send(in_session(&old, json!({})).raw("{")).await;
+    assert_eq!(response.status, 400);
+    assert_eq!(
+        response.json(),
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}})
+    );
+    let response = server.send(in_session(&new, json!({})).raw("{")).await;
+    assert_eq!(response.json(), json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}}));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_version_header_inside_a_session() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let ping = || in_session(&sid, request("ping", json!({})));
+    server.send(ping().header("MCP-Protocol-Version", "2025-11-25")).await.assert_result();
+    server.send(ping().header("MCP-Protocol-Version", "2025-06-18")).await.assert_result();
+    for bad in ["2026-07-28", "2025-03-26", "garbage"] {
+        server.send(ping().header("MCP-Protocol-Version", bad)).await.assert_error(
+            400,
+            Some(json!(1)),
+            -32600,
+            "Invalid MCP-Protocol-Version header",
+        );
+    }
+    let repeated = ping().header("MCP-Protocol-Version", "2025-11-25").header("MCP-Protocol-Version", "2025-11-25");
+    server.send(repeated).await.assert_error(400, Some(json!(1)), -32600, "Invalid MCP-Protocol-Version header");
+    // Modern routing headers are ignored in this era.
+    server.send(ping().header("Mcp-Method", "tools/list").header("Mcp-Name", "x")).await.assert_result();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn tools_in_the_handshake_era() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let send = |body: Value| server.send(in_session(&sid, body));
+    let result = send(request("tools/list", json!({}))).await.assert_result();
+    assert!(result.get("resultType").is_none() && result.get("ttlMs").is_none() && result.get("cacheScope").is_none());
+    assert_eq!(result["tools"].as_array().unwrap().len(), 3);
+    assert!(result["nextCursor"].is_string());
+
+    let result =
+        send(request("tools/call", json!({"name": "demo.echo", "arguments": {"text": "hi"}}))).await.assert_result();
+    assert_eq!(result["structuredContent"], json!({"text": "hi"}));
+    assert!(result.get("resultType").is_none());
+    assert!(result["_meta"]["dev.bondry/invocationId"].is_string());
+    assert!(result["_meta"].get("io.modelcontextprotocol/serverInfo").is_none());
+
+    let result = send(request("tools/call", json!({"name": "test.scalar", "arguments": {}}))).await.assert_result();
+    assert!(result.get("structuredContent").is_none(), "only objects are structured content in this era");
+    assert_eq!(result["content"][0]["text"], "42");
+
+    // Client capabilities come from initialize: none were declared here.
+    let result = send(request("tools/call", json!({"name": "test.elicits"}))).await.assert_result();
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["_meta"]["dev.bondry/errorCode"], "missing_client_capability");
+    let capable = open_with(&server, "2025-11-25", json!({"elicitation": {}})).await;
+    let result =
+        server.send(in_session(&capable, request("tools/call", json!({"name": "test.elicits"})))).await.assert_result();
+    assert_eq!(result["structuredContent"], json!({"ok": true}));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn one_event_stream_per_session() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let get = || {
+        Req::post()
+            .method(reqwest::Method::GET)
+            .without("content-type")
+            .replace("accept", "text/event-stream")
+            .header(SESSION, &sid)
+    };
+    let client = reqwest::Client::new();
+    let first = get().builder(&client, &server.url()).send().await.unwrap();
+    assert_eq!(first.status(), 200);
+    assert_eq!(first.headers()["content-type"], "text/event-stream");
+    let second = server.send(get()).await;
+    second.assert_error(409, None, -32600, "Conflict: the session already has a stream");
+    // Once the first stream is gone, a GET replaces it.
+    drop(first);
+    let mut replaced = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let again = get().builder(&client, &server.url()).send().await.unwrap();
+        if again.status() == 200 {
+            replaced = true;
+            break;
+        }
+    }
+    assert!(replaced, "a GET after a dead stream replaces it");
+    let refused = server.send(get().replace("accept", "application/json")).await;
+    refused.assert_error(406, None, -32600, "Not Acceptable: Accept must admit text/event-stream");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn delete_ends_the_session_and_its_stream() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let client = reqwest::Client::new();
+    let get = Req::post()
+        .method(reqwest::Method::GET)
+        .without("content-type")
+        .replace("accept", "text/event-stream")
+        .header(SESSION, &sid);
+    let mut stream = get.builder(&client, &server.url()).send().await.unwrap();
+    let delete =
+        server.send(Req::post().method(reqwest::Method::DELETE).without("content-type").header(SESSION, &sid)).await;
+    assert_eq!(delete.status, 204);
+    assert!(delete.body.is_empty());
+    let ended =
+        tokio::time::timeout(Duration::from_secs(5), async { while stream.chunk().await.unwrap().is_some() {} }).await;
+    assert!(ended.is_ok(), "the stream ends with the session");
+    server.send(in_session(&sid, request("ping", json!({})))).await.assert_error(
+        404,
+        Some(json!(1)),
+        -32001,
+        "Session not found",
+    );
+    let again =
+        server.send(Req::post().method(reqwest::Method::DELETE).without("content-type").header(SESSION, &sid)).await;
+    again.assert_error(404, None, -32001, "Session not found");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn notifications_cancelled_reaches_a_slow_handler() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let client = reqwest::Client::new();
+    let call =
+        in_session(&sid, json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": {"name": "test.slow"}}));
+    let url = server.url();
+    let pending = tokio::spawn(async move {
+        let response = call.builder(&client, &url).body(call.body.clone()).send().await.unwrap();
+        (response.status().as_u16(), response.headers().get("content-type").cloned(), response.text().await.unwrap())
+    });
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77, "reason": "test"}});
+    assert_eq!(server.send(in_session(&sid, cancel)).await.status, 202);
+    let (status, content_type, body) = pending.await.unwrap();
+    assert_eq!((status, body.as_str()), (200, ""), "nothing is sent for a cancelled request");
+    assert_eq!(content_type.unwrap(), "text/event-stream");
+    let records = server.stop().await;
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["outcome"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_disconnect_is_not_a_cancellation_in_this_era() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let call = in_session(&sid, request("tools/call", json!({"name": "test.slow"})));
+    let quick = reqwest::Client::new();
+    let gave_up =
+        call.builder(&quick, &server.url()).timeout(Duration::from_millis(50)).body(call.body.clone()).send().await;
+    assert!(gave_up.is_err());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let records = server.stop().await;
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["outcome"], "succeeded", "the call ran to its end");
+}
+
+#[tokio::test]
+async fn caps_on_calls_and_sessions() {
+    let config = default_config().replace(
+        "anonymous_roles = [\"demo\"]\n",
+        "anonymous_roles = [\"demo\"]\n[realms.default.limits]\ninflight_per_session = 1\nsessions_per_principal = 2\n",
+    );
+    let server = TestServer::with_config(&config).await;
+    let sid = open(&server, "2025-11-25").await;
+    let slow = in_session(&sid, request("tools/call", json!({"name": "test.slow"})));
+    let url = server.url();
+    let first = tokio::spawn(async move {
+        slow.builder(&reqwest::Client::new(), &url).body(slow.body.clone()).send().await.unwrap().status()
+    });
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    let second = server.send(in_session(&sid, request("tools/call", json!({"name": "test.slow"})))).await;
+    second.assert_error(429, None, -32000, "Too many requests");
+    assert_eq!(second.header("retry-after"), Some("1"));
+    assert_eq!(first.await.unwrap(), 200);
+
+    // A third session evicts the least recently used of the principal's two.
+    let other = open(&server, "2025-11-25").await;
+    server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
+    let third = open(&server, "2025-11-25").await;
+    server.send(in_session(&other, request("ping", json!({})))).await.assert_error(
+        404,
+        Some(json!(1)),
+        -32001,
+        "Session not found",
+    );
+    server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
+    server.send(in_session(&third, request("ping", json!({})))).await.assert_result();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn modern_requests_ignore_a_stray_session_id() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let result = server.send(Req::modern("server/discover", json!({})).header(SESSION, &sid)).await.assert_result();
+    assert_eq!(result["resultType"], "complete");
+    let result =
+        server.send(Req::modern("server/discover", json!({})).header(SESSION, "garbage")).await.assert_result();
+    assert_eq!(result["supportedVersions"], json!(["2026-07-28"]));
+    server.stop().await;
+}
