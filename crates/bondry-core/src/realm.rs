@@ -38,15 +38,24 @@ pub struct KeySet {
     pub retired: Vec<Key>,
 }
 
+/// Called after each swap with the old and the new snapshot.
+pub type SwapObserver = Box<dyn Fn(&RealmSnapshot, &RealmSnapshot) + Send + Sync>;
+
 /// The live snapshot of a realm, swapped whole when configuration or the catalogue changes.
-#[derive(Debug)]
 pub struct Registry {
     current: RwLock<Arc<RealmSnapshot>>,
+    observers: RwLock<Vec<SwapObserver>>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry").field("current", &self.current).finish_non_exhaustive()
+    }
 }
 
 impl Registry {
     pub fn new(snapshot: RealmSnapshot) -> Self {
-        Self { current: RwLock::new(Arc::new(snapshot)) }
+        Self { current: RwLock::new(Arc::new(snapshot)), observers: RwLock::new(Vec::new()) }
     }
 
     /// The snapshot in force now.
@@ -57,8 +66,21 @@ impl Registry {
     }
 
     /// Replaces the snapshot atomically; requests already running keep the old one.
+    /// Observers then see both, so adapters can tell each view what changed.
     pub fn swap(&self, snapshot: RealmSnapshot) {
-        *self.current.write().unwrap_or_else(|poison| poison.into_inner()) = Arc::new(snapshot);
+        let new = Arc::new(snapshot);
+        let old = std::mem::replace(
+            &mut *self.current.write().unwrap_or_else(|poison| poison.into_inner()),
+            Arc::clone(&new),
+        );
+        for observe in self.observers.read().unwrap_or_else(|poison| poison.into_inner()).iter() {
+            observe(&old, &new);
+        }
+    }
+
+    /// Registers `observer` for every later swap.
+    pub fn observe(&self, observer: SwapObserver) {
+        self.observers.write().unwrap_or_else(|poison| poison.into_inner()).push(observer);
     }
 }
 
@@ -81,7 +103,13 @@ mod tests {
     fn a_swap_leaves_snapshots_in_use_untouched() {
         let registry = Registry::new(snapshot(1));
         let in_use = registry.snapshot();
+        let seen = Arc::new(RwLock::new(Vec::new()));
+        let record = Arc::clone(&seen);
+        registry.observe(Box::new(move |old, new| {
+            record.write().unwrap().push((old.catalogue.version(), new.catalogue.version()));
+        }));
         registry.swap(snapshot(2));
+        assert_eq!(*seen.read().unwrap(), [(1, 2)]);
         assert_eq!(in_use.catalogue.version(), 1);
         assert_eq!(registry.snapshot().catalogue.version(), 2);
     }

@@ -176,7 +176,8 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
             () = endpoint.hard_stop.cancelled() => None,
         };
         endpoint.sessions.end_call(&session.sid, &request_id);
-        let outcome = outcome?;
+        // A handler that noticed its cancellation may still have answered: nothing is sent.
+        let outcome = outcome.filter(|_| !token.is_cancelled())?;
         drop(guard.disarm());
         let mut reply = endpoint.adapter.complete(call, outcome, SystemTime::now());
         // Recorded here, not when answering: the client may be gone by then.

@@ -70,6 +70,7 @@ pub enum StartError {
 /// A bound, serving server.
 pub struct Running {
     addrs: Vec<(String, SocketAddr)>,
+    realms: Arc<HashMap<String, RealmEntry>>,
     shutdown: CancellationToken,
     hard_stop: CancellationToken,
     tasks: JoinSet<()>,
@@ -112,6 +113,9 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
     }
     let mut tasks = JoinSet::new();
     let mut addrs = Vec::new();
+    for (_, _, _, endpoint) in &bound {
+        observe_tool_lists(&realms, &endpoint.sessions);
+    }
     for (name, addr, socket, endpoint) in bound {
         tasks.spawn(sweep(Arc::clone(&endpoint.sessions), shutdown.clone()));
         let router = Router::new()
@@ -133,10 +137,15 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
         });
         addrs.push((name, addr));
     }
-    Ok(Running { addrs, shutdown, hard_stop, tasks, grace: config.shutdown_grace })
+    Ok(Running { addrs, realms, shutdown, hard_stop, tasks, grace: config.shutdown_grace })
 }
 
 impl Running {
+    /// The registry of `realm`, through which a host program swaps its catalogue.
+    pub fn registry(&self, realm: &str) -> Option<Arc<Registry>> {
+        self.realms.get(realm).map(|entry| Arc::clone(&entry.registry))
+    }
+
     /// The bound address of each listener, by name.
     pub fn local_addrs(&self) -> &[(String, SocketAddr)] {
         &self.addrs
@@ -182,3 +191,17 @@ async fn sweep(sessions: Arc<session::Sessions>, shutdown: CancellationToken) {
 
 /// How often the session table is swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+/// After every swap of a realm's registry, sessions whose tool list changed are told.
+fn observe_tool_lists(realms: &HashMap<String, RealmEntry>, sessions: &Arc<session::Sessions>) {
+    for (name, entry) in realms {
+        let (realm, sessions) = (name.clone(), Arc::clone(sessions));
+        entry.registry.observe(Box::new(move |old, new| {
+            let changed =
+                |principal: &bondry_core::policy::Principal| bondry_mcp_proto::tools::list_changed(old, new, principal);
+            sessions.notify(&realm, changed, LIST_CHANGED);
+        }));
+    }
+}
+
+const LIST_CHANGED: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;

@@ -9,6 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
+use bondry_core::policy::Principal;
 use bondry_mcp_proto::jsonrpc::Id;
 use bondry_mcp_proto::{Effect, LiveSession, NewSession, SessionLookup};
 use serde_json::Value;
@@ -37,7 +38,7 @@ const QUEUE: usize = 256;
 
 struct Entry {
     realm: String,
-    principal: String,
+    principal: Principal,
     client_capabilities: Value,
     expires: SystemTime,
     last_used: Instant,
@@ -115,7 +116,7 @@ impl Sessions {
         let mut entries = self.lock();
         let mut owned: Vec<(Instant, String)> = entries
             .iter()
-            .filter(|(_, entry)| entry.realm == new.realm && entry.principal == new.principal)
+            .filter(|(_, entry)| entry.realm == new.realm && entry.principal.id() == new.principal.id())
             .map(|(sid, entry)| (entry.last_used, sid.clone()))
             .collect();
         if owned.len() >= limits.sessions_per_principal {
@@ -183,7 +184,7 @@ impl Sessions {
 
     /// Sends `message` to every session of `realm` whose principal `wants` it: on its
     /// stream if one is open, else into its bounded queue.
-    pub fn notify(&self, realm: &str, wants: impl Fn(&str) -> bool, message: &str) {
+    pub fn notify(&self, realm: &str, wants: impl Fn(&Principal) -> bool, message: &str) {
         for entry in self.lock().values_mut().filter(|entry| entry.realm == realm && wants(&entry.principal)) {
             let delivered = entry.stream.as_ref().is_some_and(|sender| sender.try_send(message.to_owned()).is_ok());
             if !delivered {

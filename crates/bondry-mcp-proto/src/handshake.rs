@@ -23,11 +23,12 @@ use crate::revision::Revision;
 use crate::session::{self, Effect, LiveSession, SessionRef};
 use crate::{Adapter, Csprng, Inbound, Reply, Step, tools};
 
-/// Server capabilities announced in the handshake era, computed per realm.
+/// Server capabilities announced in the handshake era, computed per realm. Tool list
+/// changes reach sessions on their event stream, so `listChanged` is announced.
 pub fn capabilities(realm: &RealmSnapshot) -> Value {
     let mut capabilities = Map::new();
     if realm.catalogue.has_kind(CapabilityKind::Tool) {
-        capabilities.insert("tools".into(), json!({}));
+        capabilities.insert("tools".into(), json!({"listChanged": true}));
     }
     Value::Object(capabilities)
 }

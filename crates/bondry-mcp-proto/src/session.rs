@@ -56,7 +56,7 @@ pub struct SessionRef {
 pub struct NewSession {
     pub sid: String,
     pub realm: String,
-    pub principal: String,
+    pub principal: Principal,
     pub revision: Revision,
     pub client_capabilities: Value,
     /// The absolute end of the session, whatever its activity.
@@ -109,14 +109,15 @@ pub fn mint(
         realm: realm.realm.clone(),
         sub: principal.id().to_owned(),
         rev: revision.as_str().into(),
-        exp: expires.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs(),
+        // Rounded up: the table holds the precise end; the token must not end sooner.
+        exp: expires.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64().ceil() as u64,
         sid: sid.clone(),
     };
     let token = seal::seal(&realm.keys, &claims, rng);
     let session = NewSession {
         sid,
         realm: realm.realm.clone(),
-        principal: principal.id().to_owned(),
+        principal: principal.clone(),
         revision,
         client_capabilities,
         expires,

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::dispatch::{self, Outcome, Resolution};
 use bondry_core::handler::{Answer, Retry};
+use bondry_core::policy::Principal;
+use bondry_core::realm::RealmSnapshot;
 use bondry_core::registry::Capability;
 use http::HeaderMap;
 use serde::Serialize;
@@ -41,14 +43,8 @@ pub fn list(request: &Request<'_>) -> Reply {
                 .error(Error::InvalidParams { id: request.id.clone(), detail: "params.cursor must be a string" });
         }
     };
-    let view: Vec<&Arc<Capability>> = request
-        .realm
-        .catalogue
-        .iter()
-        .filter(|capability| capability.kind() == CapabilityKind::Tool)
-        .filter(|capability| dispatch::visible(request.realm, request.principal, ADAPTER, capability))
-        .collect();
-    let view_hash = ViewHash::of(view.iter().map(|capability| capability.id().as_str()));
+    let view = view(request.realm, request.principal);
+    let view_hash = view_hash(&view);
     let start = match cursor {
         None => 0,
         Some(cursor) => match cursor::decode(&view_hash, cursor) {
@@ -97,6 +93,31 @@ pub fn list(request: &Request<'_>) -> Reply {
             request.result(&ListResult { tools: wires.map(|wire| &*wire.handshake).collect(), next_cursor })
         }
     }
+}
+
+/// The tools `principal` can list in `realm`, in id order.
+fn view<'a>(realm: &'a RealmSnapshot, principal: &Principal) -> Vec<&'a Arc<Capability>> {
+    realm
+        .catalogue
+        .iter()
+        .filter(|capability| capability.kind() == CapabilityKind::Tool)
+        .filter(|capability| dispatch::visible(realm, principal, ADAPTER, capability))
+        .collect()
+}
+
+/// A view's hash: its ids and content hashes, so any change to what a caller would list
+/// (a grant, a tool, a tool's definition) changes it.
+fn view_hash(view: &[&Arc<Capability>]) -> ViewHash {
+    ViewHash::of(view.iter().flat_map(|capability| {
+        let hash = capability.attachment::<ToolWire>(ADAPTER).map_or("", |wire| wire.hash.as_str());
+        [capability.id().as_str(), hash]
+    }))
+}
+
+/// Whether `principal`'s tool list differs between two snapshots of a realm: what a
+/// `notifications/tools/list_changed` announces.
+pub fn list_changed(old: &RealmSnapshot, new: &RealmSnapshot, principal: &Principal) -> bool {
+    view_hash(&view(old, principal)) != view_hash(&view(new, principal))
 }
 
 /// What a `tools/call` leaves `receive` with once every pre-dispatch check passed.

@@ -58,7 +58,7 @@ async fn initialize_echoes_or_counter_offers_a_handshake_revision() {
             result,
             json!({
                 "protocolVersion": offered,
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {"listChanged": true}},
                 "serverInfo": {"name": "bondry", "version": env!("CARGO_PKG_VERSION")}
             }),
             "{requested}"
@@ -417,5 +417,85 @@ async fn modern_requests_ignore_a_stray_session_id() {
     let result =
         server.send(Req::modern("server/discover", json!({})).header(SESSION, "garbage")).await.assert_result();
     assert_eq!(result["supportedVersions"], json!(["2026-07-28"]));
+    server.stop().await;
+}
+
+/// The next chunk of an event stream as text: `None` if none arrives within 300 ms.
+async fn next_chunk(stream: &mut reqwest::Response) -> Option<String> {
+    let chunk = tokio::time::timeout(Duration::from_millis(300), stream.chunk()).await.ok()?;
+    Some(String::from_utf8(chunk.unwrap().expect("the stream is open").to_vec()).unwrap())
+}
+
+/// The realm's snapshot without the capability `drop`, as a host program would swap it in.
+fn without(server: &TestServer, drop: &str) -> bondry_core::realm::RealmSnapshot {
+    use bondry_core::registry::{Catalogue, Registration};
+    let old = server.registry("default").snapshot();
+    let registrations = old
+        .catalogue
+        .iter()
+        .filter(|capability| capability.id().as_str() != drop)
+        .map(|capability| Registration {
+            descriptor: capability.descriptor.clone(),
+            handler: capability.handler.clone(),
+        })
+        .collect();
+    let lint = bondry_mcp_proto::lint::McpLint;
+    let catalogue =
+        Catalogue::build(old.catalogue.version() + 1, registrations, &Default::default(), &[&lint]).unwrap();
+    bondry_core::realm::RealmSnapshot {
+        realm: old.realm.clone(),
+        catalogue,
+        policy: old.policy.clone(),
+        keys: old.keys.clone(),
+    }
+}
+
+#[tokio::test]
+async fn a_registry_swap_tells_sessions_whose_tool_list_changed() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let client = reqwest::Client::new();
+    let get = Req::post()
+        .method(reqwest::Method::GET)
+        .without("content-type")
+        .replace("accept", "text/event-stream")
+        .header(SESSION, &sid);
+    let mut stream = get.builder(&client, &server.url()).send().await.unwrap();
+    assert_eq!(stream.status(), 200);
+
+    // Removing a tool the session cannot see changes nothing it lists.
+    let registry = server.registry("default");
+    registry.swap(without(&server, "admin.reset"));
+    assert_eq!(next_chunk(&mut stream).await, None, "no notification for an invisible change");
+
+    registry.swap(without(&server, "demo.add"));
+    let text = next_chunk(&mut stream).await.expect("a notification");
+    assert_eq!(text, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n");
+    let tools = server.send(in_session(&sid, request("tools/list", json!({"cursor": null})))).await;
+    assert_eq!(tools.status, 200);
+
+    // Without an open stream the notification waits in the session's queue.
+    drop(stream);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    registry.swap(without(&server, "demo.echo"));
+    let mut stream = get.builder(&client, &server.url()).send().await.unwrap();
+    let text = next_chunk(&mut stream).await.expect("the queued notification");
+    assert!(text.contains("notifications/tools/list_changed"), "{text}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_cursor_goes_stale_when_the_catalogue_changes() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let first = server.send(in_session(&sid, request("tools/list", json!({})))).await.assert_result();
+    let cursor = first["nextCursor"].as_str().unwrap().to_owned();
+    server.registry("default").swap(without(&server, "demo.add"));
+    server.send(in_session(&sid, request("tools/list", json!({"cursor": cursor})))).await.assert_error(
+        200,
+        Some(json!(1)),
+        -32602,
+        "Invalid cursor",
+    );
     server.stop().await;
 }

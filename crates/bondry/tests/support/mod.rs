@@ -83,6 +83,11 @@ impl TestServer {
         format!("http://{}/mcp", self.addr)
     }
 
+    /// The live registry of `realm`, as a host program reaches it.
+    pub fn registry(&self, realm: &str) -> Arc<bondry_core::realm::Registry> {
+        self.running.as_ref().unwrap().registry(realm).unwrap()
+    }
+
     pub fn audit_path(&self) -> PathBuf {
         self.dir.path().join("audit.jsonl")
     }
