@@ -107,3 +107,56 @@ async fn rmcp_client_discovers_lists_and_calls_tools() {
         "no succeeded demo.echo in {records:?}"
     );
 }
+
+/// Connects with `lifecycle` and returns the client with the protocol it settled on.
+async fn connect(
+    server: &TestServer,
+    config: ClientConfig,
+    lifecycle: ClientLifecycleMode,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ClientConfig> {
+    let transport =
+        StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(server.url()));
+    within("connect", config.serve_with_lifecycle(transport, lifecycle)).await.expect("the client connects")
+}
+
+/// Lists every tool and calls `demo.echo` through a connected client.
+async fn list_and_call(client: &rmcp::service::RunningService<rmcp::RoleClient, ClientConfig>) {
+    let tools = within("tools/list", client.list_all_tools()).await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|tool| &*tool.name).collect();
+    assert!(names.contains(&"demo.echo") && !names.contains(&"admin.reset"), "{names:?}");
+    let echo = within("demo.echo", client.call_tool(call("demo.echo", json!({"text": "hi"})))).await.expect("call");
+    assert_eq!(echo.structured_content, Some(json!({"text": "hi"})), "{echo:?}");
+    let add = within("demo.add", client.call_tool(call("demo.add", json!({"a": 2, "b": 3})))).await.expect("call");
+    assert_eq!(add.structured_content, Some(json!({"sum": 5})), "{add:?}");
+}
+
+#[tokio::test]
+async fn rmcp_client_initializes_at_each_handshake_revision() {
+    let server = TestServer::start().await;
+    for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2025_06_18] {
+        let config = ClientConfig::new(ClientCapabilities::default(), Implementation::new("bondry-rmcp-interop", "0"))
+            .with_protocol_version(version.clone());
+        let client = connect(&server, config, ClientLifecycleMode::Initialize).await;
+        let peer = client.peer_info().expect("initialize sets the peer info");
+        assert_eq!(peer.protocol_version, version);
+        assert_eq!(peer.server_info.as_ref().map(|info| info.name.as_str()), Some("bondry"));
+        list_and_call(&client).await;
+        within("client shutdown", client.cancel()).await.expect("client shutdown");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn rmcp_auto_mode_lands_in_the_modern_era() {
+    let server = TestServer::start().await;
+    let config = ClientConfig::new(ClientCapabilities::default(), Implementation::new("bondry-rmcp-interop", "0"));
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    };
+    let client = connect(&server, config, lifecycle).await;
+    assert_eq!(client.peer_info().expect("peer info").protocol_version, ProtocolVersion::V_2026_07_28);
+    list_and_call(&client).await;
+    within("client shutdown", client.cancel()).await.expect("client shutdown");
+    server.stop().await;
+}
