@@ -499,3 +499,21 @@ async fn a_cursor_goes_stale_when_the_catalogue_changes() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn shutdown_ends_open_event_streams() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let get = Req::post()
+        .method(reqwest::Method::GET)
+        .without("content-type")
+        .replace("accept", "text/event-stream")
+        .header(SESSION, &sid);
+    let mut stream = get.builder(&reqwest::Client::new(), &server.url()).send().await.unwrap();
+    assert_eq!(stream.status(), 200);
+    // `stop` asserts that the server drained within its grace period, which an open
+    // stream would otherwise prevent.
+    server.stop().await;
+    let ended = tokio::time::timeout(Duration::from_secs(5), async { while let Ok(Some(_)) = stream.chunk().await {} });
+    assert!(ended.await.is_ok(), "the stream ended at shutdown");
+}
