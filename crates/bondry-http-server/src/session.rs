@@ -201,7 +201,7 @@ impl Sessions {
     pub fn sweep(&self) {
         let now = SystemTime::now();
         self.lock().retain(|_, entry| {
-            let alive = entry.expires > now && entry.last_used.elapsed() < self.idle;
+            let alive = entry.expires > now && (entry.has_live_stream() || entry.last_used.elapsed() < self.idle);
             if !alive {
                 entry.end();
             }
@@ -214,7 +214,8 @@ impl SessionLookup for Sessions {
     fn find(&self, sid: &str) -> Option<LiveSession> {
         let mut entries = self.lock();
         let entry = entries.get_mut(sid)?;
-        if entry.expires <= SystemTime::now() || entry.last_used.elapsed() >= self.idle {
+        let idle = !entry.has_live_stream() && entry.last_used.elapsed() >= self.idle;
+        if entry.expires <= SystemTime::now() || idle {
             if let Some(entry) = entries.remove(sid) {
                 entry.end();
             }

@@ -121,7 +121,7 @@ fn yes() -> bool {
 
 /// `[realms.NAME.limits]`: caps on handshake-era sessions.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields, default, expecting = "a table of limits")]
 pub struct RawLimits {
     pub sessions_per_principal: u64,
     pub inflight_per_session: u64,

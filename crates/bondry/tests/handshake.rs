@@ -517,3 +517,21 @@ async fn shutdown_ends_open_event_streams() {
     let ended = tokio::time::timeout(Duration::from_secs(5), async { while let Ok(Some(_)) = stream.chunk().await {} });
     assert!(ended.await.is_ok(), "the stream ended at shutdown");
 }
+
+#[tokio::test]
+async fn an_open_stream_keeps_a_quiet_session_alive() {
+    let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_idle_ms = 150\n");
+    let server = TestServer::with_config(&config).await;
+    let sid = open(&server, "2025-11-25").await;
+    let get = Req::post()
+        .method(reqwest::Method::GET)
+        .without("content-type")
+        .replace("accept", "text/event-stream")
+        .header(SESSION, &sid);
+    let stream = get.builder(&reqwest::Client::new(), &server.url()).send().await.unwrap();
+    assert_eq!(stream.status(), 200);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
+    drop(stream);
+    server.stop().await;
+}
