@@ -2,11 +2,12 @@
 //! the adapter; a dispatched call through the core; a session's event stream.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
@@ -23,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admission::{self, OriginPolicy};
 use crate::context::{SilentEmitter, SilentPublisher, TokenCancellation};
 use crate::cors;
-use crate::session::{Refused, Sessions};
+use crate::session::{Owner, Refused, Sessions};
 use crate::{DEFAULT_REALM, RealmEntry};
 
 /// Everything the endpoint of one listener needs.
@@ -54,22 +55,27 @@ impl Csprng for OsRandom {
     }
 }
 
-pub async fn default_realm(State(endpoint): State<Arc<Endpoint>>, request: Request<Body>) -> Response {
-    serve(&endpoint, DEFAULT_REALM, request).await
+pub async fn default_realm(
+    State(endpoint): State<Arc<Endpoint>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request<Body>,
+) -> Response {
+    serve(&endpoint, DEFAULT_REALM, peer, request).await
 }
 
 pub async fn named_realm(
     State(endpoint): State<Arc<Endpoint>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(realm): Path<String>,
     request: Request<Body>,
 ) -> Response {
-    serve(&endpoint, &realm, request).await
+    serve(&endpoint, &realm, peer, request).await
 }
 
-async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, request: Request<Body>) -> Response {
+async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, request: Request<Body>) -> Response {
     let origin = request.headers().get(ORIGIN).cloned();
     let result = tokio::select! {
-        result = handle(endpoint, realm_name, request) => result,
+        result = handle(endpoint, realm_name, peer, request) => result,
         // Dropping `handle` cancels a running call, which records it as cancelled.
         () = endpoint.hard_stop.cancelled() => Err(Error::ShuttingDown),
     };
@@ -86,7 +92,12 @@ async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, request: Request<Body
 }
 
 /// The contract's order of checks up to the adapter, then the adapter's step.
-async fn handle(endpoint: &Arc<Endpoint>, realm_name: &str, request: Request<Body>) -> Result<Response, Error> {
+async fn handle(
+    endpoint: &Arc<Endpoint>,
+    realm_name: &str,
+    peer: SocketAddr,
+    request: Request<Body>,
+) -> Result<Response, Error> {
     let (parts, body) = request.into_parts();
     admission::check(&parts.headers, parts.uri.authority().map(|a| a.as_str()), &endpoint.origins, endpoint.loopback)?;
     let realm = endpoint.realms.get(realm_name).ok_or(Error::NoSuchRealm)?;
@@ -116,7 +127,7 @@ async fn handle(endpoint: &Arc<Endpoint>, realm_name: &str, request: Request<Bod
     Ok(match step {
         Step::Reply(mut reply) => {
             if let Some(effect) = reply.effect.take() {
-                endpoint.sessions.apply(*effect, &realm.limits);
+                endpoint.sessions.apply(*effect, &realm.limits, &Owner::of(&principal, peer.ip()));
             }
             self::reply(endpoint, reply)
         }

@@ -131,7 +131,8 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
                     tracing::debug!(%error, "cannot set TCP_NODELAY");
                 }
             });
-            if let Err(error) = axum::serve(socket, router).with_graceful_shutdown(signal).await {
+            let service = router.into_make_service_with_connect_info::<SocketAddr>();
+            if let Err(error) = axum::serve(socket, service).with_graceful_shutdown(signal).await {
                 tracing::error!(%error, "listener stopped");
             }
         });

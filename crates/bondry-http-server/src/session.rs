@@ -6,10 +6,11 @@
 //! ending it cancels its calls and closes its stream.
 
 use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use bondry_core::policy::Principal;
+use bondry_core::policy::{Principal, PrincipalKind};
 use bondry_mcp_proto::jsonrpc::Id;
 use bondry_mcp_proto::{Effect, LiveSession, NewSession, SessionLookup};
 use serde_json::Value;
@@ -33,12 +34,36 @@ impl Default for SessionLimits {
     }
 }
 
+/// Whose sessions count together against the caps: a principal, or for anonymous callers
+/// the anonymous principal at one client address (an IPv6 address by its /64), so one
+/// anonymous client cannot evict another's sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Owner(String);
+
+impl Owner {
+    pub fn of(principal: &Principal, address: IpAddr) -> Self {
+        match principal.kind() {
+            PrincipalKind::Anonymous => {
+                let network = match address {
+                    IpAddr::V4(v4) => v4.to_string(),
+                    IpAddr::V6(v6) => {
+                        let segments = v6.segments();
+                        format!("{:x}:{:x}:{:x}:{:x}::/64", segments[0], segments[1], segments[2], segments[3])
+                    }
+                };
+                Self(format!("{}@{network}", principal.id()))
+            }
+        }
+    }
+}
+
 /// Messages kept for a session while it has no open stream; past it the oldest is dropped.
 const QUEUE: usize = 256;
 
 struct Entry {
     realm: String,
     principal: Principal,
+    owner: Owner,
     client_capabilities: Value,
     expires: SystemTime,
     last_used: Instant,
@@ -95,10 +120,11 @@ impl Sessions {
         self.entries.lock().unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Applies a reply's effect; `limits` are those of the session's realm.
-    pub fn apply(&self, effect: Effect, limits: &SessionLimits) {
+    /// Applies a reply's effect; `limits` are those of the session's realm, and `owner`
+    /// whose sessions count together.
+    pub fn apply(&self, effect: Effect, limits: &SessionLimits, owner: &Owner) {
         match effect {
-            Effect::OpenSession(new) => self.open(new, limits.clone()),
+            Effect::OpenSession(new) => self.open(new, limits.clone(), owner.clone()),
             Effect::CloseSession { sid } => {
                 if let Some(entry) = self.lock().remove(&sid) {
                     entry.end();
@@ -112,11 +138,11 @@ impl Sessions {
         }
     }
 
-    fn open(&self, new: NewSession, limits: SessionLimits) {
+    fn open(&self, new: NewSession, limits: SessionLimits, owner: Owner) {
         let mut entries = self.lock();
         let mut owned: Vec<(Instant, String)> = entries
             .iter()
-            .filter(|(_, entry)| entry.realm == new.realm && entry.principal.id() == new.principal.id())
+            .filter(|(_, entry)| entry.realm == new.realm && entry.owner == owner)
             .map(|(sid, entry)| (entry.last_used, sid.clone()))
             .collect();
         if owned.len() >= limits.sessions_per_principal {
@@ -133,6 +159,7 @@ impl Sessions {
             Entry {
                 realm: new.realm,
                 principal: new.principal,
+                owner,
                 client_capabilities: new.client_capabilities,
                 expires: new.expires,
                 last_used: Instant::now(),
@@ -223,5 +250,20 @@ impl SessionLookup for Sessions {
         }
         entry.last_used = Instant::now();
         Some(LiveSession { client_capabilities: entry.client_capabilities.clone() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anonymous_callers_are_told_apart_by_address() {
+        let anonymous = Principal::anonymous(vec![]);
+        let owner = |address: &str| Owner::of(&anonymous, address.parse().unwrap());
+        assert_eq!(owner("192.0.2.1"), Owner("anonymous@192.0.2.1".into()));
+        assert_ne!(owner("192.0.2.1"), owner("192.0.2.2"));
+        assert_eq!(owner("2001:db8:1:2:aaaa::1"), owner("2001:db8:1:2:bbbb::2"), "one /64, one owner");
+        assert_ne!(owner("2001:db8:1:2::1"), owner("2001:db8:1:3::1"));
     }
 }
