@@ -13,23 +13,24 @@ use http::header::{
 };
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-/// Methods the endpoint serves, as a preflight announces them.
-const METHODS: &str = "POST";
 /// Response headers a page may read.
 const EXPOSED: &str = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate";
 /// How long a browser may cache a preflight, in seconds.
 const MAX_AGE: &str = "600";
 
 /// The 204 answer to `OPTIONS`: a CORS preflight when it comes with an `Origin`, echoing
-/// the requested headers (the `Mcp-Param-*` names vary per tool).
-pub fn preflight(request: &HeaderMap) -> Response {
+/// the requested headers (the `Mcp-Param-*` names vary per tool). GET and DELETE exist
+/// only where a handshake revision is served.
+pub fn preflight(request: &HeaderMap, handshake: bool) -> Response {
+    let methods = if handshake { "POST, GET, DELETE" } else { "POST" };
+    let allow = if handshake { "OPTIONS, POST, GET, DELETE" } else { "OPTIONS, POST" };
     let mut response = Response::new(Body::empty());
     *response.status_mut() = StatusCode::NO_CONTENT;
     let headers = response.headers_mut();
-    headers.insert(ALLOW, HeaderValue::from_static("OPTIONS, POST"));
+    headers.insert(ALLOW, HeaderValue::from_static(allow));
     if let Some(origin) = request.get(ORIGIN) {
         headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
-        headers.insert(ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static(METHODS));
+        headers.insert(ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static(methods));
         for requested in request.get_all(ACCESS_CONTROL_REQUEST_HEADERS) {
             headers.append(ACCESS_CONTROL_ALLOW_HEADERS, requested.clone());
         }

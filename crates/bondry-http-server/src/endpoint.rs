@@ -13,13 +13,15 @@ use axum::response::{IntoResponse, Response};
 use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
 use bondry_core::dispatch;
 use bondry_core::policy::Principal;
-use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Inbound, Reply, SessionRef, Step};
+use bondry_mcp_proto::error::Context;
+use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Inbound, Reply, Revision, SessionRef, Step};
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, ORIGIN, PROXY_AUTHORIZATION};
 use http::{HeaderMap, Method, Request};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::admission::{self, OriginPolicy};
 use crate::context::{SilentEmitter, SilentPublisher, TokenCancellation};
@@ -40,6 +42,9 @@ pub struct Endpoint {
     /// Cancelled when the shutdown grace period is over: whatever is still running stops.
     pub hard_stop: CancellationToken,
     pub sessions: Arc<Sessions>,
+    /// The calls running inside sessions, which outlive their requests: shutdown waits
+    /// for them too.
+    pub calls: TaskTracker,
 }
 
 /// How often an idle event stream carries a comment, so dead streams are noticed.
@@ -102,7 +107,7 @@ async fn handle(
     admission::check(&parts.headers, parts.uri.authority().map(|a| a.as_str()), &endpoint.origins, endpoint.loopback)?;
     let realm = endpoint.realms.get(realm_name).ok_or(Error::NoSuchRealm)?;
     if parts.method == Method::OPTIONS {
-        return Ok(cors::preflight(&parts.headers));
+        return Ok(cors::preflight(&parts.headers, endpoint.adapter.serves_handshake()));
     }
     endpoint.adapter.admit(&parts.method, &parts.headers)?;
     // GET and DELETE carry nothing the endpoint reads.
@@ -143,16 +148,18 @@ fn listen(endpoint: &Endpoint, session: &SessionRef) -> Result<Response, Error> 
     let opened = endpoint.sessions.open_stream(&session.sid).map_err(|refused| match refused {
         Refused::Gone => Error::SessionNotFound { id: None },
         Refused::Conflict => Error::StreamConflict,
-        Refused::TooMany => Error::TooManyRequests { retry_after_secs: 1 },
+        Refused::TooMany | Refused::IdInFlight => Error::TooManyRequests { id: None, retry_after_secs: 1 },
     })?;
     let event = |message: String| Ok::<_, Infallible>(Event::default().event("message").data(message));
     let queued = stream::iter(opened.pending.into_iter().map(event));
+    let expiry = tokio::time::Instant::now() + opened.expires.duration_since(SystemTime::now()).unwrap_or_default();
     let state = (opened.feed, opened.ended, endpoint.shutdown.clone());
     let live = stream::unfold(state, move |(mut feed, ended, shutdown)| async move {
         tokio::select! {
             message = feed.recv() => message.map(|message| (event(message), (feed, ended, shutdown))),
             () = ended.cancelled() => None,
             () = shutdown.cancelled() => None,
+            () = tokio::time::sleep_until(expiry) => None,
         }
     });
     let mut response = Sse::new(queued.chain(live)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
@@ -168,12 +175,22 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
     let session = call.session().cloned().expect("only session calls come here");
     let request_id = call.request_id().clone();
     let token = CancellationToken::new();
-    endpoint.sessions.begin_call(&session.sid, &request_id, token.clone()).map_err(|refused| match refused {
-        Refused::TooMany => Error::TooManyRequests { retry_after_secs: 1 },
-        Refused::Gone | Refused::Conflict => Error::SessionNotFound { id: Some(request_id.clone()) },
-    })?;
+    let slot = match endpoint.sessions.begin_call(&session.sid, &request_id, token.clone()) {
+        Ok(slot) => slot,
+        Err(refused) => {
+            let id = Some(request_id);
+            let error = match refused {
+                Refused::TooMany => Error::TooManyRequests { id, retry_after_secs: 1 },
+                Refused::IdInFlight => Error::InvalidRequest { id, reason: "a request with this id is still running" },
+                Refused::Gone | Refused::Conflict => Error::SessionNotFound { id },
+            };
+            // Attributed to the session: its JSON-RPC errors ride 200, a 429 keeps its status.
+            let context = Context { in_session: true, null_id: session.revision == Revision::V2025_06_18 };
+            return Ok(error.to_http_in(context).map(Body::from).into_response());
+        }
+    };
     let task_endpoint = Arc::clone(endpoint);
-    let task = tokio::spawn(async move {
+    let task = endpoint.calls.spawn(async move {
         let endpoint = task_endpoint;
         let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
         let request = call.handler_request(
@@ -186,7 +203,7 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
             () = token.cancelled() => None,
             () = endpoint.hard_stop.cancelled() => None,
         };
-        endpoint.sessions.end_call(&session.sid, &request_id);
+        endpoint.sessions.end_call(&slot);
         // A handler that noticed its cancellation may still have answered: nothing is sent.
         let outcome = outcome.filter(|_| !token.is_cancelled())?;
         drop(guard.disarm());

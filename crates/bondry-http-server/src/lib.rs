@@ -23,6 +23,7 @@ use bondry_mcp_proto::{Adapter, ListenerSettings, NoRevision};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 pub use admission::OriginPolicy;
 pub use session::SessionLimits;
@@ -74,6 +75,8 @@ pub struct Running {
     shutdown: CancellationToken,
     hard_stop: CancellationToken,
     tasks: JoinSet<()>,
+    /// The calls running inside sessions, which outlive their requests.
+    calls: TaskTracker,
     grace: Duration,
 }
 
@@ -83,6 +86,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
     let realms = Arc::new(config.realms);
     let shutdown = CancellationToken::new();
     let hard_stop = CancellationToken::new();
+    let calls = TaskTracker::new();
     let mut bound = Vec::new();
     for listener in config.listeners {
         let adapter = Adapter::new(listener.settings)
@@ -108,6 +112,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             shutdown: shutdown.clone(),
             hard_stop: hard_stop.clone(),
             sessions,
+            calls: calls.clone(),
         });
         bound.push((listener.name, addr, socket, endpoint));
     }
@@ -138,7 +143,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
         });
         addrs.push((name, addr));
     }
-    Ok(Running { addrs, realms, shutdown, hard_stop, tasks, grace: config.shutdown_grace })
+    Ok(Running { addrs, realms, shutdown, hard_stop, tasks, calls, grace: config.shutdown_grace })
 }
 
 impl Running {
@@ -171,9 +176,17 @@ impl Running {
         drained
     }
 
-    /// Waits up to `limit` for every listener to finish; whether they did.
+    /// Waits up to `limit` for every listener and every session call to finish; whether they did.
     async fn drain(&mut self, limit: Duration) -> bool {
-        tokio::time::timeout(limit, async { while self.tasks.join_next().await.is_some() {} }).await.is_ok()
+        self.calls.close();
+        let calls = self.calls.clone();
+        let tasks = &mut self.tasks;
+        tokio::time::timeout(limit, async {
+            while tasks.join_next().await.is_some() {}
+            calls.wait().await;
+        })
+        .await
+        .is_ok()
     }
 }
 

@@ -70,7 +70,10 @@ struct Entry {
     limits: SessionLimits,
     stream: Option<mpsc::Sender<String>>,
     pending: VecDeque<String>,
-    inflight: HashMap<Id, CancellationToken>,
+    /// Calls in flight by request id; the number tells a call from a later one that reused
+    /// its id after it ended.
+    inflight: HashMap<Id, (u64, CancellationToken)>,
+    next_call: u64,
     /// Cancelled when the session ends.
     ended: CancellationToken,
 }
@@ -78,13 +81,18 @@ struct Entry {
 impl Entry {
     fn end(&self) {
         self.ended.cancel();
-        for token in self.inflight.values() {
+        for (_, token) in self.inflight.values() {
             token.cancel();
         }
     }
 
     fn has_live_stream(&self) -> bool {
         self.stream.as_ref().is_some_and(|sender| !sender.is_closed())
+    }
+
+    /// In use: recently named by a request, listening, or running a call.
+    fn in_use(&self, idle: Duration) -> bool {
+        self.last_used.elapsed() < idle || self.has_live_stream() || !self.inflight.is_empty()
     }
 }
 
@@ -94,6 +102,16 @@ pub enum Refused {
     Gone,
     TooMany,
     Conflict,
+    /// A call with this request id is already running in the session.
+    IdInFlight,
+}
+
+/// A call registered in its session; [`Sessions::end_call`] takes it back.
+#[derive(Debug)]
+pub struct CallSlot {
+    sid: String,
+    request: Id,
+    number: u64,
 }
 
 /// An open GET stream: what was queued, the live feed, and the session's end.
@@ -101,6 +119,8 @@ pub struct Stream {
     pub pending: Vec<String>,
     pub feed: mpsc::Receiver<String>,
     pub ended: CancellationToken,
+    /// The session's absolute end: the stream closes then, sweep or not.
+    pub expires: SystemTime,
 }
 
 /// The sessions of one listener.
@@ -131,7 +151,7 @@ impl Sessions {
                 }
             }
             Effect::Cancel { sid, request } => {
-                if let Some(token) = self.lock().get(&sid).and_then(|entry| entry.inflight.get(&request)) {
+                if let Some((_, token)) = self.lock().get(&sid).and_then(|entry| entry.inflight.get(&request)) {
                     token.cancel();
                 }
             }
@@ -145,9 +165,10 @@ impl Sessions {
             .filter(|(_, entry)| entry.realm == new.realm && entry.owner == owner)
             .map(|(sid, entry)| (entry.last_used, sid.clone()))
             .collect();
-        if owned.len() >= limits.sessions_per_principal {
+        let cap = limits.sessions_per_principal.max(1);
+        if owned.len() >= cap {
             owned.sort();
-            for (_, sid) in &owned[..=owned.len() - limits.sessions_per_principal] {
+            for (_, sid) in &owned[..=owned.len() - cap] {
                 if let Some(evicted) = entries.remove(sid) {
                     tracing::info!(realm = %evicted.realm, "session evicted: the principal has too many");
                     evicted.end();
@@ -167,26 +188,34 @@ impl Sessions {
                 stream: None,
                 pending: VecDeque::new(),
                 inflight: HashMap::new(),
+                next_call: 0,
                 ended: CancellationToken::new(),
             },
         );
     }
 
     /// Registers a call in flight; its token is cancelled by `notifications/cancelled`,
-    /// DELETE or the session's end.
-    pub fn begin_call(&self, sid: &str, request: &Id, token: CancellationToken) -> Result<(), Refused> {
+    /// DELETE or the session's end. An id may not be reused while its call runs: the
+    /// cap and cancellation both count on ids naming one call.
+    pub fn begin_call(&self, sid: &str, request: &Id, token: CancellationToken) -> Result<CallSlot, Refused> {
         let mut entries = self.lock();
         let entry = entries.get_mut(sid).ok_or(Refused::Gone)?;
+        if entry.inflight.contains_key(request) {
+            return Err(Refused::IdInFlight);
+        }
         if entry.inflight.len() >= entry.limits.inflight_per_session {
             return Err(Refused::TooMany);
         }
-        entry.inflight.insert(request.clone(), token);
-        Ok(())
+        entry.next_call += 1;
+        entry.inflight.insert(request.clone(), (entry.next_call, token));
+        Ok(CallSlot { sid: sid.to_owned(), request: request.clone(), number: entry.next_call })
     }
 
-    pub fn end_call(&self, sid: &str, request: &Id) {
-        if let Some(entry) = self.lock().get_mut(sid) {
-            entry.inflight.remove(request);
+    pub fn end_call(&self, slot: &CallSlot) {
+        if let Some(entry) = self.lock().get_mut(&slot.sid)
+            && entry.inflight.get(&slot.request).is_some_and(|(number, _)| *number == slot.number)
+        {
+            entry.inflight.remove(&slot.request);
         }
     }
 
@@ -197,22 +226,38 @@ impl Sessions {
         if entry.has_live_stream() {
             return Err(Refused::Conflict);
         }
-        let (realm, principal) = (entry.realm.clone(), entry.principal.clone());
-        let open =
-            entries.values().filter(|e| e.realm == realm && e.principal == principal && e.has_live_stream()).count();
+        let (realm, owner) = (entry.realm.clone(), entry.owner.clone());
+        let open = entries.values().filter(|e| e.realm == realm && e.owner == owner && e.has_live_stream()).count();
         let entry = entries.get_mut(sid).ok_or(Refused::Gone)?;
         if open >= entry.limits.listen_streams_per_principal {
             return Err(Refused::TooMany);
         }
         let (sender, feed) = mpsc::channel(QUEUE);
         entry.stream = Some(sender);
-        Ok(Stream { pending: entry.pending.drain(..).collect(), feed, ended: entry.ended.clone() })
+        Ok(Stream {
+            pending: entry.pending.drain(..).collect(),
+            feed,
+            ended: entry.ended.clone(),
+            expires: entry.expires,
+        })
     }
 
     /// Sends `message` to every session of `realm` whose principal `wants` it: on its
-    /// stream if one is open, else into its bounded queue.
+    /// stream if one is open, else into its bounded queue. `wants` runs once per distinct
+    /// principal, outside the table's lock.
     pub fn notify(&self, realm: &str, wants: impl Fn(&Principal) -> bool, message: &str) {
-        for entry in self.lock().values_mut().filter(|entry| entry.realm == realm && wants(&entry.principal)) {
+        let mut principals: Vec<Principal> = Vec::new();
+        for entry in self.lock().values().filter(|entry| entry.realm == realm) {
+            if !principals.contains(&entry.principal) {
+                principals.push(entry.principal.clone());
+            }
+        }
+        let wanted: Vec<Principal> = principals.into_iter().filter(|principal| wants(principal)).collect();
+        if wanted.is_empty() {
+            return;
+        }
+        for entry in self.lock().values_mut().filter(|entry| entry.realm == realm && wanted.contains(&entry.principal))
+        {
             let delivered = entry.stream.as_ref().is_some_and(|sender| sender.try_send(message.to_owned()).is_ok());
             if !delivered {
                 if entry.pending.len() == QUEUE {
@@ -228,7 +273,7 @@ impl Sessions {
     pub fn sweep(&self) {
         let now = SystemTime::now();
         self.lock().retain(|_, entry| {
-            let alive = entry.expires > now && (entry.has_live_stream() || entry.last_used.elapsed() < self.idle);
+            let alive = entry.expires > now && entry.in_use(self.idle);
             if !alive {
                 entry.end();
             }
@@ -241,8 +286,7 @@ impl SessionLookup for Sessions {
     fn find(&self, sid: &str) -> Option<LiveSession> {
         let mut entries = self.lock();
         let entry = entries.get_mut(sid)?;
-        let idle = !entry.has_live_stream() && entry.last_used.elapsed() >= self.idle;
-        if entry.expires <= SystemTime::now() || idle {
+        if entry.expires <= SystemTime::now() || !entry.in_use(self.idle) {
             if let Some(entry) = entries.remove(sid) {
                 entry.end();
             }

@@ -89,7 +89,7 @@ pub enum Error {
     /// A second GET stream while the session's first is alive.
     StreamConflict,
     /// A session has as many calls in flight as it may.
-    TooManyRequests { retry_after_secs: u64 },
+    TooManyRequests { id: Option<Id>, retry_after_secs: u64 },
     /// The capability needs client capabilities the request did not declare.
     MissingClientCapability { id: Id, missing: Value },
     /// `inputResponses` is not an object of objects.
@@ -233,7 +233,8 @@ impl Error {
             | Self::UnsupportedVersion { id, .. }
             | Self::SessionRequired { id }
             | Self::SessionNotFound { id }
-            | Self::InvalidSessionVersion { id } => id.as_ref(),
+            | Self::InvalidSessionVersion { id }
+            | Self::TooManyRequests { id, .. } => id.as_ref(),
             Self::AlreadyInitialized { id } => Some(id),
             Self::MissingClientCapability { id, .. }
             | Self::InvalidInputResponses { id }
@@ -250,7 +251,7 @@ impl Error {
     fn headers(&self) -> Vec<(http::HeaderName, HeaderValue)> {
         match self {
             Self::MethodNotAllowed { allow } => vec![(ALLOW, HeaderValue::from_static(allow))],
-            Self::TooManyRequests { retry_after_secs } => {
+            Self::TooManyRequests { retry_after_secs, .. } => {
                 vec![(RETRY_AFTER, HeaderValue::from(*retry_after_secs.max(&1)))]
             }
             Self::Unauthenticated { challenges } => challenges

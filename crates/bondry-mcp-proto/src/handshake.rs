@@ -33,6 +33,19 @@ pub fn capabilities(realm: &RealmSnapshot) -> Value {
     Value::Object(capabilities)
 }
 
+/// The largest client capabilities object a session keeps, serialised.
+const MAX_CLIENT_CAPABILITIES: usize = 64 * 1024;
+
+/// The revision a request inside a session speaks: its optional `MCP-Protocol-Version`
+/// must name a handshake revision this endpoint accepts. `None` when it does not.
+pub fn version(adapter: &Adapter, headers: &http::HeaderMap, session: &SessionRef) -> Option<Revision> {
+    match headers::single(headers, PROTOCOL_VERSION) {
+        Ok(None) => Some(session.revision),
+        Ok(Some(version)) => version.parse::<Revision>().ok().filter(|r| adapter.handshake.contains(r)),
+        Err(_) => None,
+    }
+}
+
 /// `initialize` without a session: echoes a requested handshake revision this endpoint
 /// accepts, else offers the newest one, and opens a session.
 pub fn initialize(
@@ -44,12 +57,22 @@ pub fn initialize(
     now: SystemTime,
     rng: &mut dyn Csprng,
 ) -> Step {
-    let requested = params.get("protocolVersion").and_then(Value::as_str).and_then(|v| v.parse::<Revision>().ok());
-    let revision = match requested {
-        Some(revision) if adapter.handshake.contains(&revision) => revision,
+    let invalid = |detail| Step::Reply(Reply::from(Error::InvalidParams { id: id.clone(), detail }));
+    let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
+        return invalid("params.protocolVersion must be a string");
+    };
+    let Some(client_capabilities) = params.get("capabilities").filter(|c| c.is_object()) else {
+        return invalid("params.capabilities must be an object");
+    };
+    // The session keeps the capabilities for its whole life: they are bounded.
+    if serde_json::to_vec(client_capabilities).map_or(true, |bytes| bytes.len() > MAX_CLIENT_CAPABILITIES) {
+        return invalid("params.capabilities is larger than 64 KiB");
+    }
+    let revision = match requested.parse::<Revision>() {
+        Ok(revision) if adapter.handshake.contains(&revision) => revision,
         _ => adapter.handshake[0],
     };
-    let client_capabilities = params.get("capabilities").filter(|c| c.is_object()).cloned().unwrap_or(json!({}));
+    let client_capabilities = client_capabilities.clone();
     let lifetime = adapter.settings.session_lifetime;
     let (token, new) = session::mint(realm, principal, revision, client_capabilities, lifetime, now, rng);
     let result = json!({
@@ -83,12 +106,7 @@ pub fn receive(
     rng: &mut dyn Csprng,
 ) -> Step {
     let Attributed { session, live, id, method, params } = attributed;
-    let version = match headers::single(inbound.headers, PROTOCOL_VERSION) {
-        Ok(None) => Some(session.revision),
-        Ok(Some(version)) => version.parse::<Revision>().ok().filter(|r| adapter.handshake.contains(r)),
-        Err(_) => None,
-    };
-    let Some(version) = version else {
+    let Some(version) = version(adapter, inbound.headers, &session) else {
         // A header the session cannot use is a transport error: it keeps its 400.
         return Error::InvalidSessionVersion { id: Some(id) }.into();
     };
@@ -118,7 +136,16 @@ pub fn receive(
 
 /// A notification inside a live session: accepted; `notifications/cancelled` names a
 /// call for the runtime to cancel.
-pub fn notification(method: &str, params: Option<&Map<String, Value>>, session: SessionRef) -> Step {
+pub fn notification(
+    adapter: &Adapter,
+    headers: &http::HeaderMap,
+    method: &str,
+    params: Option<&Map<String, Value>>,
+    session: SessionRef,
+) -> Step {
+    if version(adapter, headers, &session).is_none() {
+        return Error::InvalidSessionVersion { id: None }.into();
+    }
     let reply = Reply::empty(StatusCode::ACCEPTED);
     let cancelled =
         (method == "notifications/cancelled").then(|| params?.get("requestId").and_then(Id::from_value)).flatten();
@@ -130,7 +157,8 @@ pub fn notification(method: &str, params: Option<&Map<String, Value>>, session: 
 
 /// GET and DELETE, which exist only for sessions.
 pub fn session_method(
-    method: &Method,
+    adapter: &Adapter,
+    inbound: Inbound<'_>,
     session_id: Option<&str>,
     attributed: Option<(SessionRef, LiveSession)>,
 ) -> Step {
@@ -140,6 +168,10 @@ pub fn session_method(
     let Some((session, _)) = attributed else {
         return Error::SessionNotFound { id: None }.into();
     };
+    if version(adapter, inbound.headers, &session).is_none() {
+        return Error::InvalidSessionVersion { id: None }.into();
+    }
+    let method = inbound.method;
     if *method == Method::GET {
         Step::Listen(session)
     } else {

@@ -211,7 +211,7 @@ impl Adapter {
             session::resolve(token, realm, principal, sessions, now)
         };
         if inbound.method != Method::POST {
-            return handshake::session_method(inbound.method, session_id, attributed(sessions));
+            return handshake::session_method(self, inbound, session_id, attributed(sessions));
         }
         let message = match jsonrpc::parse(inbound.body) {
             Ok(message) => message,
@@ -233,6 +233,9 @@ impl Adapter {
             // A client's answer to a server request, inside its session; routing it to a
             // pending request arrives with server-to-client requests.
             Message::Response => match attributed(sessions) {
+                Some((session, _)) if handshake::version(self, inbound.headers, &session).is_none() => {
+                    Error::InvalidSessionVersion { id: None }.into()
+                }
                 Some(_) => Step::Reply(Reply::empty(StatusCode::ACCEPTED)),
                 None => Error::SessionNotFound { id: None }.into(),
             },
@@ -253,7 +256,9 @@ impl Adapter {
                     };
                 }
                 match attributed(sessions) {
-                    Some((session, _)) => handshake::notification(&method, params.as_ref(), session),
+                    Some((session, _)) => {
+                        handshake::notification(self, inbound.headers, &method, params.as_ref(), session)
+                    }
                     None => Error::SessionNotFound { id: None }.into(),
                 }
             }

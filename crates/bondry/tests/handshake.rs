@@ -388,8 +388,9 @@ async fn caps_on_calls_and_sessions() {
         slow.builder(&reqwest::Client::new(), &url).body(slow.body.clone()).send().await.unwrap().status()
     });
     tokio::time::sleep(Duration::from_millis(80)).await;
-    let second = server.send(in_session(&sid, request("tools/call", json!({"name": "test.slow"})))).await;
-    second.assert_error(429, None, -32000, "Too many requests");
+    let other_id = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "test.slow"}});
+    let second = server.send(in_session(&sid, other_id)).await;
+    second.assert_error(429, Some(json!(2)), -32000, "Too many requests");
     assert_eq!(second.header("retry-after"), Some("1"));
     assert_eq!(first.await.unwrap(), 200);
 
@@ -533,5 +534,70 @@ async fn an_open_stream_keeps_a_quiet_session_alive() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
     drop(stream);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_version_header_is_checked_on_every_request_of_a_session() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let bad = |request: Req| request.header(SESSION, &sid).header("MCP-Protocol-Version", "2026-07-28");
+    let get = Req::post().method(reqwest::Method::GET).without("content-type").replace("accept", "text/event-stream");
+    server.send(bad(get)).await.assert_error(400, None, -32600, "Invalid MCP-Protocol-Version header");
+    let notification = Req::post().json(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    server.send(bad(notification)).await.assert_error(400, None, -32600, "Invalid MCP-Protocol-Version header");
+    let delete = Req::post().method(reqwest::Method::DELETE).without("content-type");
+    server.send(bad(delete)).await.assert_error(400, None, -32600, "Invalid MCP-Protocol-Version header");
+    // The session survived the refused DELETE.
+    server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn responses_are_accepted_only_inside_a_live_session() {
+    let server = TestServer::start().await;
+    let response = json!({"jsonrpc": "2.0", "id": 3, "result": {}});
+    server.send(Req::post().json(response.clone())).await.assert_error(400, None, -32600, "Invalid request");
+    server.send(in_session("garbage", response)).await.assert_error(404, None, -32001, "Session not found");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_id_in_flight_cannot_be_reused_and_delete_cancels_calls() {
+    let server = TestServer::start().await;
+    let sid = open(&server, "2025-11-25").await;
+    let slow =
+        in_session(&sid, json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "test.slow"}}));
+    let (url, first) = (server.url(), slow.clone());
+    let running = tokio::spawn(async move {
+        let response = first.builder(&reqwest::Client::new(), &url).body(first.body.clone()).send().await.unwrap();
+        response.text().await.unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    server.send(slow).await.assert_error(200, Some(json!(7)), -32600, "Invalid request");
+    let delete = Req::post().method(reqwest::Method::DELETE).without("content-type").header(SESSION, &sid);
+    assert_eq!(server.send(delete).await.status, 204);
+    assert_eq!(running.await.unwrap(), "", "the cancelled call sends nothing");
+    let records = server.stop().await;
+    assert_eq!(records.iter().map(|r| r["outcome"].as_str().unwrap()).collect::<Vec<_>>(), ["cancelled"]);
+}
+
+#[tokio::test]
+async fn initialize_needs_a_version_and_bounded_capabilities() {
+    let server = TestServer::start().await;
+    let without_version = Req::post().json(request("initialize", json!({"capabilities": {}})));
+    let data = server.send(without_version).await.assert_error(200, Some(json!(1)), -32602, "Invalid params");
+    assert_eq!(data["reason"], "params.protocolVersion must be a string");
+    let huge = json!({"experimental": {"blob": "x".repeat(70_000)}});
+    let config = default_config().replace("max_body_bytes = 4096\n", "");
+    let big_body = TestServer::with_config(&config).await;
+    let data = big_body.send(initialize_request("2025-11-25", huge)).await.assert_error(
+        200,
+        Some(json!(1)),
+        -32602,
+        "Invalid params",
+    );
+    assert_eq!(data["reason"], "params.capabilities is larger than 64 KiB");
+    big_body.stop().await;
     server.stop().await;
 }

@@ -253,9 +253,9 @@ async fn browsers_get_cors_preflights_and_readable_responses() {
     assert_eq!(response.status, 204);
     assert!(response.body.is_empty());
     assert_eq!(response.header("access-control-allow-origin"), Some("http://localhost:5173"));
-    assert_eq!(response.header("access-control-allow-methods"), Some("POST"));
+    assert_eq!(response.header("access-control-allow-methods"), Some("POST, GET, DELETE"));
     assert_eq!(response.header("access-control-allow-headers"), Some(requested));
-    assert_eq!(response.header("allow"), Some("OPTIONS, POST"));
+    assert_eq!(response.header("allow"), Some("OPTIONS, POST, GET, DELETE"));
 
     let refused = preflight.replace("origin", "http://evil.example");
     let response = server.send(refused).await;
