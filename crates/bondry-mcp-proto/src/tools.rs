@@ -59,40 +59,39 @@ pub fn list(request: &Request<'_>) -> Reply {
         .flatten();
 
     let wires = page.iter().filter_map(|capability| capability.attachment::<ToolWire>(ADAPTER));
-    match request.era() {
-        Era::Modern => {
-            #[derive(Serialize)]
-            #[serde(rename_all = "camelCase")]
-            struct ListResult<'a> {
-                tools: Vec<&'a RawValue>,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                next_cursor: Option<String>,
-                result_type: &'static str,
-                ttl_ms: u64,
-                cache_scope: &'static str,
-                #[serde(rename = "_meta")]
-                meta: &'a Value,
-            }
-            request.result(&ListResult {
-                tools: wires.map(|wire| &*wire.modern).collect(),
-                next_cursor,
+
+    /// A list page; the caching fields, `resultType` and server info are modern only.
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ListResult<'a> {
+        tools: Vec<&'a RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<String>,
+        #[serde(flatten, skip_serializing_if = "Option::is_none")]
+        modern: Option<ModernFields>,
+    }
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ModernFields {
+        result_type: &'static str,
+        ttl_ms: u64,
+        cache_scope: &'static str,
+        #[serde(rename = "_meta")]
+        meta: Value,
+    }
+    let (tools, modern) = match request.era() {
+        Era::Modern => (
+            wires.map(|wire| &*wire.modern).collect(),
+            Some(ModernFields {
                 result_type: "complete",
                 ttl_ms: request.adapter.settings.list_ttl_ms,
                 cache_scope: "private",
-                meta: &request.adapter.server_meta(),
-            })
-        }
-        Era::Handshake => {
-            #[derive(Serialize)]
-            #[serde(rename_all = "camelCase")]
-            struct ListResult<'a> {
-                tools: Vec<&'a RawValue>,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                next_cursor: Option<String>,
-            }
-            request.result(&ListResult { tools: wires.map(|wire| &*wire.handshake).collect(), next_cursor })
-        }
-    }
+                meta: request.adapter.server_meta(),
+            }),
+        ),
+        Era::Handshake => (wires.map(|wire| &*wire.handshake).collect(), None),
+    };
+    request.result(&ListResult { tools, next_cursor, modern })
 }
 
 /// The tools `principal` can list in `realm`, in id order.

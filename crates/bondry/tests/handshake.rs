@@ -38,6 +38,30 @@ fn in_session(sid: &str, body: Value) -> Req {
     Req::post().header(SESSION, sid).json(body)
 }
 
+/// A GET opening session `sid`'s event stream.
+fn listen(sid: &str) -> Req {
+    Req::post()
+        .method(reqwest::Method::GET)
+        .without("content-type")
+        .replace("accept", "text/event-stream")
+        .header(SESSION, sid)
+}
+
+/// A DELETE ending session `sid`.
+fn delete(sid: &str) -> Req {
+    Req::post().method(reqwest::Method::DELETE).without("content-type").header(SESSION, sid)
+}
+
+/// Asserts that `sid` names no live session.
+async fn assert_gone(server: &TestServer, sid: &str) {
+    server.send(in_session(sid, request("ping", json!({})))).await.assert_error(
+        404,
+        Some(json!(1)),
+        -32001,
+        "Session not found",
+    );
+}
+
 fn request(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 }
@@ -120,12 +144,7 @@ async fn dead_sessions_answer_404() {
     // Expiry: the session outlives its lifetime.
     server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
     tokio::time::sleep(Duration::from_millis(400)).await;
-    server.send(in_session(&sid, request("ping", json!({})))).await.assert_error(
-        404,
-        Some(json!(1)),
-        -32001,
-        "Session not found",
-    );
+    assert_gone(&server, &sid).await;
     server.stop().await;
 }
 
@@ -139,12 +158,7 @@ async fn idle_sessions_end() {
     tokio::time::sleep(Duration::from_millis(120)).await;
     server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    server.send(in_session(&sid, request("ping", json!({})))).await.assert_error(
-        404,
-        Some(json!(1)),
-        -32001,
-        "Session not found",
-    );
+    assert_gone(&server, &sid).await;
     server.stop().await;
 }
 
@@ -275,13 +289,7 @@ async fn tools_in_the_handshake_era() {
 async fn one_event_stream_per_session() {
     let server = TestServer::start().await;
     let sid = open(&server, "2025-11-25").await;
-    let get = || {
-        Req::post()
-            .method(reqwest::Method::GET)
-            .without("content-type")
-            .replace("accept", "text/event-stream")
-            .header(SESSION, &sid)
-    };
+    let get = || listen(&sid);
     let client = reqwest::Client::new();
     let first = get().builder(&client, &server.url()).send().await.unwrap();
     assert_eq!(first.status(), 200);
@@ -310,27 +318,16 @@ async fn delete_ends_the_session_and_its_stream() {
     let server = TestServer::start().await;
     let sid = open(&server, "2025-11-25").await;
     let client = reqwest::Client::new();
-    let get = Req::post()
-        .method(reqwest::Method::GET)
-        .without("content-type")
-        .replace("accept", "text/event-stream")
-        .header(SESSION, &sid);
+    let get = listen(&sid);
     let mut stream = get.builder(&client, &server.url()).send().await.unwrap();
-    let delete =
-        server.send(Req::post().method(reqwest::Method::DELETE).without("content-type").header(SESSION, &sid)).await;
-    assert_eq!(delete.status, 204);
-    assert!(delete.body.is_empty());
+    let deleted = server.send(delete(&sid)).await;
+    assert_eq!(deleted.status, 204);
+    assert!(deleted.body.is_empty());
     let ended =
         tokio::time::timeout(Duration::from_secs(5), async { while stream.chunk().await.unwrap().is_some() {} }).await;
     assert!(ended.is_ok(), "the stream ends with the session");
-    server.send(in_session(&sid, request("ping", json!({})))).await.assert_error(
-        404,
-        Some(json!(1)),
-        -32001,
-        "Session not found",
-    );
-    let again =
-        server.send(Req::post().method(reqwest::Method::DELETE).without("content-type").header(SESSION, &sid)).await;
+    assert_gone(&server, &sid).await;
+    let again = server.send(delete(&sid)).await;
     again.assert_error(404, None, -32001, "Session not found");
     server.stop().await;
 }
@@ -398,12 +395,7 @@ async fn caps_on_calls_and_sessions() {
     let other = open(&server, "2025-11-25").await;
     server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
     let third = open(&server, "2025-11-25").await;
-    server.send(in_session(&other, request("ping", json!({})))).await.assert_error(
-        404,
-        Some(json!(1)),
-        -32001,
-        "Session not found",
-    );
+    assert_gone(&server, &other).await;
     server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
     server.send(in_session(&third, request("ping", json!({})))).await.assert_result();
     server.stop().await;
@@ -456,11 +448,7 @@ async fn a_registry_swap_tells_sessions_whose_tool_list_changed() {
     let server = TestServer::start().await;
     let sid = open(&server, "2025-11-25").await;
     let client = reqwest::Client::new();
-    let get = Req::post()
-        .method(reqwest::Method::GET)
-        .without("content-type")
-        .replace("accept", "text/event-stream")
-        .header(SESSION, &sid);
+    let get = listen(&sid);
     let mut stream = get.builder(&client, &server.url()).send().await.unwrap();
     assert_eq!(stream.status(), 200);
 
@@ -505,11 +493,7 @@ async fn a_cursor_goes_stale_when_the_catalogue_changes() {
 async fn shutdown_ends_open_event_streams() {
     let server = TestServer::start().await;
     let sid = open(&server, "2025-11-25").await;
-    let get = Req::post()
-        .method(reqwest::Method::GET)
-        .without("content-type")
-        .replace("accept", "text/event-stream")
-        .header(SESSION, &sid);
+    let get = listen(&sid);
     let mut stream = get.builder(&reqwest::Client::new(), &server.url()).send().await.unwrap();
     assert_eq!(stream.status(), 200);
     // `stop` asserts that the server drained within its grace period, which an open
@@ -524,11 +508,7 @@ async fn an_open_stream_keeps_a_quiet_session_alive() {
     let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_idle_ms = 150\n");
     let server = TestServer::with_config(&config).await;
     let sid = open(&server, "2025-11-25").await;
-    let get = Req::post()
-        .method(reqwest::Method::GET)
-        .without("content-type")
-        .replace("accept", "text/event-stream")
-        .header(SESSION, &sid);
+    let get = listen(&sid);
     let stream = get.builder(&reqwest::Client::new(), &server.url()).send().await.unwrap();
     assert_eq!(stream.status(), 200);
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -546,8 +526,8 @@ async fn the_version_header_is_checked_on_every_request_of_a_session() {
     server.send(bad(get)).await.assert_error(400, None, -32600, "Invalid MCP-Protocol-Version header");
     let notification = Req::post().json(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     server.send(bad(notification)).await.assert_error(400, None, -32600, "Invalid MCP-Protocol-Version header");
-    let delete = Req::post().method(reqwest::Method::DELETE).without("content-type");
-    server.send(bad(delete)).await.assert_error(400, None, -32600, "Invalid MCP-Protocol-Version header");
+    let delete_request = Req::post().method(reqwest::Method::DELETE).without("content-type");
+    server.send(bad(delete_request)).await.assert_error(400, None, -32600, "Invalid MCP-Protocol-Version header");
     // The session survived the refused DELETE.
     server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
     server.stop().await;
@@ -575,7 +555,7 @@ async fn an_id_in_flight_cannot_be_reused_and_delete_cancels_calls() {
     });
     tokio::time::sleep(Duration::from_millis(80)).await;
     server.send(slow).await.assert_error(200, Some(json!(7)), -32600, "Invalid request");
-    let delete = Req::post().method(reqwest::Method::DELETE).without("content-type").header(SESSION, &sid);
+    let delete = delete(&sid);
     assert_eq!(server.send(delete).await.status, 204);
     assert_eq!(running.await.unwrap(), "", "the cancelled call sends nothing");
     let records = server.stop().await;
