@@ -79,6 +79,7 @@ pub async fn named_realm(
 
 async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, request: Request<Body>) -> Response {
     let origin = request.headers().get(ORIGIN).cloned();
+    let session_id = request.headers().get(bondry_mcp_proto::session::HEADER).cloned();
     let result = tokio::select! {
         result = handle(endpoint, realm_name, peer, request) => result,
         // Dropping `handle` cancels a running call, which records it as cancelled.
@@ -88,7 +89,18 @@ async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, req
         Ok(response) => response,
         // A refused origin learns nothing more than the refusal.
         Err(error @ Error::OriginNotAllowed) => return reply(endpoint, error.into()),
-        Err(error) => reply(endpoint, error.into()),
+        Err(error) => {
+            let context = match (session_id, endpoint.realms.get(realm_name)) {
+                (Some(session_id), Some(realm)) => endpoint.adapter.early_context(
+                    session_id.to_str().ok(),
+                    &realm.registry.snapshot(),
+                    &*endpoint.sessions,
+                    SystemTime::now(),
+                ),
+                _ => Context::default(),
+            };
+            error.to_http_in(context).map(Body::from).into_response()
+        }
     };
     if let Some(origin) = origin {
         cors::expose(&origin, &mut response);

@@ -188,6 +188,20 @@ impl Adapter {
         self.server_meta.clone()
     }
 
+    /// How to answer an error raised before a request reaches [`Adapter::receive`]:
+    /// `"id": null` when its session id names a live 2025-06-18 session.
+    pub fn early_context(
+        &self,
+        session_id: Option<&str>,
+        realm: &RealmSnapshot,
+        sessions: &dyn SessionLookup,
+        now: SystemTime,
+    ) -> error::Context {
+        let null_id = self.serves_handshake()
+            && session_id.and_then(|token| session::peek(token, realm, sessions, now)) == Some(Revision::V2025_06_18);
+        error::Context { in_session: false, null_id }
+    }
+
     /// Checks the request head before the body is read.
     pub fn admit(&self, method: &Method, headers: &HeaderMap) -> Result<(), Error> {
         head::admit(method, headers, self.serves_handshake())

@@ -142,3 +142,15 @@ pub fn resolve(
     let live = sessions.find(&claims.sid)?;
     Some((SessionRef { sid: claims.sid, revision }, live))
 }
+
+/// The revision of the live session a presented id names in this realm, whoever asks:
+/// for shaping errors answered before the caller is known.
+pub fn peek(token: &str, realm: &RealmSnapshot, sessions: &dyn SessionLookup, now: SystemTime) -> Option<Revision> {
+    let claims: Claims = seal::open(&realm.keys, token)?;
+    let unexpired = UNIX_EPOCH + Duration::from_secs(claims.exp) > now;
+    if claims.t != PURPOSE || claims.realm != realm.realm || !unexpired {
+        return None;
+    }
+    sessions.find(&claims.sid)?;
+    claims.rev.parse().ok()
+}

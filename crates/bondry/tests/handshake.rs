@@ -228,6 +228,17 @@ async fn sessions_of_2025_06_18_name_unreadable_ids_null() {
     );
     let response = server.send(in_session(&new, json!({})).raw("{")).await;
     assert_eq!(response.json(), json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}}));
+    // Also for refusals before the body is read.
+    let not_acceptable = |sid: &str| in_session(sid, request("ping", json!({}))).replace("accept", "application/json");
+    let response = server.send(not_acceptable(&old)).await;
+    assert_eq!(response.status, 406);
+    assert_eq!(response.json()["id"], Value::Null);
+    assert!(response.json().as_object().unwrap().contains_key("id"));
+    let response = server.send(not_acceptable(&new)).await;
+    assert!(!response.json().as_object().unwrap().contains_key("id"));
+    let unsupported = in_session(&old, request("ping", json!({}))).replace("content-type", "text/plain");
+    let response = server.send(unsupported).await;
+    assert_eq!((response.status, response.json()["id"].clone()), (415, Value::Null));
     server.stop().await;
 }
 
