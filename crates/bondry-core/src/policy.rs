@@ -16,12 +16,18 @@ pub const ANONYMOUS: &str = "anonymous";
 pub enum PrincipalKind {
     /// No credential was presented; the realm's anonymous roles apply.
     Anonymous,
+    /// A configured principal that proved a password.
+    User,
+    /// The holder of a ticket issued to a configured principal.
+    Ticket,
 }
 
 impl PrincipalKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Anonymous => "anonymous",
+            Self::User => "user",
+            Self::Ticket => "ticket",
         }
     }
 }
@@ -38,6 +44,11 @@ impl Principal {
     /// The anonymous caller, holding the realm's anonymous roles.
     pub fn anonymous(roles: impl Into<Arc<[String]>>) -> Self {
         Self { id: ANONYMOUS.into(), kind: PrincipalKind::Anonymous, roles: roles.into() }
+    }
+
+    /// An authenticated caller.
+    pub fn new(id: &str, kind: PrincipalKind, roles: impl Into<Arc<[String]>>) -> Self {
+        Self { id: id.into(), kind, roles: roles.into() }
     }
 
     pub fn id(&self) -> &str {

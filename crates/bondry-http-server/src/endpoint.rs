@@ -12,7 +12,6 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
 use bondry_core::dispatch;
-use bondry_core::policy::Principal;
 use bondry_mcp_proto::error::Context;
 use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Inbound, Reply, Revision, SessionRef, Step};
 use bytes::Bytes;
@@ -24,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admission::{self, OriginPolicy};
+use crate::auth::Authenticator;
 use crate::context::{SilentEmitter, SilentPublisher, TokenCancellation};
 use crate::cors;
 use crate::session::{Owner, Refused, Sessions};
@@ -128,8 +128,8 @@ async fn handle(
     } else {
         Bytes::new()
     };
-    let principal = authenticate(realm_name, realm, &parts.headers).inspect_err(|_| {
-        if parts.headers.contains_key(AUTHORIZATION) {
+    let principal = realm.auth.authenticate(&parts.headers).await.inspect_err(|_| {
+        if Authenticator::presents_credential(&parts.headers) {
             endpoint.audit.record(AuditRecord::unauthenticated(SystemTime::now(), realm_name, ADAPTER));
         }
     })?;
@@ -249,16 +249,6 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Byte
         // The client broke off mid-body; nobody is left to read a precise answer.
         Err(_) => Err(Error::Parse),
     }
-}
-
-/// Until access control lands (issue 4) only anonymous callers exist: a presented
-/// credential cannot be verified, so it is refused rather than ignored.
-fn authenticate(realm_name: &str, realm: &RealmEntry, headers: &HeaderMap) -> Result<Principal, Error> {
-    let unauthenticated = || Error::Unauthenticated { challenges: vec![format!("Bearer realm=\"{realm_name}\"")] };
-    if headers.contains_key(AUTHORIZATION) {
-        return Err(unauthenticated());
-    }
-    realm.anonymous_roles.as_ref().map(|roles| Principal::anonymous(Arc::clone(roles))).ok_or_else(unauthenticated)
 }
 
 fn reply(endpoint: &Endpoint, reply: Reply) -> Response {

@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod audit;
+pub mod auth;
 mod context;
 mod cors;
 mod endpoint;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use admission::OriginPolicy;
+pub use auth::{Authenticator, Credentials, Ticket, User};
 pub use session::SessionLimits;
 
 /// The realm `/mcp` serves; `/mcp/realm/default` is the same realm.
@@ -34,8 +36,7 @@ pub const DEFAULT_REALM: &str = "default";
 /// One realm as the runtime serves it.
 pub struct RealmEntry {
     pub registry: Arc<Registry>,
-    /// The roles of anonymous callers, or `None` when the realm refuses them.
-    pub anonymous_roles: Option<Arc<[String]>>,
+    pub auth: Arc<Authenticator>,
     /// Caps on handshake-era sessions in this realm.
     pub limits: SessionLimits,
 }

@@ -53,6 +53,7 @@ impl Owner {
                 };
                 Self(format!("{}@{network}", principal.id()))
             }
+            PrincipalKind::User | PrincipalKind::Ticket => Self(principal.id().to_owned()),
         }
     }
 }

@@ -8,14 +8,18 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use argon2::PasswordHash;
 use bondry_core::audit::AuditSink;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+use bondry_core::policy::ANONYMOUS;
 use bondry_core::policy::{Grant, Policy, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot, Registry};
 use bondry_core::registry::{Catalogue, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_http_server::audit::{AuditWriter, NoAudit};
-use bondry_http_server::{DEFAULT_REALM, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig, SessionLimits};
+use bondry_http_server::{
+    Authenticator, Credentials, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig, SessionLimits, Ticket, User,
+};
 use bondry_mcp_proto::lint::McpLint;
 use bondry_mcp_proto::{ADAPTER, ListenerSettings, Revision};
 use serde_json::Value;
@@ -65,9 +69,9 @@ pub fn assemble(
     }
     let mut realms = HashMap::new();
     for (name, realm) in &raw.realms {
-        if name != DEFAULT_REALM {
+        if !bondry_core::capability::is_valid_id(name) {
             return Err(loaded.error(format!(
-                "realms.{name}: only the realm `default` is served until realms arrive (issue 4); rename it to [realms.default]"
+                "realms.{name}: a realm name is 1-64 characters from A-Z a-z 0-9 . _ - (it appears in /mcp/realm/NAME)"
             )));
         }
         realms.insert(name.clone(), realm_entry(loaded, name, realm, builtins)?);
@@ -213,8 +217,6 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
     let refused = [
         ("resource_url", raw.resource_url.is_some(), "OAuth"),
         ("rate_limits", raw.rate_limits.is_some(), "rate limiting"),
-        ("principals", raw.principals.is_some(), "authentication"),
-        ("tickets", raw.tickets.is_some(), "authentication"),
         ("oauth", raw.oauth.is_some(), "OAuth"),
     ];
     if let Some((k, _, what)) = refused.iter().find(|(_, present, _)| *present) {
@@ -269,11 +271,101 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
         inflight_per_session: limit("inflight_per_session", raw.limits.inflight_per_session)?,
         listen_streams_per_principal: limit("listen_streams_per_principal", raw.limits.listen_streams_per_principal)?,
     };
+    let credentials = credentials(loaded, name, raw)?;
     Ok(RealmEntry {
         limits,
         registry: Arc::new(Registry::new(snapshot)),
-        anonymous_roles: raw.anonymous.then(|| raw.anonymous_roles.clone().into()),
+        auth: Arc::new(Authenticator::new(name, credentials)),
     })
+}
+
+/// The realm's principals and tickets, checked against its roles.
+fn credentials(loaded: &Loaded, name: &str, raw: &RawRealm) -> Result<Credentials, ConfigError> {
+    let key = |k: &str| format!("realms.{name}.{k}");
+    let role_defined = |role: &String| raw.roles.iter().any(|defined| &defined.name == role);
+    let mut users = HashMap::new();
+    for (index, principal) in raw.principals.iter().enumerate() {
+        let at = |k: &str| key(&format!("principals[{index}].{k}"));
+        if !bondry_core::capability::is_valid_id(&principal.id) || principal.id == ANONYMOUS {
+            return Err(loaded.error(format!(
+                "{}: {:?} is not a principal id: use 1-64 characters from A-Z a-z 0-9 . _ -, and not \"anonymous\"",
+                at("id"),
+                principal.id
+            )));
+        }
+        if let Some(role) = principal.roles.iter().find(|role| !role_defined(role)) {
+            return Err(loaded.error(format!(
+                "{}: role {role:?} is not defined; add [[realms.{name}.roles]] with name = {role:?}",
+                at("roles")
+            )));
+        }
+        if let Some(hash) = &principal.password_hash {
+            let parsed = PasswordHash::new(hash).map_err(|e| {
+                loaded.error(format!(
+                    "{}: not a PHC string ({e}); create one with `bondry hash-password`",
+                    at("password_hash")
+                ))
+            })?;
+            if parsed.algorithm.as_str() != "argon2id" {
+                return Err(loaded.error(format!(
+                    "{}: the hash uses {}; only argon2id is accepted (`bondry hash-password` makes one)",
+                    at("password_hash"),
+                    parsed.algorithm
+                )));
+            }
+        }
+        let user = User { roles: principal.roles.clone().into(), password_hash: principal.password_hash.clone() };
+        if users.insert(principal.id.clone(), user).is_some() {
+            return Err(loaded.error(format!("{}: principal {:?} is defined twice", at("id"), principal.id)));
+        }
+    }
+    let mut tickets: Vec<Ticket> = Vec::new();
+    for (index, ticket) in raw.tickets.iter().enumerate() {
+        let at = |k: &str| key(&format!("tickets[{index}].{k}"));
+        let sha256 = parse_sha256(&ticket.sha256).ok_or_else(|| {
+            loaded.error(format!(
+                "{}: {:?} is not 64 lowercase hex digits; `bondry ticket new` prints the stanza",
+                at("sha256"),
+                ticket.sha256
+            ))
+        })?;
+        if tickets.iter().any(|other| other.sha256 == sha256) {
+            return Err(loaded.error(format!("{}: the same ticket is configured twice", at("sha256"))));
+        }
+        let holder = users.get(&ticket.principal).ok_or_else(|| {
+            loaded.error(format!(
+                "{}: principal {:?} is not defined in [[realms.{name}.principals]]",
+                at("principal"),
+                ticket.principal
+            ))
+        })?;
+        let roles: Arc<[String]> = match &ticket.roles {
+            None => Arc::clone(&holder.roles),
+            Some(cap) => {
+                if let Some(role) = cap.iter().find(|role| !holder.roles.contains(role)) {
+                    return Err(loaded.error(format!(
+                        "{}: role {role:?} is not one of {:?}'s; a ticket can only narrow its principal's roles",
+                        at("roles"),
+                        ticket.principal
+                    )));
+                }
+                cap.clone().into()
+            }
+        };
+        tickets.push(Ticket { sha256, principal: ticket.principal.clone(), roles });
+    }
+    Ok(Credentials { users, tickets, anonymous_roles: raw.anonymous.then(|| raw.anonymous_roles.clone().into()) })
+}
+
+fn parse_sha256(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return None;
+    }
+    let mut bytes = [0u8; 32];
+    for (index, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[index * 2..index * 2 + 2], 16).ok()?;
+    }
+    Some(bytes)
 }
 
 /// A key set generated for this process. Keys are kept in memory until tokens are

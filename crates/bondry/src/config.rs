@@ -110,8 +110,10 @@ pub struct RawRealm {
     pub rate_limits: Option<toml::Value>,
     #[serde(default)]
     pub limits: RawLimits,
-    pub principals: Option<toml::Value>,
-    pub tickets: Option<toml::Value>,
+    #[serde(default)]
+    pub principals: Vec<RawPrincipal>,
+    #[serde(default)]
+    pub tickets: Vec<RawTicket>,
     pub oauth: Option<toml::Value>,
 }
 
@@ -132,6 +134,26 @@ impl Default for RawLimits {
     fn default() -> Self {
         Self { sessions_per_principal: 64, inflight_per_session: 32, listen_streams_per_principal: 16 }
     }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrincipal {
+    pub id: String,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// An argon2id PHC string, as `bondry hash-password` prints it.
+    pub password_hash: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTicket {
+    /// Lowercase hex SHA-256 of the ticket, as `bondry ticket new` prints it.
+    pub sha256: String,
+    pub principal: String,
+    /// Caps the holder's roles to these (a subset of the principal's).
+    pub roles: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]

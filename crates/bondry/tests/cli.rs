@@ -347,8 +347,8 @@ fn check_refuses_an_invalid_x_mcp_header() {
 #[test]
 fn check_refuses_a_stanza_this_build_does_not_serve() {
     assert_check_refuses(
-        &format!("{MINIMAL}[[realms.default.principals]]\nid = \"alice\"\n"),
-        &["realms.default.principals", "not served yet"],
+        &format!("{MINIMAL}[[realms.default.oauth]]\nissuer = \"https://issuer.example\"\n"),
+        &["realms.default.oauth", "not served yet"],
     );
 }
 

@@ -1,0 +1,156 @@
+//! Authentication: who is calling, from the `Authorization` header.
+//!
+//! Basic checks an argon2id hash from the configuration, off the async threads, and
+//! remembers a success briefly under a keyed hash (never the password). Any other
+//! Bearer token is a ticket, stored only as its SHA-256 and compared in constant time.
+//! No credential means the anonymous principal where the realm allows it; a credential
+//! that fails never falls back to anonymous.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use argon2::{Argon2, PasswordHash, PasswordVerifier};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bondry_core::policy::{Principal, PrincipalKind};
+use bondry_mcp_proto::Error;
+use http::HeaderMap;
+use http::header::AUTHORIZATION;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// A configured principal.
+#[derive(Debug, Clone)]
+pub struct User {
+    pub roles: Arc<[String]>,
+    /// An argon2id PHC string; `None` for a principal that only holds tickets.
+    pub password_hash: Option<String>,
+}
+
+/// A ticket: the SHA-256 of its secret, whose it is, and the roles it carries (the
+/// principal's, or a subset when the ticket caps them).
+#[derive(Debug, Clone)]
+pub struct Ticket {
+    pub sha256: [u8; 32],
+    pub principal: String,
+    pub roles: Arc<[String]>,
+}
+
+/// What a realm accepts.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    pub users: HashMap<String, User>,
+    pub tickets: Vec<Ticket>,
+    /// The roles of anonymous callers, or `None` when the realm refuses them.
+    pub anonymous_roles: Option<Arc<[String]>>,
+}
+
+/// How long a verified password is remembered.
+const REMEMBER: Duration = Duration::from_secs(60);
+/// Remembered verifications, at most; past it the memory starts over.
+const REMEMBERED: usize = 10_000;
+
+/// The authenticator of one realm.
+pub struct Authenticator {
+    credentials: Credentials,
+    challenges: Vec<String>,
+    /// Keys the verification cache, so its entries reveal nothing outside this process.
+    salt: [u8; 32],
+    verified: Mutex<HashMap<[u8; 32], Instant>>,
+}
+
+impl Authenticator {
+    pub fn new(realm: &str, credentials: Credentials) -> Self {
+        let mut challenges = Vec::new();
+        if !credentials.tickets.is_empty() {
+            challenges.push(format!("Bearer realm=\"{realm}\""));
+        }
+        if credentials.users.values().any(|user| user.password_hash.is_some()) {
+            challenges.push(format!("Basic realm=\"{realm}\", charset=\"UTF-8\""));
+        }
+        if challenges.is_empty() {
+            challenges.push(format!("Bearer realm=\"{realm}\""));
+        }
+        let mut salt = [0; 32];
+        getrandom::fill(&mut salt).expect("the operating system random source is available");
+        Self { credentials, challenges, salt, verified: Mutex::new(HashMap::new()) }
+    }
+
+    fn refused(&self) -> Error {
+        Error::Unauthenticated { challenges: self.challenges.clone() }
+    }
+
+    /// Whether the request presents a credential at all (a failed one is audited).
+    pub fn presents_credential(headers: &HeaderMap) -> bool {
+        headers.contains_key(AUTHORIZATION)
+    }
+
+    /// The principal of a request, or 401.
+    pub async fn authenticate(self: &Arc<Self>, headers: &HeaderMap) -> Result<Principal, Error> {
+        let mut values = headers.get_all(AUTHORIZATION).iter();
+        let Some(value) = values.next() else {
+            let roles = self.credentials.anonymous_roles.as_ref().ok_or_else(|| self.refused())?;
+            return Ok(Principal::anonymous(Arc::clone(roles)));
+        };
+        if values.next().is_some() {
+            return Err(self.refused());
+        }
+        let value = value.to_str().map_err(|_| self.refused())?;
+        let (scheme, credential) = value.split_once(' ').ok_or_else(|| self.refused())?;
+        let credential = credential.trim();
+        if scheme.eq_ignore_ascii_case("bearer") {
+            self.ticket(credential)
+        } else if scheme.eq_ignore_ascii_case("basic") {
+            let this = Arc::clone(self);
+            let credential = credential.to_owned();
+            // argon2 takes tens of milliseconds: never on the async threads.
+            tokio::task::spawn_blocking(move || this.basic(&credential)).await.map_err(|_| self.refused())?
+        } else {
+            Err(self.refused())
+        }
+    }
+
+    fn ticket(&self, token: &str) -> Result<Principal, Error> {
+        let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        // Every ticket is compared, in constant time, so timing tells nothing of which matched.
+        let mut found = None;
+        for ticket in &self.credentials.tickets {
+            if bool::from(ticket.sha256.ct_eq(&presented)) {
+                found = Some(ticket);
+            }
+        }
+        let ticket = found.ok_or_else(|| self.refused())?;
+        Ok(Principal::new(&ticket.principal, PrincipalKind::Ticket, Arc::clone(&ticket.roles)))
+    }
+
+    fn basic(&self, credential: &str) -> Result<Principal, Error> {
+        let decoded = STANDARD.decode(credential).map_err(|_| self.refused())?;
+        let decoded = String::from_utf8(decoded).map_err(|_| self.refused())?;
+        let (id, password) = decoded.split_once(':').ok_or_else(|| self.refused())?;
+        let user = self.credentials.users.get(id).ok_or_else(|| self.refused())?;
+        let hash = user.password_hash.as_deref().ok_or_else(|| self.refused())?;
+        let key = self.cache_key(id, password);
+        let remembered =
+            self.verified.lock().unwrap_or_else(|p| p.into_inner()).get(&key).is_some_and(|t| t.elapsed() < REMEMBER);
+        if !remembered {
+            let parsed = PasswordHash::new(hash).map_err(|_| self.refused())?;
+            Argon2::default().verify_password(password.as_bytes(), &parsed).map_err(|_| self.refused())?;
+            let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+            if verified.len() >= REMEMBERED {
+                verified.clear();
+            }
+            verified.insert(key, Instant::now());
+        }
+        Ok(Principal::new(id, PrincipalKind::User, Arc::clone(&user.roles)))
+    }
+
+    fn cache_key(&self, id: &str, password: &str) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(self.salt);
+        hasher.update((id.len() as u64).to_be_bytes());
+        hasher.update(id.as_bytes());
+        hasher.update(password.as_bytes());
+        hasher.finalize().into()
+    }
+}

@@ -1,0 +1,200 @@
+//! Black-box tests of authentication: Basic against argon2id hashes, tickets with and
+//! without role caps, anonymous callers, refusals and their challenges, and sessions
+//! that belong to another principal or realm.
+
+mod support;
+
+use argon2::{Algorithm, Argon2, Params, PasswordHasher, Version};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use support::{Req, TestServer, default_config};
+
+/// An argon2id hash with small parameters, so the tests stay fast.
+fn hash(password: &str) -> String {
+    let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, Params::new(64, 1, 1, None).unwrap());
+    argon2.hash_password_with_salt(password.as_bytes(), b"saltsaltsaltsalt").unwrap().to_string()
+}
+
+fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn config() -> String {
+    format!(
+        r#"{default}
+[[realms.default.roles]]
+name = "admin"
+grants = ["admin.*"]
+
+[[realms.default.principals]]
+id = "alice"
+roles = ["demo", "admin"]
+password_hash = "{alice}"
+
+[[realms.default.principals]]
+id = "bob"
+roles = ["demo"]
+
+[[realms.default.tickets]]
+sha256 = "{full}"
+principal = "alice"
+
+[[realms.default.tickets]]
+sha256 = "{capped}"
+principal = "alice"
+roles = ["demo"]
+
+[[realms.default.tickets]]
+sha256 = "{bob}"
+principal = "bob"
+
+[realms.other]
+anonymous_roles = ["demo"]
+
+[[realms.other.roles]]
+name = "demo"
+grants = ["demo.*"]
+
+[[realms.other.capabilities]]
+id = "demo.echo"
+kind = "tool"
+handler = "demo.echo"
+"#,
+        default = default_config(),
+        alice = hash("wonderland"),
+        full = sha256_hex("alice-ticket"),
+        capped = sha256_hex("alice-capped"),
+        bob = sha256_hex("bob-ticket"),
+    )
+}
+
+fn basic(user: &str, password: &str) -> String {
+    format!("Basic {}", STANDARD.encode(format!("{user}:{password}")))
+}
+
+async fn tool_names(server: &TestServer, authorization: Option<&str>) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({"cursor": c}));
+        let mut request = Req::modern("tools/list", params);
+        if let Some(authorization) = authorization {
+            request = request.header("authorization", authorization);
+        }
+        let result = server.send(request).await.assert_result();
+        names.extend(result["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+        match result.get("nextCursor") {
+            Some(next) => cursor = Some(next.as_str().unwrap().to_owned()),
+            None => return names,
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_principal_sees_its_own_view() {
+    let server = TestServer::with_config(&config()).await;
+    let alice = tool_names(&server, Some(&basic("alice", "wonderland"))).await;
+    let by_ticket = tool_names(&server, Some("Bearer alice-ticket")).await;
+    let capped = tool_names(&server, Some("Bearer alice-capped")).await;
+    let anonymous = tool_names(&server, None).await;
+    assert!(alice.contains(&"admin.reset".to_owned()), "{alice:?}");
+    assert_eq!(by_ticket, alice);
+    assert!(!capped.contains(&"admin.reset".to_owned()), "a capped ticket narrows the roles");
+    assert_eq!(capped, anonymous, "no gaps or duplicates across pages of a filtered catalogue");
+    let mut sorted = alice.clone();
+    sorted.dedup();
+    assert_eq!(sorted.len(), alice.len());
+
+    let call = Req::call("admin.reset", json!({})).header("authorization", &basic("alice", "wonderland"));
+    assert_eq!(server.send(call).await.assert_result()["structuredContent"], json!({"reset": true}));
+    let hidden = Req::call("admin.reset", json!({})).header("authorization", "Bearer alice-capped");
+    server.send(hidden).await.assert_error(200, Some(json!(1)), -32602, "Unknown tool: admin.reset");
+    let records = server.stop().await;
+    assert_eq!(
+        (records[0]["principal"].clone(), records[0]["principal_kind"].clone()),
+        (json!("alice"), json!("user"))
+    );
+    assert_eq!((records[1]["principal"].clone(), records[1]["outcome"].clone()), (json!("alice"), json!("denied")));
+    assert_eq!(records[1]["principal_kind"], "ticket");
+}
+
+#[tokio::test]
+async fn refused_credentials_never_fall_back_to_anonymous() {
+    let server = TestServer::with_config(&config()).await;
+    let refused = [
+        basic("alice", "wrong"),
+        basic("carol", "wonderland"),
+        basic("bob", ""),
+        "Basic !!!".to_owned(),
+        format!("Basic {}", STANDARD.encode("no-colon")),
+        "Bearer not-a-ticket".to_owned(),
+        "Bearer".to_owned(),
+        "Digest username=\"alice\"".to_owned(),
+        "Negotiate abc".to_owned(),
+    ];
+    for authorization in &refused {
+        let response =
+            server.send(Req::modern("server/discover", json!({})).header("authorization", authorization)).await;
+        assert_eq!(response.status, 401, "{authorization}");
+        assert!(response.body.is_empty());
+        let challenges: Vec<&str> =
+            response.headers.get_all("www-authenticate").iter().map(|v| v.to_str().unwrap()).collect();
+        assert_eq!(challenges, ["Bearer realm=\"default\"", "Basic realm=\"default\", charset=\"UTF-8\""]);
+    }
+    let twice = Req::modern("server/discover", json!({}))
+        .header("authorization", "Bearer alice-ticket")
+        .header("authorization", "Bearer alice-ticket");
+    assert_eq!(server.send(twice).await.status, 401);
+    let records = server.stop().await;
+    assert_eq!(records.len(), refused.len() + 1);
+    assert!(records.iter().all(|r| r["outcome"] == "unauthenticated" && r["principal"] == Value::Null));
+}
+
+#[tokio::test]
+async fn realms_are_routed_and_closed_realms_refuse_anonymous_callers() {
+    let closed = config().replace("[realms.other]\nanonymous_roles = [\"demo\"]", "[realms.other]\nanonymous = false");
+    let server = TestServer::with_config(&closed).await;
+    let response = server.send(Req::modern("server/discover", json!({})).path("/mcp/realm/other")).await;
+    assert_eq!(response.status, 401);
+    assert_eq!(response.header("www-authenticate"), Some("Bearer realm=\"other\""));
+    server.stop().await;
+
+    let server = TestServer::with_config(&config()).await;
+    let names = server.send(Req::modern("tools/list", json!({})).path("/mcp/realm/other")).await.assert_result();
+    assert_eq!(names["tools"].as_array().unwrap().len(), 1);
+    // A credential of one realm means nothing in another.
+    let response = server
+        .send(
+            Req::modern("server/discover", json!({}))
+                .path("/mcp/realm/other")
+                .header("authorization", "Bearer alice-ticket"),
+        )
+        .await;
+    assert_eq!(response.status, 401);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_belongs_to_its_principal_and_realm() {
+    let server = TestServer::with_config(&config()).await;
+    let initialize = Req::post()
+        .header("authorization", "Bearer alice-ticket")
+        .json(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    let response = server.send(initialize).await;
+    let sid = response.header("mcp-session-id").unwrap().to_owned();
+    let ping = || Req::post().header("Mcp-Session-Id", &sid).json(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+    server.send(ping().header("authorization", "Bearer alice-ticket")).await.assert_result();
+    // Alice by password is still alice: the session id is not a credential, the principal is.
+    server.send(ping().header("authorization", &basic("alice", "wonderland"))).await.assert_result();
+    for (authorization, path) in [(Some("Bearer bob-ticket"), "/mcp"), (None, "/mcp"), (None, "/mcp/realm/other")] {
+        let mut request = ping().path(path);
+        if let Some(authorization) = authorization {
+            request = request.header("authorization", authorization);
+        }
+        server.send(request).await.assert_error(404, Some(json!(1)), -32001, "Session not found");
+    }
+    server.stop().await;
+}
