@@ -15,3 +15,4 @@
 pub mod assemble;
 pub mod builtins;
 pub mod config;
+pub mod credentials;

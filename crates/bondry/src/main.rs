@@ -34,6 +34,26 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
+    /// Hash a password for `password_hash`; the password is read from the terminal
+    /// (not echoed) or from standard input, never from the command line.
+    HashPassword,
+    /// Tickets: bearer credentials stored in the configuration only as their hash.
+    #[command(subcommand)]
+    Ticket(TicketCommand),
+}
+
+#[derive(Subcommand)]
+enum TicketCommand {
+    /// Mint a ticket: prints it once, and the configuration stanza holding its hash.
+    New {
+        #[arg(long)]
+        realm: String,
+        #[arg(long)]
+        principal: String,
+        /// Caps the holder's roles to these (comma-separated; a subset of the principal's).
+        #[arg(long, value_delimiter = ',')]
+        roles: Option<Vec<String>>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -46,6 +66,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve { config, listen } => serve(config, listen),
         Command::Check { config } => check(config),
+        Command::HashPassword => hash_password(),
+        Command::Ticket(TicketCommand::New { realm, principal, roles }) => new_ticket(&realm, &principal, roles),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -60,6 +82,27 @@ fn check(path: PathBuf) -> anyhow::Result<()> {
     let loaded = config::load(Some(&path), std::env::vars())?;
     assemble(&loaded, &Builtins::demo(), &Overrides::default(), false)?;
     println!("{}: ok", path.display());
+    Ok(())
+}
+
+fn hash_password() -> anyhow::Result<()> {
+    use std::io::{BufRead, IsTerminal};
+    let password = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password("Password: ").context("cannot read the password from the terminal")?
+    } else {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).context("cannot read the password from standard input")?;
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    };
+    anyhow::ensure!(!password.is_empty(), "the password is empty");
+    println!("{}", bondry::credentials::hash_password(&password)?);
+    Ok(())
+}
+
+fn new_ticket(realm: &str, principal: &str, roles: Option<Vec<String>>) -> anyhow::Result<()> {
+    let ticket = bondry::credentials::Ticket::mint();
+    eprintln!("The ticket is shown once; keep it secret. Add the stanza below to the configuration.");
+    println!("{}\n\n{}", ticket.secret(), ticket.stanza(realm, principal, roles.as_deref()));
     Ok(())
 }
 

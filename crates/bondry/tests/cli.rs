@@ -369,3 +369,58 @@ fn serve_refuses_listen_with_two_listeners() {
         &["--listen", "exactly one", "found 2"],
     );
 }
+
+#[test]
+fn hash_password_and_ticket_new_make_stanzas_check_accepts() {
+    let mut hashing = bondry();
+    hashing.arg("hash-password").stdin(Stdio::piped());
+    let mut child = hashing.spawn().unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"correct horse\n").unwrap();
+    let hashed = child.wait_with_output().unwrap();
+    assert_eq!(hashed.status.code(), Some(0), "{}", String::from_utf8_lossy(&hashed.stderr));
+    let hash = String::from_utf8(hashed.stdout).unwrap().trim().to_owned();
+    assert!(hash.starts_with("$argon2id$"), "{hash}");
+
+    let minted = run(&["ticket", "new", "--realm", "default", "--principal", "alice", "--roles", "demo"]);
+    assert_eq!(minted.status.code(), Some(0), "{}", minted.stderr);
+    let (ticket, stanza) = minted.stdout.split_once("\n\n").expect("the ticket, then the stanza");
+    assert!(ticket.starts_with("bondry_") && !stanza.contains(ticket), "the stanza holds only the hash");
+
+    let config = format!(
+        "{MINIMAL}[[realms.default.principals]]\nid = \"alice\"\nroles = [\"demo\"]\npassword_hash = \"{hash}\"\n{stanza}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &config);
+    let finished = run(&["check", "--config", path.to_str().unwrap()]);
+    assert_eq!(finished.status.code(), Some(0), "{}\n{config}", finished.stderr);
+
+    let mut empty = bondry();
+    empty.arg("hash-password").stdin(Stdio::piped());
+    let mut child = empty.spawn().unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"\n").unwrap();
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(1), "an empty password is refused");
+}
+
+#[test]
+fn check_refuses_bad_credentials() {
+    let with = |stanza: &str| format!("{MINIMAL}{stanza}");
+    assert_check_refuses(
+        &with("[[realms.default.principals]]\nid = \"alice\"\npassword_hash = \"plain\"\n"),
+        &["realms.default.principals[0].password_hash", "bondry hash-password"],
+    );
+    assert_check_refuses(
+        &with("[[realms.default.principals]]\nid = \"anonymous\"\n"),
+        &["realms.default.principals[0].id", "anonymous"],
+    );
+    assert_check_refuses(
+        &with("[[realms.default.tickets]]\nsha256 = \"abc\"\nprincipal = \"alice\"\n"),
+        &["realms.default.tickets[0].sha256", "64 lowercase hex"],
+    );
+    let ticket = format!("[[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"ghost\"\n", "a".repeat(64));
+    assert_check_refuses(&with(&ticket), &["realms.default.tickets[0].principal", "ghost"]);
+    let widening = format!(
+        "[[realms.default.principals]]\nid = \"bob\"\nroles = [\"demo\"]\n[[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"bob\"\nroles = [\"admin\"]\n",
+        "b".repeat(64)
+    );
+    assert_check_refuses(&with(&widening), &["realms.default.tickets[0].roles", "only narrow"]);
+}
