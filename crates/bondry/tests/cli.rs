@@ -424,3 +424,38 @@ fn check_refuses_bad_credentials() {
     );
     assert_check_refuses(&with(&widening), &["realms.default.tickets[0].roles", "only narrow"]);
 }
+
+#[tokio::test]
+async fn credentials_never_reach_logs_or_the_audit_trail() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{MINIMAL}[[realms.default.principals]]\nid = \"alice\"\nroles = [\"demo\"]\n[[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"alice\"\n",
+        "c".repeat(64)
+    );
+    let path = write_config(dir.path(), &config);
+    let (server, port) = serve(&["--config", path.to_str().unwrap()], &[("RUST_LOG", "trace")]);
+    let client = reqwest::Client::new();
+    for (name, value) in [
+        ("authorization", "Bearer topsecret-ticket"),
+        ("authorization", "Basic dG9wc2VjcmV0LXVzZXI6dG9wc2VjcmV0LXBhc3M="),
+        ("proxy-authorization", "Basic topsecret-proxy"),
+        ("cookie", "session=topsecret-cookie"),
+    ] {
+        let response = client
+            .post(format!("http://127.0.0.1:{port}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header(name, value)
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(response.status().as_u16(), 200);
+    }
+    server.signal("TERM");
+    let finished = server.finish(EXIT);
+    assert_eq!(finished.status.code(), Some(0), "{}", finished.stderr);
+    assert!(!finished.stderr.contains("topsecret"), "a credential reached the logs:\n{}", finished.stderr);
+    assert!(!finished.stdout.contains("topsecret"), "a credential reached the audit trail");
+    assert!(finished.stdout.contains("unauthenticated"), "the refusals were audited");
+}
