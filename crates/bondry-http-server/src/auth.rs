@@ -48,12 +48,19 @@ pub struct Credentials {
 
 /// How long a verified password is remembered.
 const REMEMBER: Duration = Duration::from_secs(60);
+/// Password checks that may run at once; others wait their turn.
+const CONCURRENT_CHECKS: usize = 4;
 /// Remembered verifications, at most; past it the memory starts over.
 const REMEMBERED: usize = 10_000;
 
 /// The authenticator of one realm.
 pub struct Authenticator {
     credentials: Credentials,
+    /// Verified against when the principal is unknown, so a refusal takes as long either
+    /// way; made at the first such refusal.
+    decoy: std::sync::OnceLock<String>,
+    /// Password checks running at once: each takes tens of milliseconds and megabytes.
+    checks: tokio::sync::Semaphore,
     challenges: Vec<String>,
     /// Keys the verification cache, so its entries reveal nothing outside this process.
     salt: [u8; 32],
@@ -74,7 +81,14 @@ impl Authenticator {
         }
         let mut salt = [0; 32];
         getrandom::fill(&mut salt).expect("the operating system random source is available");
-        Self { credentials, challenges, salt, verified: Mutex::new(HashMap::new()) }
+        Self {
+            credentials,
+            decoy: std::sync::OnceLock::new(),
+            checks: tokio::sync::Semaphore::new(CONCURRENT_CHECKS),
+            challenges,
+            salt,
+            verified: Mutex::new(HashMap::new()),
+        }
     }
 
     fn refused(&self) -> Error {
@@ -104,6 +118,7 @@ impl Authenticator {
         } else if scheme.eq_ignore_ascii_case("basic") {
             let this = Arc::clone(self);
             let credential = credential.to_owned();
+            let _turn = self.checks.acquire().await.map_err(|_| self.refused())?;
             // argon2 takes tens of milliseconds: never on the async threads.
             tokio::task::spawn_blocking(move || this.basic(&credential)).await.map_err(|_| self.refused())?
         } else {
@@ -128,8 +143,21 @@ impl Authenticator {
         let decoded = STANDARD.decode(credential).map_err(|_| self.refused())?;
         let decoded = String::from_utf8(decoded).map_err(|_| self.refused())?;
         let (id, password) = decoded.split_once(':').ok_or_else(|| self.refused())?;
-        let user = self.credentials.users.get(id).ok_or_else(|| self.refused())?;
-        let hash = user.password_hash.as_deref().ok_or_else(|| self.refused())?;
+        let user = self.credentials.users.get(id).filter(|user| user.password_hash.is_some());
+        let Some((user, hash)) = user.and_then(|user| Some((user, user.password_hash.as_deref()?))) else {
+            // Spend the same work on an unknown principal as on a wrong password.
+            let decoy = self.decoy.get_or_init(|| {
+                let mut password = [0u8; 32];
+                getrandom::fill(&mut password).expect("the operating system random source is available");
+                argon2::PasswordHasher::hash_password(&Argon2::default(), &password)
+                    .map(|hash| hash.to_string())
+                    .unwrap_or_default()
+            });
+            if let Ok(decoy) = PasswordHash::new(decoy) {
+                let _ = Argon2::default().verify_password(password.as_bytes(), &decoy);
+            }
+            return Err(self.refused());
+        };
         let key = self.cache_key(id, password);
         let remembered =
             self.verified.lock().unwrap_or_else(|p| p.into_inner()).get(&key).is_some_and(|t| t.elapsed() < REMEMBER);

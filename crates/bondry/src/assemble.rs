@@ -306,6 +306,13 @@ fn credentials(loaded: &Loaded, name: &str, raw: &RawRealm) -> Result<Credential
                     at("password_hash")
                 ))
             })?;
+            let params = argon2::Params::try_from(&parsed).ok().filter(|_| parsed.hash.is_some());
+            if params.as_ref().is_none_or(|params| params.m_cost() > MAX_ARGON2_MEMORY_KIB || params.t_cost() > 16) {
+                return Err(loaded.error(format!(
+                    "{}: the hash's parameters are invalid or too costly to check (at most m=262144, t=16); create one with `bondry hash-password`",
+                    at("password_hash")
+                )));
+            }
             if parsed.algorithm.as_str() != "argon2id" {
                 return Err(loaded.error(format!(
                     "{}: the hash uses {}; only argon2id is accepted (`bondry hash-password` makes one)",
@@ -356,6 +363,9 @@ fn credentials(loaded: &Loaded, name: &str, raw: &RawRealm) -> Result<Credential
     }
     Ok(Credentials { users, tickets, anonymous_roles: raw.anonymous.then(|| raw.anonymous_roles.clone().into()) })
 }
+
+/// The most memory one password check may take, in KiB (256 MiB).
+const MAX_ARGON2_MEMORY_KIB: u32 = 256 * 1024;
 
 fn parse_sha256(text: &str) -> Option<[u8; 32]> {
     if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {

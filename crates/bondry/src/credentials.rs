@@ -29,6 +29,12 @@ impl Ticket {
     /// The configuration stanza that accepts this ticket, holding only its hash.
     pub fn stanza(&self, realm: &str, principal: &str, roles: Option<&[String]>) -> String {
         let sha256: String = Sha256::digest(self.0.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        // A realm name with a dot is one quoted TOML key.
+        let realm = if realm.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            realm.to_owned()
+        } else {
+            toml_string(realm)
+        };
         let mut stanza =
             format!("[[realms.{realm}.tickets]]\nsha256 = \"{sha256}\"\nprincipal = {}\n", toml_string(principal));
         if let Some(roles) = roles {
@@ -55,6 +61,8 @@ mod tests {
         assert!(Argon2::default().verify_password(b"secret", &PasswordHash::new(&hash).unwrap()).is_ok());
         let ticket = Ticket::mint();
         assert_ne!(ticket.secret(), Ticket::mint().secret());
+        let dotted: toml::Table = ticket.stanza("team.a", "alice", None).parse().unwrap();
+        assert!(dotted["realms"]["team.a"]["tickets"].is_array(), "a dotted realm name is one quoted key");
         let stanza = ticket.stanza("default", "alice", Some(&["demo".to_owned()]));
         let parsed: toml::Table = stanza.parse().unwrap();
         let entry = &parsed["realms"]["default"]["tickets"][0];

@@ -100,9 +100,15 @@ fn hash_password() -> anyhow::Result<()> {
 }
 
 fn new_ticket(realm: &str, principal: &str, roles: Option<Vec<String>>) -> anyhow::Result<()> {
+    use bondry_core::capability::is_valid_id;
+    anyhow::ensure!(is_valid_id(realm), "--realm {realm:?}: use 1-64 characters from A-Z a-z 0-9 . _ -");
+    anyhow::ensure!(is_valid_id(principal), "--principal {principal:?}: use 1-64 characters from A-Z a-z 0-9 . _ -");
+    if let Some(role) = roles.iter().flatten().find(|role| role.is_empty()) {
+        anyhow::bail!("--roles: {role:?} is not a role name");
+    }
     let ticket = bondry::credentials::Ticket::mint();
     eprintln!("The ticket is shown once; keep it secret. Add the stanza below to the configuration.");
-    println!("{}\n\n{}", ticket.secret(), ticket.stanza(realm, principal, roles.as_deref()));
+    print!("{}\n\n{}", ticket.secret(), ticket.stanza(realm, principal, roles.as_deref()));
     Ok(())
 }
 

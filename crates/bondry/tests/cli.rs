@@ -408,6 +408,16 @@ fn check_refuses_bad_credentials() {
         &with("[[realms.default.principals]]\nid = \"alice\"\npassword_hash = \"plain\"\n"),
         &["realms.default.principals[0].password_hash", "bondry hash-password"],
     );
+    for weak in [
+        "$argon2id$v=19$m=1,t=1,p=1$c2FsdHNhbHRzYWx0$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "$argon2id$v=19$m=4194304,t=1,p=1$c2FsdHNhbHRzYWx0$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0",
+    ] {
+        assert_check_refuses(
+            &with(&format!("[[realms.default.principals]]\nid = \"alice\"\npassword_hash = \"{weak}\"\n")),
+            &["realms.default.principals[0].password_hash", "invalid or too costly"],
+        );
+    }
     assert_check_refuses(
         &with("[[realms.default.principals]]\nid = \"anonymous\"\n"),
         &["realms.default.principals[0].id", "anonymous"],
