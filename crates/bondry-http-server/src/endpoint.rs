@@ -26,6 +26,7 @@ use crate::admission::{self, OriginPolicy};
 use crate::auth::Authenticator;
 use crate::context::{SilentEmitter, SilentPublisher, TokenCancellation};
 use crate::cors;
+use crate::limits::{self, Bucket, Cidr};
 use crate::session::{Owner, Refused, Sessions};
 use crate::{DEFAULT_REALM, RealmEntry};
 
@@ -45,6 +46,8 @@ pub struct Endpoint {
     /// The calls running inside sessions, which outlive their requests: shutdown waits
     /// for them too.
     pub calls: TaskTracker,
+    pub trusted_proxies: Vec<Cidr>,
+    pub per_address: Option<Bucket>,
 }
 
 /// How often an idle event stream carries a comment, so dead streams are noticed.
@@ -116,6 +119,11 @@ async fn handle(
     request: Request<Body>,
 ) -> Result<Response, Error> {
     let (parts, body) = request.into_parts();
+    let client = limits::client_address(peer.ip(), &parts.headers, &endpoint.trusted_proxies);
+    let client_key = limits::network_key(client);
+    if let Some(bucket) = &endpoint.per_address {
+        bucket.take(&client_key).map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs })?;
+    }
     admission::check(&parts.headers, parts.uri.authority().map(|a| a.as_str()), &endpoint.origins, endpoint.loopback)?;
     let realm = endpoint.realms.get(realm_name).ok_or(Error::NoSuchRealm)?;
     if parts.method == Method::OPTIONS {
@@ -128,11 +136,27 @@ async fn handle(
     } else {
         Bytes::new()
     };
+    let presents_credential = Authenticator::presents_credential(&parts.headers);
+    if presents_credential && let Some(failures) = &realm.rate_limits.auth_failures {
+        // Checked before any credential is verified: an exhausted address costs no hashing.
+        failures
+            .check(&client_key)
+            .map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs })?;
+    }
     let principal = realm.auth.authenticate(&parts.headers).await.inspect_err(|_| {
-        if Authenticator::presents_credential(&parts.headers) {
+        if presents_credential {
             endpoint.audit.record(AuditRecord::unauthenticated(SystemTime::now(), realm_name, ADAPTER));
+            if let Some(failures) = &realm.rate_limits.auth_failures {
+                failures.failed(&client_key);
+            }
         }
     })?;
+    let owner = Owner::of(&principal, client);
+    if let Some(bucket) = &realm.rate_limits.per_principal {
+        bucket
+            .take(owner.as_str())
+            .map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs })?;
+    }
     let mut headers = parts.headers;
     for credential in [AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE] {
         headers.remove(credential);
@@ -144,7 +168,7 @@ async fn handle(
     Ok(match step {
         Step::Reply(mut reply) => {
             if let Some(effect) = reply.effect.take() {
-                endpoint.sessions.apply(*effect, &realm.limits, &Owner::of(&principal, peer.ip()));
+                endpoint.sessions.apply(*effect, &realm.limits, &owner);
             }
             self::reply(endpoint, reply)
         }

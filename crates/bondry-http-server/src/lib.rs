@@ -8,6 +8,7 @@ pub mod auth;
 mod context;
 mod cors;
 mod endpoint;
+pub mod limits;
 pub mod session;
 
 use std::collections::HashMap;
@@ -37,6 +38,8 @@ pub const DEFAULT_REALM: &str = "default";
 pub struct RealmEntry {
     pub registry: Arc<Registry>,
     pub auth: Arc<Authenticator>,
+    /// Failed-authentication and per-principal rate limits.
+    pub rate_limits: limits::RealmLimits,
     /// Caps on handshake-era sessions in this realm.
     pub limits: SessionLimits,
 }
@@ -50,6 +53,10 @@ pub struct ListenerConfig {
     pub max_body_bytes: usize,
     /// How long a handshake session may go unused before it ends.
     pub session_idle: Duration,
+    /// Proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<limits::Cidr>,
+    /// Requests per client address; `None` when off.
+    pub per_address: Option<limits::Rate>,
 }
 
 /// Everything the runtime serves.
@@ -114,6 +121,8 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             hard_stop: hard_stop.clone(),
             sessions,
             calls: calls.clone(),
+            trusted_proxies: listener.trusted_proxies,
+            per_address: listener.per_address.and_then(limits::Bucket::new),
         });
         bound.push((listener.name, addr, socket, endpoint));
     }
@@ -123,7 +132,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
         observe_tool_lists(&realms, &endpoint.sessions);
     }
     for (name, addr, socket, endpoint) in bound {
-        tasks.spawn(sweep(Arc::clone(&endpoint.sessions), shutdown.clone()));
+        tasks.spawn(sweep(Arc::clone(&endpoint), shutdown.clone()));
         let router = Router::new()
             .route("/mcp", any(endpoint::default_realm))
             .route("/mcp/realm/{realm}", any(endpoint::named_realm))
@@ -194,17 +203,25 @@ impl Running {
 /// How long stopped requests get to send their 503 before their connections are dropped.
 const HARD_STOP_WAIT: Duration = Duration::from_secs(1);
 
-/// Ends idle and expired sessions until shutdown.
-async fn sweep(sessions: Arc<session::Sessions>, shutdown: CancellationToken) {
+/// Ends idle and expired sessions and forgets idle rate-limit buckets, until shutdown.
+async fn sweep(endpoint: Arc<endpoint::Endpoint>, shutdown: CancellationToken) {
     loop {
         tokio::select! {
-            () = tokio::time::sleep(SWEEP_EVERY) => sessions.sweep(),
+            () = tokio::time::sleep(SWEEP_EVERY) => {
+                endpoint.sessions.sweep();
+                if let Some(bucket) = &endpoint.per_address {
+                    bucket.sweep();
+                }
+                for realm in endpoint.realms.values() {
+                    realm.rate_limits.sweep();
+                }
+            }
             () = shutdown.cancelled() => return,
         }
     }
 }
 
-/// How often the session table is swept.
+/// How often the session table and the rate-limit buckets are swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 /// After every swap of a realm's registry, sessions whose tool list changed are told.

@@ -41,18 +41,13 @@ impl Default for SessionLimits {
 pub struct Owner(String);
 
 impl Owner {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
     pub fn of(principal: &Principal, address: IpAddr) -> Self {
         match principal.kind() {
-            PrincipalKind::Anonymous => {
-                let network = match address {
-                    IpAddr::V4(v4) => v4.to_string(),
-                    IpAddr::V6(v6) => {
-                        let segments = v6.segments();
-                        format!("{:x}:{:x}:{:x}:{:x}::/64", segments[0], segments[1], segments[2], segments[3])
-                    }
-                };
-                Self(format!("{}@{network}", principal.id()))
-            }
+            PrincipalKind::Anonymous => Self(format!("{}@{}", principal.id(), crate::limits::network_key(address))),
             PrincipalKind::User | PrincipalKind::Ticket => Self(principal.id().to_owned()),
         }
     }

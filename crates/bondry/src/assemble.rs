@@ -17,6 +17,7 @@ use bondry_core::realm::{Key, KeySet, RealmSnapshot, Registry};
 use bondry_core::registry::{Catalogue, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_http_server::audit::{AuditWriter, NoAudit};
+use bondry_http_server::limits::{Bucket, Cidr, FailureLimit, Rate, RealmLimits};
 use bondry_http_server::{
     Authenticator, Credentials, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig, SessionLimits, Ticket, User,
 };
@@ -25,7 +26,7 @@ use bondry_mcp_proto::{ADAPTER, ListenerSettings, Revision};
 use serde_json::Value;
 
 use crate::builtins::Builtins;
-use crate::config::{AuditSinkKind, ConfigError, Loaded, RawCapability, RawListener, RawRealm};
+use crate::config::{AuditSinkKind, ConfigError, Loaded, RawCapability, RawListener, RawRate, RawRealm};
 
 /// What `assemble` produced: the runtime's config, and the audit writer to close last.
 pub struct Assembled {
@@ -147,18 +148,17 @@ fn listener_config(
             key("allowed_origins")
         ))
     })?;
-    if !raw.trusted_proxies.is_empty() {
-        return Err(loaded.error(format!(
-            "{}: trusted proxies arrive with rate limits (issue 4); remove the key",
-            key("trusted_proxies")
-        )));
+    let mut trusted_proxies = Vec::new();
+    for entry in &raw.trusted_proxies {
+        trusted_proxies.push(Cidr::parse(entry).ok_or_else(|| {
+            loaded.error(format!(
+                "{}: {entry:?} is not a CIDR; write it as \"10.0.0.0/8\" or \"::1/128\"",
+                key("trusted_proxies")
+            ))
+        })?);
     }
-    if raw.rate_limits.is_some() {
-        return Err(loaded.error(format!(
-            "{}: rate limits arrive with issue 4 and are not served yet; remove the table",
-            key("rate_limits")
-        )));
-    }
+    let per_address =
+        raw.rate_limits.per_address.map(|rate| rate_of(loaded, &key("rate_limits.per_address"), rate)).transpose()?;
     let max_body_bytes = usize::try_from(raw.max_body_bytes).ok().filter(|&limit| limit > 0).ok_or_else(|| {
         loaded.error(format!(
             "{}: {} must be a positive number of bytes, e.g. 4194304",
@@ -183,6 +183,8 @@ fn listener_config(
         origins,
         max_body_bytes,
         session_idle,
+        trusted_proxies,
+        per_address,
     })
 }
 
@@ -214,11 +216,7 @@ fn is_origin(text: &str) -> bool {
 
 fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins) -> Result<RealmEntry, ConfigError> {
     let key = |k: &str| format!("realms.{name}.{k}");
-    let refused = [
-        ("resource_url", raw.resource_url.is_some(), "OAuth"),
-        ("rate_limits", raw.rate_limits.is_some(), "rate limiting"),
-        ("oauth", raw.oauth.is_some(), "OAuth"),
-    ];
+    let refused = [("resource_url", raw.resource_url.is_some(), "OAuth"), ("oauth", raw.oauth.is_some(), "OAuth")];
     if let Some((k, _, what)) = refused.iter().find(|(_, present, _)| *present) {
         return Err(
             loaded.error(format!("{}: {what} arrives with issue 4 and is not served yet; remove the key", key(k)))
@@ -272,10 +270,18 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
         listen_streams_per_principal: limit("listen_streams_per_principal", raw.limits.listen_streams_per_principal)?,
     };
     let credentials = credentials(loaded, name, raw)?;
+    let bucket = |k: &str, rate: Option<RawRate>| {
+        rate.map(|rate| rate_of(loaded, &key(&format!("rate_limits.{k}")), rate)).transpose()
+    };
+    let rate_limits = RealmLimits {
+        auth_failures: bucket("auth_failures", raw.rate_limits.auth_failures)?.and_then(FailureLimit::new),
+        per_principal: bucket("per_principal", raw.rate_limits.per_principal)?.and_then(Bucket::new),
+    };
     Ok(RealmEntry {
         limits,
         registry: Arc::new(Registry::new(snapshot)),
         auth: Arc::new(Authenticator::new(name, credentials)),
+        rate_limits,
     })
 }
 
@@ -362,6 +368,16 @@ fn credentials(loaded: &Loaded, name: &str, raw: &RawRealm) -> Result<Credential
         tickets.push(Ticket { sha256, principal: ticket.principal.clone(), roles });
     }
     Ok(Credentials { users, tickets, anonymous_roles: raw.anonymous.then(|| raw.anonymous_roles.clone().into()) })
+}
+
+/// A configured rate, checked: a positive finite rate and a burst of at least one.
+fn rate_of(loaded: &Loaded, key: &str, rate: RawRate) -> Result<Rate, ConfigError> {
+    let valid = rate.per_second.is_finite() && rate.per_second > 0.0 && rate.per_second <= 1e6 && rate.burst >= 1;
+    valid.then_some(Rate { per_second: rate.per_second, burst: rate.burst }).ok_or_else(|| {
+        loaded.error(format!(
+            "{key}: per_second must be a positive number (at most 1000000) and burst at least 1, e.g. {{ per_second = 5, burst = 20 }}"
+        ))
+    })
 }
 
 /// The most memory one password check may take, in KiB (256 MiB).

@@ -67,7 +67,31 @@ pub struct RawListener {
     pub session_idle_ms: u64,
     #[serde(default = "default_session_lifetime")]
     pub session_lifetime_ms: u64,
-    pub rate_limits: Option<toml::Table>,
+    #[serde(default)]
+    pub rate_limits: RawListenerRateLimits,
+}
+
+/// `[listeners.NAME.rate_limits]`: each limit is off unless given.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListenerRateLimits {
+    pub per_address: Option<RawRate>,
+}
+
+/// `[realms.NAME.rate_limits]`: each limit is off unless given.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRealmRateLimits {
+    pub auth_failures: Option<RawRate>,
+    pub per_principal: Option<RawRate>,
+}
+
+/// A sustained rate and the burst allowed above it: `{ per_second = 5, burst = 20 }`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRate {
+    pub per_second: f64,
+    pub burst: u32,
 }
 
 fn default_session_idle() -> u64 {
@@ -107,7 +131,8 @@ pub struct RawRealm {
     pub capabilities: Vec<RawCapability>,
     // Accepted by the contract's shape, served by issue 4; refused until then.
     pub resource_url: Option<toml::Value>,
-    pub rate_limits: Option<toml::Value>,
+    #[serde(default)]
+    pub rate_limits: RawRealmRateLimits,
     #[serde(default)]
     pub limits: RawLimits,
     #[serde(default)]
