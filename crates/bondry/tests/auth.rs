@@ -50,6 +50,14 @@ roles = ["demo"]
 sha256 = "{bob}"
 principal = "bob"
 
+[[realms.default.principals]]
+id = "carol"
+roles = ["admin"]
+
+[[realms.default.tickets]]
+sha256 = "{carol}"
+principal = "carol"
+
 [realms.other]
 anonymous_roles = ["demo"]
 
@@ -67,6 +75,7 @@ handler = "demo.echo"
         full = sha256_hex("alice-ticket"),
         capped = sha256_hex("alice-capped"),
         bob = sha256_hex("bob-ticket"),
+        carol = sha256_hex("carol-ticket"),
     )
 }
 
@@ -197,4 +206,25 @@ async fn a_session_belongs_to_its_principal_and_realm() {
         server.send(request).await.assert_error(404, Some(json!(1)), -32001, "Session not found");
     }
     server.stop().await;
+}
+
+#[tokio::test]
+async fn hidden_tools_with_header_or_capability_rules_answer_like_missing_ones() {
+    let server = TestServer::with_config(&config()).await;
+    // carol may not see test.*; realm `other` has no test.* at all.
+    let calls = [
+        Req::call("test.params", json!({"n": 7})).header("Mcp-Param-N", "8"),
+        Req::call("test.params", json!({"n": 7})),
+        Req::call("test.elicits", json!({})),
+    ];
+    for call in calls {
+        let hidden = server.send(call.clone().header("authorization", "Bearer carol-ticket")).await;
+        let missing = server.send(call.path("/mcp/realm/other")).await;
+        assert_eq!((hidden.status, hidden.body.clone()), (missing.status, missing.body.clone()));
+        assert_eq!(hidden.headers.get("content-length"), missing.headers.get("content-length"));
+        assert_eq!(hidden.status, 200);
+    }
+    let records = server.stop().await;
+    let outcomes: Vec<&str> = records.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["denied", "not_found", "denied", "not_found", "denied", "not_found"]);
 }

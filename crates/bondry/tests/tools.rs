@@ -367,3 +367,31 @@ async fn a_hidden_tool_and_an_absent_one_are_byte_identical() {
     assert_eq!(hidden.stop().await[0]["outcome"], "denied");
     assert_eq!(absent.stop().await[0]["outcome"], "not_found");
 }
+
+#[tokio::test]
+async fn every_outcome_is_audited_once_with_its_fields_and_no_raw_arguments() {
+    let server = TestServer::start().await;
+    let secret = json!({"text": "a secret argument"});
+    server.send(Req::call("demo.echo", secret.clone())).await.assert_result();
+    server.send(Req::call("test.tool_error", json!({}))).await.assert_result();
+    server.send(Req::call("demo.add", json!({"a": "a secret argument"}))).await.assert_result();
+    server.send(Req::call("admin.reset", json!({}))).await;
+    server.send(Req::call("no.such", json!({}))).await;
+    server.send(Req::call("test.fail", json!({}))).await.assert_result();
+    let records = server.stop().await;
+    let outcomes: Vec<&str> = records.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["succeeded", "tool_error", "invalid_input", "denied", "not_found", "handler_failed"]);
+    for record in &records {
+        let line = record.to_string();
+        assert!(!line.contains("a secret argument"), "raw arguments in {line}");
+        for field in ["time", "realm", "principal", "principal_kind", "adapter", "capability", "outcome", "duration_us"]
+        {
+            assert!(!record[field].is_null(), "{field} in {line}");
+        }
+        let dispatched = !matches!(record["outcome"].as_str(), Some("denied" | "not_found"));
+        assert_eq!(record["invocation_id"].is_string(), dispatched, "{line}");
+        assert_eq!(record["arguments_sha256"].is_string(), dispatched, "{line}");
+        assert_eq!(record["result_sha256"].is_string(), dispatched, "{line}");
+    }
+    assert_eq!(records[0]["arguments_sha256"], bondry_core::canon::digest(&secret));
+}
