@@ -19,7 +19,7 @@ pub enum OriginPolicy {
 }
 
 impl OriginPolicy {
-    fn allows(&self, origin: &str) -> bool {
+    pub(crate) fn allows(&self, origin: &str) -> bool {
         match self {
             Self::Any => true,
             Self::Listed { local, exact } => {

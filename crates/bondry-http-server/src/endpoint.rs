@@ -105,7 +105,8 @@ async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, req
             error.to_http_in(context).map(Body::from).into_response()
         }
     };
-    if let Some(origin) = origin {
+    // Only an allowed origin may read the answer, whatever it is.
+    if let Some(origin) = origin.filter(|origin| origin.to_str().is_ok_and(|o| endpoint.origins.allows(o.trim()))) {
         cors::expose(&origin, &mut response);
     }
     response

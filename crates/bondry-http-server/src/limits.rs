@@ -60,6 +60,8 @@ impl Cidr {
 /// The client's address: the socket peer, unless the peer is a trusted proxy; then the
 /// right-most hop of `X-Forwarded-For` that is not itself trusted.
 pub fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[Cidr]) -> IpAddr {
+    // A dual-stack listener sees IPv4 clients as `::ffff:a.b.c.d`: key them as IPv4.
+    let peer = peer.to_canonical();
     let is_trusted = |address: IpAddr| trusted.iter().any(|cidr| cidr.contains(address));
     if !is_trusted(peer) {
         return peer;
@@ -73,7 +75,7 @@ pub fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[Cidr]) -> Ip
         .collect::<Vec<_>>();
     let mut client = peer;
     for hop in hops.iter().rev() {
-        match hop.parse::<IpAddr>() {
+        match hop.parse::<IpAddr>().map(|address| address.to_canonical()) {
             Ok(address) if is_trusted(address) => client = address,
             Ok(address) => return address,
             // A hop that is not an address ends what can be believed.
@@ -205,6 +207,8 @@ mod tests {
         assert_eq!(client_address(peer("10.0.0.1"), &headers, &trusted), peer("203.0.113.9"));
         assert_eq!(client_address(peer("192.0.2.1"), &headers, &trusted), peer("192.0.2.1"), "untrusted peer");
         assert_eq!(client_address(peer("10.0.0.1"), &HeaderMap::new(), &trusted), peer("10.0.0.1"));
+        assert_eq!(client_address(peer("::ffff:10.0.0.1"), &headers, &trusted), peer("203.0.113.9"), "mapped IPv4");
+        assert_eq!(network_key(client_address(peer("::ffff:192.0.2.1"), &headers, &[])), "192.0.2.1");
     }
 
     #[test]

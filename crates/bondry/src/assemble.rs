@@ -372,10 +372,10 @@ fn credentials(loaded: &Loaded, name: &str, raw: &RawRealm) -> Result<Credential
 
 /// A configured rate, checked: a positive finite rate and a burst of at least one.
 fn rate_of(loaded: &Loaded, key: &str, rate: RawRate) -> Result<Rate, ConfigError> {
-    let valid = rate.per_second.is_finite() && rate.per_second > 0.0 && rate.per_second <= 1e6 && rate.burst >= 1;
+    let valid = (1e-4..=1e6).contains(&rate.per_second) && rate.burst >= 1;
     valid.then_some(Rate { per_second: rate.per_second, burst: rate.burst }).ok_or_else(|| {
         loaded.error(format!(
-            "{key}: per_second must be a positive number (at most 1000000) and burst at least 1, e.g. {{ per_second = 5, burst = 20 }}"
+            "{key}: per_second must be between 0.0001 and 1000000 and burst at least 1, e.g. {{ per_second = 5, burst = 20 }}"
         ))
     })
 }

@@ -73,14 +73,14 @@ pub struct RawListener {
 
 /// `[listeners.NAME.rate_limits]`: each limit is off unless given.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table of rate limits")]
 pub struct RawListenerRateLimits {
     pub per_address: Option<RawRate>,
 }
 
 /// `[realms.NAME.rate_limits]`: each limit is off unless given.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table of rate limits")]
 pub struct RawRealmRateLimits {
     pub auth_failures: Option<RawRate>,
     pub per_principal: Option<RawRate>,
@@ -88,7 +88,7 @@ pub struct RawRealmRateLimits {
 
 /// A sustained rate and the burst allowed above it: `{ per_second = 5, burst = 20 }`.
 #[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a rate like { per_second = 5, burst = 20 }")]
 pub struct RawRate {
     pub per_second: f64,
     pub burst: u32,

@@ -39,6 +39,9 @@ async fn requests_per_address_with_trusted_proxies() {
     let refused = server.send(from("203.0.113.5")).await;
     refused.assert_error(429, None, -32000, "Too many requests");
     assert_eq!(refused.header("retry-after"), Some("1"));
+    let from_elsewhere = server.send(from("203.0.113.5").header("origin", "https://evil.example")).await;
+    from_elsewhere.assert_error(429, None, -32000, "Too many requests");
+    assert_eq!(from_elsewhere.header("access-control-allow-origin"), None, "a refused origin reads nothing");
     // Another client behind the same proxy has its own bucket; a spoofed trusted hop changes nothing.
     server.send(from("198.51.100.9")).await.assert_result();
     server.send(from("203.0.113.5, 127.0.0.9")).await.assert_error(429, None, -32000, "Too many requests");
