@@ -20,6 +20,8 @@ pub enum PrincipalKind {
     User,
     /// The holder of a ticket issued to a configured principal.
     Ticket,
+    /// The subject of a token from one of the realm's OAuth issuers.
+    OAuth,
 }
 
 impl PrincipalKind {
@@ -28,6 +30,7 @@ impl PrincipalKind {
             Self::Anonymous => "anonymous",
             Self::User => "user",
             Self::Ticket => "ticket",
+            Self::OAuth => "oauth",
         }
     }
 }

@@ -9,6 +9,7 @@ mod context;
 mod cors;
 mod endpoint;
 pub mod limits;
+mod metadata;
 pub mod session;
 
 use std::collections::HashMap;
@@ -33,6 +34,9 @@ pub use session::SessionLimits;
 
 /// The realm `/mcp` serves; `/mcp/realm/default` is the same realm.
 pub const DEFAULT_REALM: &str = "default";
+
+/// Where protected resource metadata (RFC 9728) is published.
+const METADATA: &str = "/.well-known/oauth-protected-resource";
 
 /// One realm as the runtime serves it.
 pub struct RealmEntry {
@@ -91,7 +95,15 @@ pub struct Running {
 /// Binds every listener and starts serving. Returns once all sockets are bound, so
 /// [`Running::local_addrs`] is usable at once.
 pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
+    // jsonwebtoken verifies with aws-lc-rs; installing it names the backend at compile
+    // time (a second call, from a host that installed it already, changes nothing).
+    let _ = jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER.install_default();
     let realms = Arc::new(config.realms);
+    for oauth in realms.values().filter_map(|realm| realm.auth.oauth()) {
+        // Detached: a slow issuer must not hold up shutdown, and a failure is logged.
+        let oauth = Arc::clone(oauth);
+        tokio::spawn(async move { oauth.prefetch().await });
+    }
     let shutdown = CancellationToken::new();
     let hard_stop = CancellationToken::new();
     let calls = TaskTracker::new();
@@ -136,6 +148,9 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
         let router = Router::new()
             .route("/mcp", any(endpoint::default_realm))
             .route("/mcp/realm/{realm}", any(endpoint::named_realm))
+            .route(METADATA, any(metadata::default_realm))
+            .route(&format!("{METADATA}/mcp"), any(metadata::default_realm))
+            .route(&format!("{METADATA}/mcp/realm/{{realm}}"), any(metadata::named_realm))
             .with_state(endpoint);
         let signal = shutdown.clone().cancelled_owned();
         tasks.spawn(async move {

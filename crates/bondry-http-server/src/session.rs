@@ -48,7 +48,7 @@ impl Owner {
     pub fn of(principal: &Principal, address: IpAddr) -> Self {
         match principal.kind() {
             PrincipalKind::Anonymous => Self(format!("{}@{}", principal.id(), crate::limits::network_key(address))),
-            PrincipalKind::User | PrincipalKind::Ticket => Self(principal.id().to_owned()),
+            PrincipalKind::User | PrincipalKind::Ticket | PrincipalKind::OAuth => Self(principal.id().to_owned()),
         }
     }
 }

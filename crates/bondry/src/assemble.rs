@@ -17,6 +17,7 @@ use bondry_core::realm::{Key, KeySet, RealmSnapshot, Registry};
 use bondry_core::registry::{Catalogue, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_http_server::audit::{AuditWriter, NoAudit};
+use bondry_http_server::auth::oauth::{IssuerSpec, KeySource, OAuth, OAuthSpec};
 use bondry_http_server::limits::{Bucket, Cidr, FailureLimit, Rate, RealmLimits};
 use bondry_http_server::{
     Authenticator, Credentials, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig, SessionLimits, Ticket, User,
@@ -216,12 +217,6 @@ fn is_origin(text: &str) -> bool {
 
 fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins) -> Result<RealmEntry, ConfigError> {
     let key = |k: &str| format!("realms.{name}.{k}");
-    let refused = [("resource_url", raw.resource_url.is_some(), "OAuth"), ("oauth", raw.oauth.is_some(), "OAuth")];
-    if let Some((k, _, what)) = refused.iter().find(|(_, present, _)| *present) {
-        return Err(
-            loaded.error(format!("{}: {what} arrives with issue 4 and is not served yet; remove the key", key(k)))
-        );
-    }
     for (index, role) in raw.roles.iter().enumerate() {
         let at = key(&format!("roles[{index}].name"));
         if role.name.is_empty() {
@@ -367,7 +362,78 @@ fn credentials(loaded: &Loaded, name: &str, raw: &RawRealm) -> Result<Credential
         };
         tickets.push(Ticket { sha256, principal: ticket.principal.clone(), roles });
     }
-    Ok(Credentials { users, tickets, anonymous_roles: raw.anonymous.then(|| raw.anonymous_roles.clone().into()) })
+    Ok(Credentials {
+        users,
+        tickets,
+        anonymous_roles: raw.anonymous.then(|| raw.anonymous_roles.clone().into()),
+        oauth: oauth(loaded, name, raw)?.map(Arc::new),
+    })
+}
+
+/// The realm's OAuth issuers and public resource URL, which come together.
+fn oauth(loaded: &Loaded, name: &str, raw: &RawRealm) -> Result<Option<OAuth>, ConfigError> {
+    let key = |k: &str| format!("realms.{name}.{k}");
+    let resource_url = match (&raw.resource_url, raw.oauth.is_empty()) {
+        (None, true) => return Ok(None),
+        (Some(_), true) => {
+            return Err(loaded.error(format!(
+                "{}: a resource URL is only used with OAuth; add [[realms.{name}.oauth]] or remove the key",
+                key("resource_url")
+            )));
+        }
+        (None, false) => {
+            return Err(loaded.error(format!(
+                "{}: OAuth needs the realm's public URL, the audience of its tokens, e.g. \"https://mcp.example.com{}\"",
+                key("resource_url"),
+                if name == bondry_http_server::DEFAULT_REALM { "/mcp".to_owned() } else { format!("/mcp/realm/{name}") }
+            )));
+        }
+        (Some(url), false) => url.clone(),
+    };
+    let millis = Duration::from_millis;
+    let mut issuers = Vec::new();
+    for (index, issuer) in raw.oauth.iter().enumerate() {
+        let at = |k: &str| key(&format!("oauth[{index}].{k}"));
+        let keys = match (&issuer.jwks_url, &issuer.jwks_file, &issuer.keys) {
+            (Some(url), None, None) => KeySource::JwksUrl(url.clone()),
+            (None, Some(path), None) => {
+                let path = loaded.base_dir.join(path);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| loaded.error(format!("{}: cannot read {:?}: {e}", at("jwks_file"), path.display())))?;
+                let document: Value = serde_json::from_str(&text)
+                    .map_err(|e| loaded.error(format!("{}: not JSON: {e}", at("jwks_file"))))?;
+                let keys = document.get("keys").and_then(Value::as_array).cloned().ok_or_else(|| {
+                    loaded.error(format!("{}: not a JWK set: it needs a \"keys\" array", at("jwks_file")))
+                })?;
+                KeySource::Static(keys)
+            }
+            (None, None, Some(tables)) => KeySource::Static(
+                tables.iter().map(|table| serde_json::to_value(table).unwrap_or(Value::Null)).collect(),
+            ),
+            _ => {
+                return Err(loaded.error(format!(
+                    "{}: give exactly one of jwks_url, jwks_file or keys",
+                    key(&format!("oauth[{index}]"))
+                )));
+            }
+        };
+        issuers.push(IssuerSpec {
+            issuer: issuer.issuer.clone(),
+            keys,
+            algorithms: issuer.algorithms.clone(),
+            principal_claim: issuer.principal_claim.clone(),
+            roles_claim: issuer.roles_claim.clone(),
+            roles: issuer.roles.clone(),
+            namespace: issuer.namespace.clone(),
+            leeway: millis(issuer.leeway_ms),
+            jwks_max_age: millis(issuer.jwks_max_age_ms),
+            jwks_refresh_interval: millis(issuer.jwks_refresh_interval_ms),
+        });
+    }
+    let known_roles = raw.roles.iter().map(|role| role.name.clone()).collect();
+    OAuth::new(OAuthSpec { resource_url, issuers, known_roles })
+        .map(Some)
+        .map_err(|e| loaded.error(format!("{}: {}", key(&e.key), e.message)))
 }
 
 /// A configured rate, checked: a positive finite rate and a burst of at least one.

@@ -129,8 +129,8 @@ pub struct RawRealm {
     pub roles: Vec<RawRole>,
     #[serde(default)]
     pub capabilities: Vec<RawCapability>,
-    // Accepted by the contract's shape, served by issue 4; refused until then.
-    pub resource_url: Option<toml::Value>,
+    /// The realm's public URL, the audience of its OAuth tokens; only with `oauth`.
+    pub resource_url: Option<String>,
     #[serde(default)]
     pub rate_limits: RawRealmRateLimits,
     #[serde(default)]
@@ -139,7 +139,55 @@ pub struct RawRealm {
     pub principals: Vec<RawPrincipal>,
     #[serde(default)]
     pub tickets: Vec<RawTicket>,
-    pub oauth: Option<toml::Value>,
+    #[serde(default)]
+    pub oauth: Vec<RawOAuth>,
+}
+
+/// `[[realms.NAME.oauth]]`: one trusted token issuer.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOAuth {
+    pub issuer: String,
+    pub jwks_url: Option<String>,
+    /// A JWKS document on disk.
+    pub jwks_file: Option<PathBuf>,
+    /// JWKs written inline, one table each.
+    pub keys: Option<Vec<toml::Table>>,
+    #[serde(default)]
+    pub algorithms: Vec<String>,
+    #[serde(default = "sub")]
+    pub principal_claim: String,
+    #[serde(default = "roles")]
+    pub roles_claim: String,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    pub namespace: Option<String>,
+    #[serde(default = "default_leeway")]
+    pub leeway_ms: u64,
+    #[serde(default = "default_jwks_max_age")]
+    pub jwks_max_age_ms: u64,
+    #[serde(default = "default_jwks_refresh_interval")]
+    pub jwks_refresh_interval_ms: u64,
+}
+
+fn sub() -> String {
+    "sub".into()
+}
+
+fn roles() -> String {
+    "roles".into()
+}
+
+fn default_leeway() -> u64 {
+    60_000
+}
+
+fn default_jwks_max_age() -> u64 {
+    10 * 60 * 1000
+}
+
+fn default_jwks_refresh_interval() -> u64 {
+    30_000
 }
 
 fn yes() -> bool {

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use base64::Engine;
 use serde_json::{Value, json};
 
 const PROTOCOL: &str = "2026-07-28";
@@ -345,11 +346,39 @@ fn check_refuses_an_invalid_x_mcp_header() {
 }
 
 #[test]
-fn check_refuses_a_stanza_this_build_does_not_serve() {
+fn check_refuses_oauth_it_cannot_serve_safely() {
+    let with_resource =
+        MINIMAL.replace("[realms.default]\n", "[realms.default]\nresource_url = \"https://mcp.example.com/mcp\"\n");
+    let issuer =
+        |keys: &str| format!("{with_resource}[[realms.default.oauth]]\nissuer = \"https://issuer.example\"\n{keys}\n");
+    let ed25519 = r#"keys = [{ kty = "OKP", crv = "Ed25519", x = "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo" }]"#;
     assert_check_refuses(
-        &format!("{MINIMAL}[[realms.default.oauth]]\nissuer = \"https://issuer.example\"\n"),
-        &["realms.default.oauth", "not served yet"],
+        &format!("{MINIMAL}[[realms.default.oauth]]\nissuer = \"https://issuer.example\"\n{ed25519}\n"),
+        &["realms.default.resource_url", "OAuth needs the realm's public URL"],
     );
+    assert_check_refuses(&with_resource, &["realms.default.resource_url", "only used with OAuth"]);
+    assert_check_refuses(&issuer(""), &["realms.default.oauth[0]", "exactly one of jwks_url, jwks_file or keys"]);
+    assert_check_refuses(
+        &issuer("jwks_url = \"http://issuer.example/jwks\""),
+        &["realms.default.oauth[0].jwks_url", "https"],
+    );
+    assert_check_refuses(
+        &issuer(r#"keys = [{ kty = "oct", k = "c2VjcmV0" }]"#),
+        &["realms.default.oauth[0].keys[0]", "symmetric"],
+    );
+    assert_check_refuses(
+        &issuer(&format!("{ed25519}\nalgorithms = [\"HS256\"]")),
+        &["realms.default.oauth[0].algorithms", "\"HS256\" is not accepted"],
+    );
+    assert_check_refuses(
+        &issuer(&format!("{ed25519}\nroles = [\"root\"]")),
+        &["realms.default.oauth[0].roles", "\"root\" is not defined"],
+    );
+    let accepted = issuer(ed25519);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &accepted);
+    let finished = run(&["check", "--config", path.to_str().unwrap()]);
+    assert_eq!(finished.status.code(), Some(0), "{}\n{accepted}", finished.stderr);
 }
 
 #[test]
@@ -439,14 +468,21 @@ fn check_refuses_bad_credentials() {
 async fn credentials_never_reach_logs_or_the_audit_trail() {
     let dir = tempfile::tempdir().unwrap();
     let config = format!(
-        "{MINIMAL}[[realms.default.principals]]\nid = \"alice\"\nroles = [\"demo\"]\n[[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"alice\"\n",
+        "{}[[realms.default.principals]]\nid = \"alice\"\nroles = [\"demo\"]\n[[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"alice\"\n\
+        [[realms.default.oauth]]\nissuer = \"https://issuer.example\"\n\
+        keys = [{{ kty = \"OKP\", crv = \"Ed25519\", x = \"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\" }}]\n",
+        MINIMAL.replace("[realms.default]\n", "[realms.default]\nresource_url = \"https://mcp.example.com/mcp\"\n"),
         "c".repeat(64)
     );
     let path = write_config(dir.path(), &config);
+    let part = |json: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+    let claims = r#"{"iss":"https://issuer.example","aud":"https://mcp.example.com/mcp","sub":"topsecret-sub","exp":"topsecret-exp"}"#;
+    let jwt = format!("Bearer {}.{}.{}", part(r#"{"alg":"EdDSA"}"#), part(claims), part("topsecret-signature"));
     let (server, port) = serve(&["--config", path.to_str().unwrap()], &[("RUST_LOG", "trace")]);
     let client = reqwest::Client::new();
     for (name, value) in [
         ("authorization", "Bearer topsecret-ticket"),
+        ("authorization", jwt.as_str()),
         ("authorization", "Basic dG9wc2VjcmV0LXVzZXI6dG9wc2VjcmV0LXBhc3M="),
         ("proxy-authorization", "Basic topsecret-proxy"),
         ("cookie", "session=topsecret-cookie"),
@@ -466,6 +502,8 @@ async fn credentials_never_reach_logs_or_the_audit_trail() {
     let finished = server.finish(EXIT);
     assert_eq!(finished.status.code(), Some(0), "{}", finished.stderr);
     assert!(!finished.stderr.contains("topsecret"), "a credential reached the logs:\n{}", finished.stderr);
+    assert!(!finished.stderr.contains(&jwt[7..]), "a token reached the logs");
+    assert!(finished.stderr.contains("bearer JWT refused"), "the refusal is logged:\n{}", finished.stderr);
     assert!(!finished.stdout.contains("topsecret"), "a credential reached the audit trail");
     assert!(finished.stdout.contains("unauthenticated"), "the refusals were audited");
 }

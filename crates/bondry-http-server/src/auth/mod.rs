@@ -3,8 +3,11 @@
 //! Basic checks an argon2id hash from the configuration, off the async threads, and
 //! remembers a success briefly under a keyed hash (never the password). Any other
 //! Bearer token is a ticket, stored only as its SHA-256 and compared in constant time.
-//! No credential means the anonymous principal where the realm allows it; a credential
-//! that fails never falls back to anonymous.
+//! A Bearer token that is a JWT carrying `sub` goes to the realm's OAuth issuers
+//! ([`oauth`]). No credential means the anonymous principal where the realm allows it;
+//! a credential that fails never falls back to anonymous.
+
+pub mod oauth;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,6 +20,7 @@ use bondry_core::policy::{Principal, PrincipalKind};
 use bondry_mcp_proto::Error;
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
+pub use oauth::OAuth;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -44,6 +48,8 @@ pub struct Credentials {
     pub tickets: Vec<Ticket>,
     /// The roles of anonymous callers, or `None` when the realm refuses them.
     pub anonymous_roles: Option<Arc<[String]>>,
+    /// The realm's OAuth issuers and public resource URL, when it has them.
+    pub oauth: Option<Arc<OAuth>>,
 }
 
 /// How long a verified password is remembered.
@@ -55,6 +61,7 @@ const REMEMBERED: usize = 10_000;
 
 /// The authenticator of one realm.
 pub struct Authenticator {
+    realm: String,
     credentials: Credentials,
     /// Verified against when the principal is unknown, so a refusal takes as long either
     /// way; made at the first such refusal.
@@ -70,7 +77,9 @@ pub struct Authenticator {
 impl Authenticator {
     pub fn new(realm: &str, credentials: Credentials) -> Self {
         let mut challenges = Vec::new();
-        if !credentials.tickets.is_empty() {
+        if let Some(oauth) = &credentials.oauth {
+            challenges.push(format!("Bearer realm=\"{realm}\", resource_metadata=\"{}\"", oauth.metadata_url()));
+        } else if !credentials.tickets.is_empty() {
             challenges.push(format!("Bearer realm=\"{realm}\""));
         }
         if credentials.users.values().any(|user| user.password_hash.is_some()) {
@@ -82,6 +91,7 @@ impl Authenticator {
         let mut salt = [0; 32];
         getrandom::fill(&mut salt).expect("the operating system random source is available");
         Self {
+            realm: realm.to_owned(),
             credentials,
             decoy: std::sync::OnceLock::new(),
             checks: tokio::sync::Semaphore::new(CONCURRENT_CHECKS),
@@ -89,6 +99,11 @@ impl Authenticator {
             salt,
             verified: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The realm's OAuth verifier, when it has issuers.
+    pub fn oauth(&self) -> Option<&Arc<OAuth>> {
+        self.credentials.oauth.as_ref()
     }
 
     fn refused(&self) -> Error {
@@ -114,7 +129,12 @@ impl Authenticator {
         let (scheme, credential) = value.split_once(' ').ok_or_else(|| self.refused())?;
         let credential = credential.trim();
         if scheme.eq_ignore_ascii_case("bearer") {
-            self.ticket(credential)
+            match &self.credentials.oauth {
+                Some(oauth) if oauth::peek(credential).is_some() => {
+                    oauth.authenticate(credential, &self.realm).await.ok_or_else(|| self.refused())
+                }
+                _ => self.ticket(credential),
+            }
         } else if scheme.eq_ignore_ascii_case("basic") {
             let this = Arc::clone(self);
             let credential = credential.to_owned();

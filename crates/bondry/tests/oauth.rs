@@ -1,0 +1,394 @@
+//! Black-box tests of OAuth bearer tokens against a JWKS served on loopback: each
+//! algorithm, every way a token can be wrong, key rotation with its refresh limit,
+//! static keys and claim mapping, and the protected resource metadata (RFC 9728).
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+use support::{Req, TestServer};
+
+const ISSUER: &str = "https://issuer.test";
+const STATIC_ISSUER: &str = "https://static.test";
+const RESOURCE: &str = "https://mcp.example.test/mcp";
+const CHALLENGE: &str = "Bearer realm=\"default\", \
+    resource_metadata=\"https://mcp.example.test/.well-known/oauth-protected-resource/mcp\"";
+
+/// Test-only key pairs: `kid` → alg, private key (DER, base64) and public JWK.
+fn keys() -> Value {
+    serde_json::from_str(include_str!("fixtures/oauth-test-keys.json")).unwrap()
+}
+
+fn jwk(kid: &str) -> Value {
+    keys()[kid]["jwk"].clone()
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// Claims that pass: the test issuer, the realm as audience, valid for ten minutes.
+fn claims() -> Value {
+    json!({"iss": ISSUER, "aud": RESOURCE, "sub": "alice", "exp": now() + 600, "roles": ["demo"]})
+}
+
+/// A token for `claims`, signed with the test key `kid` and naming it.
+fn token(kid: &str, claims: &Value) -> String {
+    let entry = &keys()[kid];
+    let der = STANDARD.decode(entry["private_der"].as_str().unwrap()).unwrap();
+    let (alg, key) = match entry["alg"].as_str().unwrap() {
+        "RS256" => (Algorithm::RS256, EncodingKey::from_rsa_der(&der)),
+        "ES256" => (Algorithm::ES256, EncodingKey::from_ec_der(&der)),
+        "EdDSA" => (Algorithm::EdDSA, EncodingKey::from_ed_der(&der)),
+        other => panic!("no such test algorithm {other}"),
+    };
+    let mut header = Header::new(alg);
+    header.kid = Some(kid.to_owned());
+    jsonwebtoken::encode(&header, claims, &key).unwrap()
+}
+
+/// A JWKS endpoint on loopback whose key set the test changes, counting fetches.
+struct Jwks {
+    url: String,
+    keys: Arc<Mutex<Value>>,
+    fetches: Arc<AtomicUsize>,
+}
+
+impl Jwks {
+    async fn serve(kids: &[&str]) -> Self {
+        let keys = Arc::new(Mutex::new(Value::Null));
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let (served, counted) = (Arc::clone(&keys), Arc::clone(&fetches));
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(move || {
+                let (served, counted) = (Arc::clone(&served), Arc::clone(&counted));
+                async move {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    ([("content-type", "application/json")], served.lock().unwrap().to_string())
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let jwks = Self { url, keys, fetches };
+        jwks.publish(kids);
+        jwks
+    }
+
+    fn publish(&self, kids: &[&str]) {
+        *self.keys.lock().unwrap() = json!({"keys": kids.iter().map(|kid| jwk(kid)).collect::<Vec<_>>()});
+    }
+
+    fn fetches(&self) -> usize {
+        self.fetches.load(Ordering::SeqCst)
+    }
+}
+
+/// A realm that accepts tokens only: from the JWKS issuer, and from an issuer with a
+/// static Ed25519 key that grants `demo` to all its principals.
+fn config(jwks_url: &str) -> String {
+    let static_key = jwk("ed-1");
+    format!(
+        r#"
+[listeners.main]
+bind = "127.0.0.1:0"
+
+[realms.default]
+anonymous = false
+resource_url = "{RESOURCE}"
+
+[[realms.default.roles]]
+name = "demo"
+grants = ["demo.*"]
+
+[[realms.default.roles]]
+name = "admin"
+grants = ["admin.*"]
+
+[[realms.default.capabilities]]
+id = "demo.echo"
+kind = "tool"
+handler = "demo.echo"
+
+[[realms.default.capabilities]]
+id = "admin.reset"
+kind = "tool"
+handler = "admin.reset"
+
+[[realms.default.oauth]]
+issuer = "{ISSUER}"
+jwks_url = "{jwks_url}"
+jwks_refresh_interval_ms = 1500
+
+[[realms.default.oauth]]
+issuer = "{STATIC_ISSUER}"
+namespace = "static"
+roles_claim = "realm_access.roles"
+roles = ["demo"]
+keys = [{{ kty = "OKP", crv = "Ed25519", kid = "ed-1", x = "{x}" }}]
+
+[realms.other]
+anonymous_roles = []
+"#,
+        x = static_key["x"].as_str().unwrap(),
+    )
+}
+
+fn bearer(request: Req, token: &str) -> Req {
+    request.header("authorization", &format!("Bearer {token}"))
+}
+
+async fn listed(server: &TestServer, token: &str) -> Vec<String> {
+    let response = server.send(bearer(Req::modern("tools/list", json!({})), token)).await;
+    let result = response.assert_result();
+    result["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
+}
+
+#[track_caller]
+fn assert_refused(response: &support::Resp, case: &str) {
+    assert_eq!(response.status, 401, "{case}: {}", response.text());
+    assert!(response.body.is_empty(), "{case}: the body is empty");
+    let challenges: Vec<_> = response.headers.get_all("www-authenticate").iter().collect();
+    assert_eq!(challenges, [CHALLENGE], "{case}");
+}
+
+#[tokio::test]
+async fn tokens_of_each_algorithm_authenticate_with_their_roles() {
+    let jwks = Jwks::serve(&["rsa-1", "ec-1", "ed-1"]).await;
+    let server = TestServer::with_config(&config(&jwks.url)).await;
+    for kid in ["rsa-1", "ec-1", "ed-1"] {
+        assert_eq!(listed(&server, &token(kid, &claims())).await, ["demo.echo"], "{kid}");
+    }
+    let mut admin = claims();
+    admin["sub"] = json!("root");
+    admin["roles"] = json!("demo admin undefined-role");
+    assert_eq!(listed(&server, &token("rsa-1", &admin)).await, ["admin.reset", "demo.echo"]);
+    let response = server.send(bearer(Req::call("admin.reset", json!({})), &token("rsa-1", &admin))).await;
+    response.assert_result();
+    let records = server.stop().await;
+    let call = records.iter().find(|record| record["capability"] == "admin.reset").unwrap();
+    assert_eq!(call["principal"], "https://issuer.test#root");
+    assert_eq!(call["principal_kind"], "oauth");
+    assert_eq!(call["outcome"], "succeeded");
+}
+
+#[tokio::test]
+async fn every_wrong_token_is_refused_with_the_metadata_challenge() {
+    let jwks = Jwks::serve(&["rsa-1", "ec-1"]).await;
+    let server = TestServer::with_config(&config(&jwks.url)).await;
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut claims = claims();
+        change(&mut claims);
+        token("rsa-1", &claims)
+    };
+    let valid = token("rsa-1", &claims());
+    let (head, rest) = valid.split_once('.').unwrap();
+    let (_, signature) = rest.split_once('.').unwrap();
+    let mut forged = claims();
+    forged["roles"] = json!(["demo", "admin"]);
+    let tampered = format!("{head}.{}.{signature}", URL_SAFE_NO_PAD.encode(forged.to_string()));
+    let unsigned = format!(
+        "{}.{}.",
+        URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT","kid":"rsa-1"}"#),
+        URL_SAFE_NO_PAD.encode(claims().to_string())
+    );
+    // The classic confusion: an HMAC keyed with the issuer's public key.
+    let public_pem = keys()["rsa-1"]["public_pem"].as_str().unwrap().to_owned();
+    let mut hmac_header = Header::new(Algorithm::HS256);
+    hmac_header.kid = Some("rsa-1".into());
+    let hmac = jsonwebtoken::encode(&hmac_header, &claims(), &EncodingKey::from_secret(public_pem.as_bytes()).unwrap())
+        .unwrap();
+    let mut wrong_family = Header::new(Algorithm::ES256);
+    wrong_family.kid = Some("rsa-1".into());
+    let ec_der = STANDARD.decode(keys()["ec-1"]["private_der"].as_str().unwrap()).unwrap();
+    let misnamed = jsonwebtoken::encode(&wrong_family, &claims(), &EncodingKey::from_ec_der(&ec_der)).unwrap();
+    let cases = [
+        ("expired", with(&|c| c["exp"] = json!(now() - 3600))),
+        ("not yet valid", with(&|c| c["nbf"] = json!(now() + 3600))),
+        ("no expiry", with(&|c| drop(c.as_object_mut().unwrap().remove("exp")))),
+        ("wrong issuer", with(&|c| c["iss"] = json!("https://elsewhere.test"))),
+        ("another configured issuer", with(&|c| c["iss"] = json!(STATIC_ISSUER))),
+        ("wrong audience", with(&|c| c["aud"] = json!("https://mcp.example.test/mcp/realm/other"))),
+        ("no audience", with(&|c| drop(c.as_object_mut().unwrap().remove("aud")))),
+        ("empty subject", with(&|c| c["sub"] = json!(""))),
+        ("no subject", with(&|c| drop(c.as_object_mut().unwrap().remove("sub")))),
+        ("tampered claims", tampered),
+        ("tampered signature", {
+            let at = valid.len() - 20;
+            let flipped = if &valid[at..=at] == "A" { "B" } else { "A" };
+            format!("{}{flipped}{}", &valid[..at], &valid[at + 1..])
+        }),
+        ("alg none", unsigned),
+        ("HMAC with the public key", hmac),
+        ("kid of another key type", misnamed),
+        ("unknown kid", {
+            let der = STANDARD.decode(keys()["rsa-2"]["private_der"].as_str().unwrap()).unwrap();
+            let mut header = Header::new(Algorithm::RS256);
+            header.kid = Some("rsa-2".into());
+            jsonwebtoken::encode(&header, &claims(), &EncodingKey::from_rsa_der(&der)).unwrap()
+        }),
+    ];
+    for (case, token) in cases {
+        let response = server.send(bearer(Req::modern("tools/list", json!({})), &token)).await;
+        assert_refused(&response, case);
+    }
+    // The valid token still works, so the refusals above are the token's doing.
+    assert_eq!(listed(&server, &valid).await, ["demo.echo"]);
+    let records = server.stop().await;
+    let unauthenticated = records.iter().filter(|record| record["outcome"] == "unauthenticated").count();
+    assert_eq!(unauthenticated, 15, "every refusal is audited");
+}
+
+#[tokio::test]
+async fn a_rotated_key_is_fetched_at_most_once_per_interval() {
+    let jwks = Jwks::serve(&["rsa-1"]).await;
+    let server = TestServer::with_config(&config(&jwks.url)).await;
+    assert_eq!(listed(&server, &token("rsa-1", &claims())).await, ["demo.echo"]);
+    assert_eq!(jwks.fetches(), 1, "fetched once, then cached");
+
+    // The issuer rotates; once the interval has passed, the unknown kid triggers a fetch.
+    jwks.publish(&["rsa-2"]);
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert_eq!(listed(&server, &token("rsa-2", &claims())).await, ["demo.echo"]);
+    assert_eq!(jwks.fetches(), 2);
+
+    // Made-up key ids within the interval fetch nothing more.
+    for index in 0..5 {
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some(format!("made-up-{index}"));
+        let der = STANDARD.decode(keys()["rsa-1"]["private_der"].as_str().unwrap()).unwrap();
+        let token = jsonwebtoken::encode(&header, &claims(), &EncodingKey::from_rsa_der(&der)).unwrap();
+        assert_refused(&server.send(bearer(Req::modern("tools/list", json!({})), &token)).await, "made-up kid");
+    }
+    assert_eq!(jwks.fetches(), 2, "at most one fetch per interval");
+    // The rotated-out key no longer verifies.
+    assert_refused(&server.send(bearer(Req::modern("tools/list", json!({})), &token("rsa-1", &claims()))).await, "old");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn static_keys_namespace_principals_and_map_nested_role_claims() {
+    let jwks = Jwks::serve(&["rsa-1"]).await;
+    let server = TestServer::with_config(&config(&jwks.url)).await;
+    let mut claims = claims();
+    claims["iss"] = json!(STATIC_ISSUER);
+    claims["sub"] = json!("bob");
+    claims.as_object_mut().unwrap().remove("roles");
+    assert_eq!(listed(&server, &token("ed-1", &claims)).await, ["demo.echo"], "the issuer's own roles");
+    claims["realm_access"] = json!({"roles": ["admin"]});
+    assert_eq!(listed(&server, &token("ed-1", &claims)).await, ["admin.reset", "demo.echo"]);
+    server.send(bearer(Req::call("admin.reset", json!({})), &token("ed-1", &claims))).await.assert_result();
+    // The static issuer's key does not verify the JWKS issuer's tokens.
+    assert_refused(
+        &server.send(bearer(Req::modern("tools/list", json!({})), &token("ed-1", &self::claims()))).await,
+        "",
+    );
+    // Another realm without OAuth treats a JWT like any unknown bearer token.
+    let other = bearer(Req::modern("tools/list", json!({})).path("/mcp/realm/other"), &token("ed-1", &claims));
+    let response = server.send(other).await;
+    assert_eq!(response.status, 401);
+    assert_eq!(response.header("www-authenticate"), Some("Bearer realm=\"other\""));
+    let records = server.stop().await;
+    assert!(records.iter().any(|record| record["principal"] == "static#bob"), "{records:?}");
+}
+
+#[tokio::test]
+async fn protected_resource_metadata_is_served_where_oauth_is_configured() {
+    let jwks = Jwks::serve(&["rsa-1"]).await;
+    let server = TestServer::with_config(&config(&jwks.url)).await;
+    let expected = json!({
+        "resource": RESOURCE,
+        "authorization_servers": [ISSUER, STATIC_ISSUER],
+        "bearer_methods_supported": ["header"],
+    });
+    for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
+        let response = server.send(Req::post().method(reqwest::Method::GET).path(path)).await;
+        assert_eq!(response.status, 200, "{path}");
+        assert_eq!(response.header("content-type"), Some("application/json"));
+        assert_eq!(response.header("access-control-allow-origin"), Some("*"));
+        assert_eq!(response.json(), expected, "{path}");
+    }
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp/realm/other",
+        "/.well-known/oauth-protected-resource/mcp/realm/nowhere",
+        "/.well-known/oauth-protected-resource/elsewhere",
+        "/.well-known/openid-configuration",
+    ] {
+        let response = server.send(Req::post().method(reqwest::Method::GET).path(path)).await;
+        assert_eq!(response.status, 404, "{path}");
+    }
+    let posted = server.send(Req::post().path("/.well-known/oauth-protected-resource")).await;
+    assert_eq!(posted.status, 405);
+    assert_eq!(posted.header("allow"), Some("GET, HEAD, OPTIONS"));
+    // Without credentials the realm answers with the challenge that names the metadata.
+    assert_refused(&server.send(Req::modern("tools/list", json!({}))).await, "no credentials");
+    server.stop().await;
+
+    let plain = TestServer::start().await;
+    let response =
+        plain.send(Req::post().method(reqwest::Method::GET).path("/.well-known/oauth-protected-resource")).await;
+    assert_eq!(response.status, 404, "no OAuth, no metadata");
+    plain.stop().await;
+}
+
+#[tokio::test]
+async fn metadata_of_a_named_realm_sits_under_its_path() {
+    let config = format!(
+        r#"
+[listeners.main]
+bind = "127.0.0.1:0"
+
+[realms.default]
+
+[realms.ops]
+anonymous = false
+resource_url = "https://mcp.example.test/mcp/realm/ops"
+
+[[realms.ops.roles]]
+name = "ops"
+grants = ["demo.*"]
+
+[[realms.ops.capabilities]]
+id = "demo.echo"
+kind = "tool"
+handler = "demo.echo"
+
+[[realms.ops.oauth]]
+issuer = "{STATIC_ISSUER}"
+roles = ["ops"]
+keys = [{{ kty = "OKP", crv = "Ed25519", x = "{x}" }}]
+"#,
+        x = jwk("ed-1")["x"].as_str().unwrap()
+    );
+    let server = TestServer::with_config(&config).await;
+    let response = server
+        .send(Req::post().method(reqwest::Method::GET).path("/.well-known/oauth-protected-resource/mcp/realm/ops"))
+        .await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.json()["resource"], "https://mcp.example.test/mcp/realm/ops");
+    let refused = server.send(Req::modern("tools/list", json!({})).path("/mcp/realm/ops")).await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(
+        refused.header("www-authenticate"),
+        Some(
+            "Bearer realm=\"ops\", resource_metadata=\"https://mcp.example.test/.well-known/oauth-protected-resource/mcp/realm/ops\""
+        )
+    );
+    // A kid-less token verifies against the one key there is.
+    let der = STANDARD.decode(keys()["ed-1"]["private_der"].as_str().unwrap()).unwrap();
+    let mut claims = claims();
+    claims["iss"] = json!(STATIC_ISSUER);
+    claims["aud"] = json!("https://mcp.example.test/mcp/realm/ops");
+    let token = jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), &claims, &EncodingKey::from_ed_der(&der)).unwrap();
+    let response = server.send(bearer(Req::modern("tools/list", json!({})).path("/mcp/realm/ops"), &token)).await;
+    assert_eq!(response.assert_result()["tools"][0]["name"], "demo.echo");
+    server.stop().await;
+}
