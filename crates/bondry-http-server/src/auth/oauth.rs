@@ -514,7 +514,7 @@ fn verify_key(value: &Value) -> Result<Option<VerifyKey>, String> {
         }
     };
     let key = DecodingKey::from_jwk(&jwk).map_err(|e| format!("unusable key: {e}"))?;
-    if alg.is_some_and(|alg| alg.family() != key.family()) {
+    if let Some(alg) = alg.filter(|alg| alg.family() != key.family()) {
         return Err(format!("alg {alg:?} does not fit the key type"));
     }
     Ok(Some(VerifyKey { kid: common.key_id.clone(), alg, key }))
