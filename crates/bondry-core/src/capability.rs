@@ -94,7 +94,14 @@ pub struct Descriptor {
     pub kind: CapabilityKind,
     pub title: Option<String>,
     pub summary: Option<String>,
-    /// JSON Schema 2020-12 for the arguments; its root must be `type: "object"`.
+    /// A resource's URI, or a resource template's RFC 6570 URI template; `None` for
+    /// tools and prompts.
+    pub uri: Option<String>,
+    /// The media type of a resource's or template's contents, when known.
+    pub mime_type: Option<String>,
+    /// JSON Schema 2020-12 for the arguments; its root must be `type: "object"`. For a
+    /// prompt its properties are the prompt's (string) arguments; for a resource
+    /// template, the variables a matching URI yields.
     pub input_schema: Value,
     pub output_schema: Option<Value>,
     pub annotations: Annotations,

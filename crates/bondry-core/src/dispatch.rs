@@ -13,11 +13,12 @@ use std::task::{Context, Poll};
 use crate::BoxFuture;
 use crate::audit::AuditOutcome;
 use crate::capability::CapabilityKind;
-use crate::handler::{Answer, HandlerRequest};
+use crate::handler::{Answer, Completion, CompletionQuery, HandlerRequest};
 use crate::policy::Principal;
 use crate::realm::RealmSnapshot;
 use crate::registry::Capability;
 use crate::schema::Violation;
+use serde_json::{Map, Value};
 
 /// What a caller's name refers to in its view.
 #[derive(Debug)]
@@ -62,6 +63,77 @@ pub fn resolve(
     }
 }
 
+/// What a resource URI refers to in a caller's view.
+#[derive(Debug)]
+pub enum ResourceResolution {
+    /// A static resource (empty arguments), or a template with the URI's variables as
+    /// its arguments, typed as the template's input schema says.
+    Visible {
+        capability: Arc<Capability>,
+        arguments: Value,
+    },
+    /// A visible template matched, but a variable could not be read as its type.
+    InvalidVariables(Arc<Capability>),
+    Hidden(HiddenReason),
+}
+
+/// Looks `uri` up in `principal`'s view: a static resource first, then the templates in
+/// id order. A template the caller cannot see is passed over, as if it did not exist.
+pub fn resolve_resource(
+    snapshot: &RealmSnapshot,
+    principal: &Principal,
+    adapter: &str,
+    uri: &str,
+) -> ResourceResolution {
+    let permits = |capability: &Capability| snapshot.policy.permits(principal, adapter, capability.id());
+    let mut hidden = HiddenReason::NotFound;
+    if let Some(resource) = snapshot.catalogue.resource(uri) {
+        if permits(resource) {
+            return ResourceResolution::Visible {
+                capability: Arc::clone(resource),
+                arguments: Value::Object(Map::new()),
+            };
+        }
+        hidden = HiddenReason::Denied;
+    }
+    for capability in snapshot.catalogue.of_kind(CapabilityKind::ResourceTemplate) {
+        let Some(matched) = capability.template.as_ref().and_then(|template| template.matches(uri)) else {
+            continue;
+        };
+        if !permits(capability) {
+            hidden = HiddenReason::Denied;
+            continue;
+        }
+        let schema = &capability.descriptor.input_schema;
+        let arguments = matched.ok().and_then(|values| {
+            values.into_iter().map(|(name, raw)| Some((name.to_owned(), typed(schema, name, raw)?))).collect()
+        });
+        return match arguments {
+            Some(arguments) => {
+                ResourceResolution::Visible { capability: Arc::clone(capability), arguments: Value::Object(arguments) }
+            }
+            None => ResourceResolution::InvalidVariables(Arc::clone(capability)),
+        };
+    }
+    ResourceResolution::Hidden(hidden)
+}
+
+/// A URI variable as the type its property in `schema` declares: integers, numbers and
+/// booleans are parsed (`None` when the text is not one); anything else stays a string.
+fn typed(schema: &Value, name: &str, raw: String) -> Option<Value> {
+    let declared = schema.get("properties").and_then(|p| p.get(name)).and_then(|p| p.get("type"));
+    Some(match declared.and_then(Value::as_str) {
+        Some("integer") => Value::from(raw.parse::<i64>().ok()?),
+        Some("number") => Value::from(raw.parse::<f64>().ok().filter(|n| n.is_finite())?),
+        Some("boolean") => match raw.as_str() {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => return None,
+        },
+        _ => Value::String(raw),
+    })
+}
+
 /// Whether `capability` is in `principal`'s view through `adapter`.
 pub fn visible(snapshot: &RealmSnapshot, principal: &Principal, adapter: &str, capability: &Capability) -> bool {
     snapshot.policy.permits(principal, adapter, capability.id())
@@ -76,6 +148,8 @@ pub enum Outcome {
     InvalidInput(Vec<Violation>),
     /// The handler failed, or answered something the capability may not answer.
     Failed { code: String },
+    /// A completion hook answered.
+    Completed(Completion),
 }
 
 /// Failure codes the core itself assigns.
@@ -96,6 +170,7 @@ impl Outcome {
             Self::Answered(Answer::Failure { .. }) | Self::Failed { .. } => AuditOutcome::HandlerFailed,
             Self::Answered(_) => AuditOutcome::Succeeded,
             Self::InvalidInput(_) => AuditOutcome::InvalidInput,
+            Self::Completed(_) => AuditOutcome::Succeeded,
         }
     }
 }
@@ -131,11 +206,30 @@ pub async fn invoke(capability: &Capability, request: HandlerRequest) -> Outcome
     Outcome::Answered(answer)
 }
 
-/// Polls a handler's future, turning a panic into `None`.
-struct CatchUnwind<'a>(BoxFuture<'a, Answer>);
+/// Most values a completion offers; the rest are left out and `hasMore` set.
+pub const MAX_COMPLETION_VALUES: usize = 100;
 
-impl Future for CatchUnwind<'_> {
-    type Output = Option<Answer>;
+/// Runs `capability`'s completion hook for `query`; a panicking hook offers nothing.
+pub async fn complete(capability: &Capability, query: CompletionQuery) -> Outcome {
+    let completion = match panic::catch_unwind(AssertUnwindSafe(|| capability.handler.complete(query))) {
+        Ok(future) => CatchUnwind(future).await,
+        Err(_) => None,
+    };
+    let Some(mut completion) = completion else {
+        return Outcome::Failed { code: failure::HANDLER_PANICKED.to_owned() };
+    };
+    if completion.values.len() > MAX_COMPLETION_VALUES {
+        completion.values.truncate(MAX_COMPLETION_VALUES);
+        completion.has_more = Some(true);
+    }
+    Outcome::Completed(completion)
+}
+
+/// Polls a handler's future, turning a panic into `None`.
+struct CatchUnwind<'a, T>(BoxFuture<'a, T>);
+
+impl<T> Future for CatchUnwind<'_, T> {
+    type Output = Option<T>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match panic::catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {

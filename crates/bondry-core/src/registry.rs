@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::capability::{CapabilityId, CapabilityKind, Descriptor};
 use crate::handler::Handler;
 use crate::schema::{CompiledSchema, SchemaBounds, SchemaError};
+use crate::template::UriTemplate;
 
 /// A capability ready to serve: its descriptor, compiled schemas, handler and whatever
 /// each adapter's lint derived from it at load time.
@@ -19,6 +20,8 @@ pub struct Capability {
     pub descriptor: Descriptor,
     pub input: CompiledSchema,
     pub output: Option<CompiledSchema>,
+    /// A resource template's compiled URI template.
+    pub template: Option<UriTemplate>,
     pub handler: Arc<dyn Handler>,
     attachments: HashMap<&'static str, Arc<dyn Any + Send + Sync>>,
 }
@@ -69,6 +72,8 @@ pub enum CatalogueError {
     InputNotObject { id: CapabilityId },
     #[error("capability {id}: {message}")]
     Lint { id: CapabilityId, message: String },
+    #[error("capability {id}: {message}")]
+    Uri { id: CapabilityId, message: String },
 }
 
 /// An immutable, id-sorted set of capabilities with a version tag.
@@ -76,6 +81,8 @@ pub enum CatalogueError {
 pub struct Catalogue {
     version: u64,
     entries: Vec<Arc<Capability>>,
+    /// Static resources by URI.
+    resources: HashMap<String, Arc<Capability>>,
 }
 
 impl Catalogue {
@@ -103,6 +110,7 @@ impl Catalogue {
                 .map(|schema| CompiledSchema::compile(schema, bounds))
                 .transpose()
                 .map_err(schema_error("output"))?;
+            let template = uri_of(&descriptor).map_err(|message| CatalogueError::Uri { id: id.clone(), message })?;
             let mut attachments = HashMap::new();
             for lint in lints {
                 let attachment = lint
@@ -110,13 +118,21 @@ impl Catalogue {
                     .map_err(|message| CatalogueError::Lint { id: descriptor.id.clone(), message })?;
                 attachments.insert(lint.adapter(), attachment);
             }
-            entries.push(Arc::new(Capability { descriptor, input, output, handler, attachments }));
+            entries.push(Arc::new(Capability { descriptor, input, output, template, handler, attachments }));
         }
         entries.sort_by(|a, b| a.id().cmp(b.id()));
         if let Some(pair) = entries.windows(2).find(|pair| pair[0].id() == pair[1].id()) {
             return Err(CatalogueError::DuplicateId(pair[0].id().clone()));
         }
-        Ok(Self { version, entries })
+        let mut resources = HashMap::new();
+        for entry in entries.iter().filter(|entry| entry.kind() == CapabilityKind::Resource) {
+            let uri = entry.descriptor.uri.clone().unwrap_or_default();
+            if let Some(first) = resources.insert(uri.clone(), Arc::clone(entry)) {
+                let message = format!("resource URI {uri:?} is already served by {}", first.id());
+                return Err(CatalogueError::Uri { id: entry.id().clone(), message });
+            }
+        }
+        Ok(Self { version, entries, resources })
     }
 
     pub fn version(&self) -> u64 {
@@ -132,8 +148,53 @@ impl Catalogue {
         self.entries.binary_search_by(|entry| entry.id().as_str().cmp(id)).ok().map(|at| &self.entries[at])
     }
 
+    /// The static resource at `uri`.
+    pub fn resource(&self, uri: &str) -> Option<&Arc<Capability>> {
+        self.resources.get(uri)
+    }
+
+    /// Every capability of `kind`, in id order.
+    pub fn of_kind(&self, kind: CapabilityKind) -> impl Iterator<Item = &Arc<Capability>> {
+        self.entries.iter().filter(move |entry| entry.kind() == kind)
+    }
+
     /// Whether any capability is of `kind`.
     pub fn has_kind(&self, kind: CapabilityKind) -> bool {
         self.entries.iter().any(|entry| entry.kind() == kind)
+    }
+}
+
+/// Checks a descriptor's `uri` against its kind: a resource has an absolute URI, a
+/// template a URI template (compiled here), tools and prompts none.
+fn uri_of(descriptor: &Descriptor) -> Result<Option<UriTemplate>, String> {
+    let uri = descriptor.uri.as_deref();
+    match (descriptor.kind, uri) {
+        (CapabilityKind::Tool | CapabilityKind::Prompt, None) => Ok(None),
+        (CapabilityKind::Tool | CapabilityKind::Prompt, Some(_)) => {
+            Err(format!("a {} has no URI; only resources and resource templates do", descriptor.kind.as_str()))
+        }
+        (_, None) => Err(format!("a {} needs a URI", descriptor.kind.as_str())),
+        (CapabilityKind::Resource, Some(uri)) => {
+            let scheme = uri.split_once(':').map(|(scheme, _)| scheme).unwrap_or_default();
+            let valid = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+                && uri.len() <= 2048
+                && !uri.chars().any(|c| c.is_whitespace() || c.is_control());
+            if valid {
+                Ok(None)
+            } else {
+                Err(format!("{uri:?} is not an absolute URI (scheme:rest, at most 2048 bytes)"))
+            }
+        }
+        (CapabilityKind::ResourceTemplate, Some(text)) => {
+            let template = UriTemplate::parse(text).map_err(|e| format!("URI template {text:?}: {e}"))?;
+            if let Some(unknown) = template.variables().iter().find(|name| {
+                descriptor.input_schema.get("properties").and_then(|p| p.get(name.as_str())).is_none()
+                    && descriptor.input_schema.get("additionalProperties") == Some(&serde_json::Value::Bool(false))
+            }) {
+                return Err(format!("variable {unknown:?} is not allowed by the input schema"));
+            }
+            Ok(Some(template))
+        }
     }
 }

@@ -11,7 +11,6 @@ use axum::extract::{ConnectInfo, Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
-use bondry_core::dispatch;
 use bondry_mcp_proto::error::Context;
 use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Inbound, Reply, Revision, SessionRef, Step};
 use bytes::Bytes;
@@ -236,7 +235,7 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
             Arc::new(SilentPublisher),
         );
         let outcome = tokio::select! {
-            outcome = dispatch::invoke(call.capability(), request) => Some(outcome),
+            outcome = call.invoke(request) => Some(outcome),
             () = token.cancelled() => None,
             () = endpoint.hard_stop.cancelled() => None,
         };
@@ -290,7 +289,7 @@ async fn run(endpoint: &Endpoint, call: Call) -> Response {
     let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
     let request =
         call.handler_request(Arc::new(TokenCancellation(token)), Arc::new(SilentEmitter), Arc::new(SilentPublisher));
-    let outcome = dispatch::invoke(call.capability(), request).await;
+    let outcome = call.invoke(request).await;
     drop(guard.disarm());
     reply(endpoint, endpoint.adapter.complete(call, outcome, SystemTime::now()))
 }

@@ -6,16 +6,43 @@ use serde_json::{Value, json};
 
 use crate::Adapter;
 
-/// Whether the realm announces `tools`: only when it has any, whoever asks.
-pub fn announces_tools(realm: &RealmSnapshot) -> bool {
-    realm.catalogue.has_kind(CapabilityKind::Tool)
+/// Which server features a realm announces: a feature exists when the realm has a
+/// capability that needs it, whoever asks (never per principal).
+#[derive(Debug, Clone, Copy)]
+pub struct Announced {
+    pub tools: bool,
+    pub prompts: bool,
+    pub resources: bool,
+    /// Prompts and resource templates may complete their arguments.
+    pub completions: bool,
+}
+
+impl Announced {
+    pub fn of(realm: &RealmSnapshot) -> Self {
+        let has = |kind| realm.catalogue.has_kind(kind);
+        let templates = has(CapabilityKind::ResourceTemplate);
+        Self {
+            tools: has(CapabilityKind::Tool),
+            prompts: has(CapabilityKind::Prompt),
+            resources: has(CapabilityKind::Resource) || templates,
+            completions: has(CapabilityKind::Prompt) || templates,
+        }
+    }
 }
 
 /// Server capabilities announced in the modern era, computed per realm, never per principal.
 pub fn capabilities(realm: &RealmSnapshot) -> Value {
+    let announced = Announced::of(realm);
     let mut capabilities = serde_json::Map::new();
-    if announces_tools(realm) {
-        capabilities.insert("tools".into(), json!({}));
+    for (feature, on) in [
+        ("tools", announced.tools),
+        ("prompts", announced.prompts),
+        ("resources", announced.resources),
+        ("completions", announced.completions),
+    ] {
+        if on {
+            capabilities.insert(feature.into(), json!({}));
+        }
     }
     Value::Object(capabilities)
 }

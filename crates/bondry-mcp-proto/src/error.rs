@@ -24,6 +24,8 @@ pub mod code {
     pub const HEADER_MISMATCH: i64 = -32020;
     pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// What the handshake revisions answer for a resource that is not there.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
 }
 
 /// What is wrong with a routing header.
@@ -102,6 +104,19 @@ pub enum Error {
     InvalidParams { id: Id, detail: &'static str },
     /// The tool does not exist or the caller may not see it: the same bytes either way.
     UnknownTool { id: Id, name: String },
+    /// The resource does not exist or the caller may not see it: -32602 in the modern
+    /// era, -32002 inside a session, the same bytes either way.
+    ResourceNotFound { id: Id, uri: String, in_session: bool },
+    /// The URI matches a template, but its variables fail the template's schema.
+    InvalidResourceVariables { id: Id, uri: String },
+    /// The prompt does not exist or the caller may not see it.
+    UnknownPrompt { id: Id, name: String },
+    /// A prompt argument its schema requires is absent.
+    MissingPromptArgument { id: Id, name: String },
+    /// Prompt arguments that fail the prompt's schema.
+    InvalidPromptArguments { id: Id, violations: Vec<String> },
+    /// A prompt, resource or completion handler failed; its detail never leaks.
+    CapabilityFailed { id: Id, code: String },
     /// A list cursor is garbage or was issued for another view.
     InvalidCursor { id: Id },
     /// The server stopped waiting for this request at the end of its shutdown grace period.
@@ -218,6 +233,28 @@ impl Error {
                 (S::OK, INVALID_PARAMS, "Invalid params".into(), Some(json!({ "reason": detail })))
             }
             Self::UnknownTool { name, .. } => (S::OK, INVALID_PARAMS, format!("Unknown tool: {name}"), None),
+            Self::ResourceNotFound { uri, in_session, .. } => (
+                S::OK,
+                if *in_session { RESOURCE_NOT_FOUND } else { INVALID_PARAMS },
+                "Resource not found".into(),
+                Some(json!({ "uri": uri })),
+            ),
+            Self::InvalidResourceVariables { uri, .. } => {
+                (S::OK, INVALID_PARAMS, "Invalid params".into(), Some(json!({ "uri": uri })))
+            }
+            Self::UnknownPrompt { name, .. } => (S::OK, INVALID_PARAMS, format!("Unknown prompt: {name}"), None),
+            Self::MissingPromptArgument { name, .. } => {
+                (S::OK, INVALID_PARAMS, format!("Missing required argument: {name}"), None)
+            }
+            Self::InvalidPromptArguments { violations, .. } => {
+                (S::OK, INVALID_PARAMS, "Invalid params".into(), Some(json!({ "violations": violations })))
+            }
+            Self::CapabilityFailed { code, .. } => (
+                S::OK,
+                INTERNAL_ERROR,
+                crate::tools::FAILURE_TEXT.into(),
+                Some(json!({ crate::tools::ERROR_CODE_KEY: code })),
+            ),
             Self::InvalidCursor { .. } => (S::OK, INVALID_PARAMS, "Invalid cursor".into(), None),
             Self::ShuttingDown => (S::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "Server shutting down".into(), None),
         };
@@ -242,6 +279,12 @@ impl Error {
             | Self::MethodNotFound { id, .. }
             | Self::InvalidParams { id, .. }
             | Self::UnknownTool { id, .. }
+            | Self::ResourceNotFound { id, .. }
+            | Self::InvalidResourceVariables { id, .. }
+            | Self::UnknownPrompt { id, .. }
+            | Self::MissingPromptArgument { id, .. }
+            | Self::InvalidPromptArguments { id, .. }
+            | Self::CapabilityFailed { id, .. }
             | Self::InvalidCursor { id } => Some(id),
             _ => None,
         }
@@ -324,6 +367,13 @@ impl Error {
             Self::MethodNotFound { id: id(), method: "ping".into() },
             Self::InvalidParams { id: id(), detail: "params.name must be a string" },
             Self::UnknownTool { id: id(), name: "nope".into() },
+            Self::ResourceNotFound { id: id(), uri: "test://nope".into(), in_session: false },
+            Self::ResourceNotFound { id: id(), uri: "test://nope".into(), in_session: true },
+            Self::InvalidResourceVariables { id: id(), uri: "test://template/x/data".into() },
+            Self::UnknownPrompt { id: id(), name: "nope".into() },
+            Self::MissingPromptArgument { id: id(), name: "topic".into() },
+            Self::InvalidPromptArguments { id: id(), violations: vec!["/style: must be one of [\"short\"]".into()] },
+            Self::CapabilityFailed { id: id(), code: "handler_failed".into() },
             Self::InvalidCursor { id: id() },
             Self::ShuttingDown,
         ]

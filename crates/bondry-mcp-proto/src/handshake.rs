@@ -14,6 +14,7 @@ use bondry_core::realm::RealmSnapshot;
 use http::{Method, StatusCode};
 use serde_json::{Map, Value, json};
 
+use crate::discover::Announced;
 use crate::envelope::Envelope;
 use crate::error::Error;
 use crate::headers::{self, PROTOCOL_VERSION};
@@ -21,14 +22,22 @@ use crate::jsonrpc::Id;
 use crate::request::Request;
 use crate::revision::Revision;
 use crate::session::{self, Effect, LiveSession, SessionRef};
-use crate::{Adapter, Csprng, Inbound, Reply, Step, tools};
+use crate::{Adapter, Csprng, Inbound, Reply, Step, completion, listing, prompts, resources, tools};
 
 /// Server capabilities announced in the handshake era, computed per realm. Tool list
-/// changes reach sessions on their event stream, so `listChanged` is announced.
+/// changes reach sessions on their event stream, so `listChanged` is announced for tools.
 pub fn capabilities(realm: &RealmSnapshot) -> Value {
+    let announced = Announced::of(realm);
     let mut capabilities = Map::new();
-    if realm.catalogue.has_kind(CapabilityKind::Tool) {
+    if announced.tools {
         capabilities.insert("tools".into(), json!({"listChanged": true}));
+    }
+    for (feature, on) in
+        [("prompts", announced.prompts), ("resources", announced.resources), ("completions", announced.completions)]
+    {
+        if on {
+            capabilities.insert(feature.into(), json!({}));
+        }
     }
     Value::Object(capabilities)
 }
@@ -124,12 +133,20 @@ pub fn receive(
         now,
         session: Some(session),
     };
-    let serves_tools = realm.catalogue.has_kind(CapabilityKind::Tool);
+    let announced = Announced::of(realm);
     match method {
         "initialize" => Step::Reply(request.error(Error::AlreadyInitialized { id: request.id.clone() })),
         "ping" => Step::Reply(request.result(&json!({}))),
-        "tools/list" if serves_tools => Step::Reply(tools::list(&request)),
-        "tools/call" if serves_tools => tools::call(request, rng),
+        "tools/list" if announced.tools => Step::Reply(listing::list(&request, CapabilityKind::Tool)),
+        "tools/call" if announced.tools => tools::call(request, rng),
+        "prompts/list" if announced.prompts => Step::Reply(listing::list(&request, CapabilityKind::Prompt)),
+        "prompts/get" if announced.prompts => prompts::get(request, rng),
+        "resources/list" if announced.resources => Step::Reply(listing::list(&request, CapabilityKind::Resource)),
+        "resources/templates/list" if announced.resources => {
+            Step::Reply(listing::list(&request, CapabilityKind::ResourceTemplate))
+        }
+        "resources/read" if announced.resources => resources::read(request, rng),
+        "completion/complete" if announced.completions => completion::complete(request, rng),
         _ => Step::Reply(request.error(Error::MethodNotFound { id: request.id.clone(), method: method.to_owned() })),
     }
 }

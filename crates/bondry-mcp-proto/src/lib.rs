@@ -11,6 +11,7 @@
 //! then the method ([`discover`], [`tools`]). Every refusal is an [`error::Error`], and
 //! that one table decides its status, code and message.
 
+pub mod completion;
 pub mod cursor;
 pub mod discover;
 pub mod envelope;
@@ -20,8 +21,11 @@ pub mod head;
 pub mod headers;
 pub mod jsonrpc;
 pub mod lint;
+pub mod listing;
 mod modern;
+pub mod prompts;
 mod request;
+pub mod resources;
 pub mod revision;
 pub mod seal;
 pub mod sentinel;
@@ -32,9 +36,13 @@ pub mod tools;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use bondry_core::BoxFuture;
 use bondry_core::audit::{AuditOutcome, AuditRecord, Digest};
-use bondry_core::dispatch::Outcome;
-use bondry_core::handler::{Cancellation, Emitter, HandlerRequest, InvocationId, Publisher, Retry, TraceContext};
+use bondry_core::capability::CapabilityKind;
+use bondry_core::dispatch::{self, Outcome};
+use bondry_core::handler::{
+    Cancellation, CompletionQuery, Emitter, HandlerRequest, InvocationId, Publisher, Retry, TraceContext,
+};
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
 use bondry_core::registry::Capability;
@@ -336,25 +344,63 @@ impl Adapter {
     /// Shapes the outcome of a dispatched call into its reply and audit record.
     pub fn complete(&self, call: Call, outcome: Outcome, now: SystemTime) -> Reply {
         let era = if call.session.is_some() { Era::Handshake } else { Era::Modern };
-        let result = tools::call_result(
-            &outcome,
-            Some(call.invocation.as_str()),
-            &self.server_meta,
-            call.capability.id().as_str(),
-            era,
-        );
-        let audit_outcome = match &outcome {
-            Outcome::Answered(bondry_core::handler::Answer::InputRequired { .. }) => AuditOutcome::HandlerFailed,
+        let shaped = match (&call.completion, call.capability.kind()) {
+            (Some(_), _) => completion::result(&outcome, &call, &self.server_meta, era),
+            (None, CapabilityKind::Tool) => Ok(tools::call_result(
+                &outcome,
+                Some(call.invocation.as_str()),
+                &self.server_meta,
+                call.capability.id().as_str(),
+                era,
+            )),
+            (None, CapabilityKind::Prompt) => prompts::result(&outcome, &call, &self.server_meta, era),
+            (None, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) => {
+                resources::result(&outcome, &call, &self.server_meta, era)
+            }
+        };
+        let audit_outcome = match (&outcome, &shaped) {
+            // Until multi-round-trip requests land (issue 6), asking for input fails.
+            (Outcome::Answered(bondry_core::handler::Answer::InputRequired { .. }), _) => AuditOutcome::HandlerFailed,
+            (Outcome::Answered(_), Err(_)) => AuditOutcome::HandlerFailed,
             _ => outcome.audit_outcome(),
         };
-        let body = jsonrpc::result_body(&call.id, &result);
-        let mut record = call.into_record(audit_outcome, now);
-        record.result_sha256 = Some(Digest::of(result, body.len()));
-        Reply::json(StatusCode::OK, body).audited(record)
+        match shaped {
+            Ok(result) => {
+                let body = jsonrpc::result_body(&call.id, &result);
+                let mut record = call.into_record(audit_outcome, now);
+                record.result_sha256 = Some(Digest::of(result, body.len()));
+                Reply::json(StatusCode::OK, body).audited(record)
+            }
+            Err(error) => {
+                let context = error::Context {
+                    in_session: call.session.is_some(),
+                    null_id: call.session.as_ref().is_some_and(|s| s.revision == Revision::V2025_06_18),
+                };
+                let record = call.into_record(audit_outcome, now);
+                Reply::error(error, context).audited(record)
+            }
+        }
     }
 }
 
 use jsonrpc::Id;
+
+/// What a method leaves `receive` with once every pre-dispatch check passed.
+pub(crate) struct Admitted {
+    pub capability: Arc<Capability>,
+    pub arguments: Value,
+    pub retry: Option<Retry>,
+    /// Set for `completion/complete`: the hook to run instead of the handler's call.
+    pub completion: Option<CompletionQuery>,
+    /// The URI a `resources/read` names, which its errors echo.
+    pub uri: Option<String>,
+}
+
+impl Admitted {
+    pub fn new(capability: Arc<Capability>, arguments: Value) -> Self {
+        Self { capability, arguments, retry: None, completion: None, uri: None }
+    }
+}
 
 /// A call that passed every check and waits for the runtime to run it.
 #[derive(Debug)]
@@ -368,6 +414,8 @@ pub struct Call {
     client_capabilities: Value,
     trace: TraceContext,
     retry: Option<Retry>,
+    completion: Option<CompletionQuery>,
+    uri: Option<String>,
     received: SystemTime,
     /// The size of the request body, a bound on the arguments' serialised size.
     body_len: usize,
@@ -375,7 +423,7 @@ pub struct Call {
 }
 
 impl Call {
-    fn new(request: request::Request<'_>, admitted: tools::Admitted, rng: &mut dyn Csprng) -> Self {
+    fn new(request: request::Request<'_>, admitted: Admitted, rng: &mut dyn Csprng) -> Self {
         let mut bytes = [0; 16];
         rng.fill(&mut bytes);
         Self {
@@ -388,6 +436,8 @@ impl Call {
             client_capabilities: request.envelope.client_capabilities,
             trace: request.envelope.trace,
             retry: admitted.retry,
+            completion: admitted.completion,
+            uri: admitted.uri,
             received: request.now,
             body_len: request.body_len,
             session: request.session,
@@ -397,6 +447,15 @@ impl Call {
     /// The capability to invoke.
     pub fn capability(&self) -> &Capability {
         &self.capability
+    }
+
+    /// Runs the call through the core: the handler, or for `completion/complete` its
+    /// completion hook.
+    pub fn invoke(&self, request: HandlerRequest) -> BoxFuture<'_, Outcome> {
+        match &self.completion {
+            Some(query) => Box::pin(dispatch::complete(&self.capability, query.clone())),
+            None => Box::pin(dispatch::invoke(&self.capability, request)),
+        }
     }
 
     pub fn invocation(&self) -> &InvocationId {

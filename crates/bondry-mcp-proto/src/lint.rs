@@ -44,6 +44,14 @@ pub struct ToolWire {
     pub hash: String,
 }
 
+/// What the lint attaches to a prompt, resource or resource template: its list entry,
+/// the same in every era, rendered once, and its content hash.
+#[derive(Debug)]
+pub struct EntryWire {
+    pub json: Box<RawValue>,
+    pub hash: String,
+}
+
 /// The MCP adapter's [`Lint`].
 #[derive(Debug, Default)]
 pub struct McpLint;
@@ -55,7 +63,7 @@ impl Lint for McpLint {
 
     fn check(&self, descriptor: &Descriptor) -> Result<Arc<dyn Any + Send + Sync>, String> {
         if descriptor.kind != CapabilityKind::Tool {
-            return Ok(Arc::new(()));
+            return entry(descriptor).map(|wire| Arc::new(wire) as Arc<dyn Any + Send + Sync>);
         }
         let params = param_headers(&descriptor.input_schema)?;
         let annotations = annotations_json(&descriptor.annotations);
@@ -94,6 +102,64 @@ impl Lint for McpLint {
         let handshake = serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?;
         Ok(Arc::new(ToolWire { params, modern, handshake, hash }))
     }
+}
+
+/// The list entry of a prompt, resource or resource template.
+fn entry(descriptor: &Descriptor) -> Result<EntryWire, String> {
+    let mut entry = Map::new();
+    match descriptor.kind {
+        CapabilityKind::Resource => {
+            entry.insert("uri".into(), json!(descriptor.uri));
+        }
+        CapabilityKind::ResourceTemplate => {
+            entry.insert("uriTemplate".into(), json!(descriptor.uri));
+        }
+        _ => {}
+    }
+    entry.insert("name".into(), json!(descriptor.id.as_str()));
+    if let Some(title) = &descriptor.title {
+        entry.insert("title".into(), json!(title));
+    }
+    if let Some(summary) = &descriptor.summary {
+        entry.insert("description".into(), json!(summary));
+    }
+    if let Some(mime_type) = &descriptor.mime_type {
+        entry.insert("mimeType".into(), json!(mime_type));
+    }
+    if descriptor.kind == CapabilityKind::Prompt {
+        entry.insert("arguments".into(), Value::Array(prompt_arguments(&descriptor.input_schema)?));
+    }
+    let mut hashed = entry.clone();
+    hashed.insert("inputSchema".into(), descriptor.input_schema.clone());
+    hashed.insert("binding".into(), json!({"kind": descriptor.binding.kind, "target": descriptor.binding.target}));
+    let hash = format!("sha256:{}", canon::digest(&Value::Object(hashed)));
+    entry.insert("_meta".into(), json!({ HASH_KEY: hash }));
+    let json = serde_json::value::to_raw_value(&entry).map_err(|error| error.to_string())?;
+    Ok(EntryWire { json, hash })
+}
+
+/// A prompt's arguments, from its input schema: every property is one (a string, as
+/// prompt arguments are), required when the schema requires it.
+pub fn prompt_arguments(schema: &Value) -> Result<Vec<Value>, String> {
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let mut arguments = Vec::new();
+    for (name, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        let declared = property.get("type");
+        if declared.is_some_and(|ty| ty != "string") {
+            return Err(format!("prompt argument {name:?} must be a string (prompt arguments are strings)"));
+        }
+        let mut argument = Map::new();
+        argument.insert("name".into(), json!(name));
+        for key in ["title", "description"] {
+            if let Some(text) = property.get(key).and_then(Value::as_str) {
+                argument.insert(key.into(), json!(text));
+            }
+        }
+        argument.insert("required".into(), json!(required.contains(&name.as_str())));
+        arguments.push(Value::Object(argument));
+    }
+    Ok(arguments)
 }
 
 fn annotations_json(annotations: &Annotations) -> Option<Value> {

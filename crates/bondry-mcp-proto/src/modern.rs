@@ -12,7 +12,8 @@ use crate::error::{Error, HeaderFault};
 use crate::headers::{self, METHOD, NAME, PROTOCOL_VERSION};
 use crate::jsonrpc::Id;
 use crate::request::Request;
-use crate::{Adapter, Csprng, Step, discover, tools};
+use crate::{Adapter, Csprng, Step, completion, discover, listing, prompts, resources, tools};
+use bondry_core::capability::CapabilityKind;
 
 /// The modern pipeline for a request that carries a claim.
 #[allow(clippy::too_many_arguments)]
@@ -55,11 +56,19 @@ pub fn receive(
         return header_error(&header, fault).into();
     }
     let request = Request { adapter, headers, body_len, id, params, envelope, realm, principal, now, session: None };
-    let announces_tools = discover::announces_tools(realm);
+    let announced = discover::Announced::of(realm);
     match method {
         "server/discover" => Step::Reply(request.result(&discover::result(adapter, realm))),
-        "tools/list" if announces_tools => Step::Reply(tools::list(&request)),
-        "tools/call" if announces_tools => tools::call(request, rng),
+        "tools/list" if announced.tools => Step::Reply(listing::list(&request, CapabilityKind::Tool)),
+        "tools/call" if announced.tools => tools::call(request, rng),
+        "prompts/list" if announced.prompts => Step::Reply(listing::list(&request, CapabilityKind::Prompt)),
+        "prompts/get" if announced.prompts => prompts::get(request, rng),
+        "resources/list" if announced.resources => Step::Reply(listing::list(&request, CapabilityKind::Resource)),
+        "resources/templates/list" if announced.resources => {
+            Step::Reply(listing::list(&request, CapabilityKind::ResourceTemplate))
+        }
+        "resources/read" if announced.resources => resources::read(request, rng),
+        "completion/complete" if announced.completions => completion::complete(request, rng),
         _ => Error::MethodNotFound { id: request.id, method: method.to_owned() }.into(),
     }
 }

@@ -1,11 +1,14 @@
 //! A request the adapter has attributed to an era, with everything a method needs.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use bondry_core::audit::{AuditOutcome, AuditRecord};
+use bondry_core::handler::Retry;
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
+use bondry_core::registry::Capability;
 use http::HeaderMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -52,6 +55,34 @@ impl Request<'_> {
 
     pub fn result(&self, result: &impl Serialize) -> Reply {
         Reply::json(http::StatusCode::OK, crate::jsonrpc::result_body(&self.id, result))
+    }
+
+    /// The client capabilities `capability` always needs that this request (or, in the
+    /// handshake era, its session's `initialize`) did not declare; `None` when none lack.
+    pub fn missing_client_capabilities(&self, capability: &Capability) -> Option<Value> {
+        let required = capability.descriptor.requires_client.as_ref()?;
+        let missing = crate::tools::missing_capabilities(required, &self.envelope.client_capabilities);
+        missing.as_object().is_some_and(|missing| !missing.is_empty()).then_some(missing)
+    }
+
+    /// A modern retry's `inputResponses` and `requestState`; the handshake era has none.
+    pub fn retry(&self) -> Result<Option<Retry>, Error> {
+        if self.era() == Era::Handshake {
+            return Ok(None);
+        }
+        let retry = match self.params.get("inputResponses") {
+            None => None,
+            Some(Value::Object(responses)) if responses.values().all(Value::is_object) => {
+                Some(Retry { responses: responses.clone().into_iter().collect::<BTreeMap<_, _>>(), state: None })
+            }
+            Some(_) => return Err(Error::InvalidInputResponses { id: self.id.clone() }),
+        };
+        // No requestState is ever sealed before multi-round-trip requests land (issue 6), so
+        // any presented one cannot open.
+        if self.params.contains_key("requestState") {
+            return Err(Error::InvalidRequestState { id: self.id.clone() });
+        }
+        Ok(retry)
     }
 
     /// An audit record for a refusal of `name` before dispatch.

@@ -1,27 +1,20 @@
 //! `tools/list` and `tools/call`: listing a caller's view, the checks a call passes before
 //! dispatch, and shaping the outcome into a `CallToolResult`.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use bondry_core::capability::CapabilityKind;
 use bondry_core::dispatch::{self, Outcome, Resolution};
-use bondry_core::handler::{Answer, Retry};
+use bondry_core::handler::Answer;
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
-use bondry_core::registry::Capability;
 use http::HeaderMap;
-use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::cursor::{self, ViewHash};
 use crate::error::{Error, HeaderFault};
 use crate::headers::{self, param_header_display};
 use crate::lint::{ParamHeader, ParamType, ToolWire};
 use crate::request::Request;
 use crate::revision::Era;
-use crate::{ADAPTER, Call, Csprng, Reply, Step, shape};
+use crate::{ADAPTER, Admitted, Call, Csprng, Reply, Step, shape};
 
 /// `_meta` keys Bondry adds to call results.
 pub const INVOCATION_ID_KEY: &str = "dev.bondry/invocationId";
@@ -34,96 +27,10 @@ pub const MISSING_CLIENT_CAPABILITY: &str = "missing_client_capability";
 /// Until multi-round-trip requests land (issue 6), a handler asking for input fails.
 pub const INPUT_REQUIRED_UNAVAILABLE: &str = "input_required_unavailable";
 
-pub fn list(request: &Request<'_>) -> Reply {
-    let cursor = match request.params.get("cursor") {
-        None => None,
-        Some(Value::String(cursor)) => Some(cursor.as_str()),
-        Some(_) => {
-            return request
-                .error(Error::InvalidParams { id: request.id.clone(), detail: "params.cursor must be a string" });
-        }
-    };
-    let view = view(request.realm, request.principal);
-    let view_hash = view_hash(&view);
-    let start = match cursor {
-        None => 0,
-        Some(cursor) => match cursor::decode(&view_hash, cursor) {
-            Some(after) => view.partition_point(|capability| capability.id().as_str() <= after.as_str()),
-            None => return request.error(Error::InvalidCursor { id: request.id.clone() }),
-        },
-    };
-    let page_size = request.adapter.settings.page_size.max(1);
-    let page = &view[start..view.len().min(start.saturating_add(page_size))];
-    let next_cursor = (start + page.len() < view.len())
-        .then(|| page.last().map(|last| cursor::encode(&view_hash, last.id().as_str())))
-        .flatten();
-
-    let wires = page.iter().filter_map(|capability| capability.attachment::<ToolWire>(ADAPTER));
-
-    /// A list page; the caching fields, `resultType` and server info are modern only.
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct ListResult<'a> {
-        tools: Vec<&'a RawValue>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        next_cursor: Option<String>,
-        #[serde(flatten, skip_serializing_if = "Option::is_none")]
-        modern: Option<ModernFields>,
-    }
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct ModernFields {
-        result_type: &'static str,
-        ttl_ms: u64,
-        cache_scope: &'static str,
-        #[serde(rename = "_meta")]
-        meta: Value,
-    }
-    let (tools, modern) = match request.era() {
-        Era::Modern => (
-            wires.map(|wire| &*wire.modern).collect(),
-            Some(ModernFields {
-                result_type: "complete",
-                ttl_ms: request.adapter.settings.list_ttl_ms,
-                cache_scope: "private",
-                meta: request.adapter.server_meta(),
-            }),
-        ),
-        Era::Handshake => (wires.map(|wire| &*wire.handshake).collect(), None),
-    };
-    request.result(&ListResult { tools, next_cursor, modern })
-}
-
-/// The tools `principal` can list in `realm`, in id order.
-fn view<'a>(realm: &'a RealmSnapshot, principal: &Principal) -> Vec<&'a Arc<Capability>> {
-    realm
-        .catalogue
-        .iter()
-        .filter(|capability| capability.kind() == CapabilityKind::Tool)
-        .filter(|capability| dispatch::visible(realm, principal, ADAPTER, capability))
-        .collect()
-}
-
-/// A view's hash: its ids and content hashes, so any change to what a caller would list
-/// (a grant, a tool, a tool's definition) changes it.
-fn view_hash(view: &[&Arc<Capability>]) -> ViewHash {
-    ViewHash::of(view.iter().flat_map(|capability| {
-        let hash = capability.attachment::<ToolWire>(ADAPTER).map_or("", |wire| wire.hash.as_str());
-        [capability.id().as_str(), hash]
-    }))
-}
-
 /// Whether `principal`'s tool list differs between two snapshots of a realm: what a
 /// `notifications/tools/list_changed` announces.
 pub fn list_changed(old: &RealmSnapshot, new: &RealmSnapshot, principal: &Principal) -> bool {
-    view_hash(&view(old, principal)) != view_hash(&view(new, principal))
-}
-
-/// What a `tools/call` leaves `receive` with once every pre-dispatch check passed.
-pub struct Admitted {
-    pub capability: Arc<Capability>,
-    pub arguments: Value,
-    pub retry: Option<Retry>,
+    crate::listing::list_changed(old, new, principal, CapabilityKind::Tool)
 }
 
 /// A `tools/call`: refused before dispatch, or a [`Call`] to run.
@@ -162,51 +69,37 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
             detail: "argument names starting with _mcp are reserved",
         }));
     }
-    if let Some(required) = &capability.descriptor.requires_client {
-        let missing = missing_capabilities(required, &request.envelope.client_capabilities);
-        if missing.as_object().is_some_and(|missing| !missing.is_empty()) {
-            if request.era() == Era::Handshake {
-                // The capabilities were fixed at `initialize`: a tool error the model can read.
-                let refused = Outcome::Answered(Answer::ToolError {
-                    code: MISSING_CLIENT_CAPABILITY.into(),
-                    retryable: false,
-                    content: None,
-                });
-                let result = call_result(&refused, None, &request.adapter.server_meta(), name, Era::Handshake);
-                let record = request.audit(name, bondry_core::audit::AuditOutcome::InvalidInput);
-                return Err(Box::new(request.result(&result).audited(record)));
-            }
-            return Err(refuse(Error::MissingClientCapability { id: id(), missing }));
+    if let Some(missing) = request.missing_client_capabilities(&capability) {
+        if request.era() == Era::Handshake {
+            // The capabilities were fixed at `initialize`: a tool error the model can read.
+            let refused = Outcome::Answered(Answer::ToolError {
+                code: MISSING_CLIENT_CAPABILITY.into(),
+                retryable: false,
+                content: None,
+            });
+            let result = call_result(&refused, None, &request.adapter.server_meta(), name, Era::Handshake);
+            let record = request.audit(name, bondry_core::audit::AuditOutcome::InvalidInput);
+            return Err(Box::new(request.result(&result).audited(record)));
         }
+        return Err(refuse(Error::MissingClientCapability { id: id(), missing }));
     }
     if request.era() == Era::Handshake {
         // Routing headers and multi-round-trip fields belong to the modern era.
-        return Ok(Admitted { capability, arguments: Value::Object(arguments), retry: None });
+        return Ok(Admitted::new(capability, Value::Object(arguments)));
     }
     if let Some(wire) = capability.attachment::<ToolWire>(ADAPTER)
         && let Err((header, fault)) = check_param_headers(request.headers, &wire.params, &arguments)
     {
         return Err(refuse(Error::HeaderMismatch { id: Some(id()), header, fault }));
     }
-    let retry = match request.params.get("inputResponses") {
-        None => None,
-        Some(Value::Object(responses)) if responses.values().all(Value::is_object) => {
-            Some(Retry { responses: responses.clone().into_iter().collect::<BTreeMap<_, _>>(), state: None })
-        }
-        Some(_) => return Err(refuse(Error::InvalidInputResponses { id: id() })),
-    };
-    // No requestState is ever sealed before multi-round-trip requests land (issue 6), so
-    // any presented one cannot open.
-    if request.params.contains_key("requestState") {
-        return Err(refuse(Error::InvalidRequestState { id: id() }));
-    }
-    Ok(Admitted { capability, arguments: Value::Object(arguments), retry })
+    let retry = request.retry().map_err(refuse)?;
+    Ok(Admitted { retry, ..Admitted::new(capability, Value::Object(arguments)) })
 }
 
 /// The parts of `required` that `declared` lacks, recursively through objects. A declared
 /// value that is not an object declares nothing, and an empty `elicitation` declares form
 /// mode, as the revision defines it.
-fn missing_capabilities(required: &Value, declared: &Value) -> Value {
+pub(crate) fn missing_capabilities(required: &Value, declared: &Value) -> Value {
     let mut missing = Map::new();
     if let Value::Object(required) = required {
         for (key, needed) in required {
@@ -276,7 +169,7 @@ fn check_param_headers(
 
 /// Error codes are identifiers, never messages: a code that does not look like one (it
 /// could carry a backend's detail, a host name or a URI) is replaced by a generic code.
-fn stable_code(code: &str) -> &str {
+pub(crate) fn stable_code(code: &str) -> &str {
     let is_identifier = (1..=64).contains(&code.len())
         && code.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-'));
     if is_identifier { code } else { HANDLER_FAILED }
@@ -372,7 +265,7 @@ pub fn call_result(
         Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => failure(code, false, generic()),
         Outcome::Answered(Answer::InputRequired { .. }) => failure(INPUT_REQUIRED_UNAVAILABLE, false, generic()),
         // The core only answers a tool with the kinds above; anything else is a failure.
-        Outcome::Answered(Answer::Messages { .. } | Answer::Contents { .. }) => {
+        Outcome::Answered(Answer::Messages { .. } | Answer::Contents { .. }) | Outcome::Completed(_) => {
             failure(dispatch::failure::WRONG_ANSWER_KIND, false, generic())
         }
     };

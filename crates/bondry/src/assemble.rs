@@ -478,13 +478,9 @@ fn registration(
     let id = CapabilityId::new(&raw.id).map_err(|e| loaded.error(format!("{}: {e}", at("id"))))?;
     let kind = match raw.kind.as_str() {
         "tool" => CapabilityKind::Tool,
-        "prompt" | "resource" | "resource_template" => {
-            return Err(loaded.error(format!(
-                "{}: {:?} capabilities are served from issue 5 on; use \"tool\"",
-                at("kind"),
-                raw.kind
-            )));
-        }
+        "prompt" => CapabilityKind::Prompt,
+        "resource" => CapabilityKind::Resource,
+        "resource_template" => CapabilityKind::ResourceTemplate,
         other => {
             return Err(loaded.error(format!(
                 "{}: {other:?} is not a kind; use \"tool\", \"prompt\", \"resource\" or \"resource_template\"",
@@ -547,6 +543,8 @@ fn registration(
             kind,
             title: raw.title.clone().or_else(|| builtin.title.clone()),
             summary: raw.summary.clone().or_else(|| builtin.summary.clone()),
+            uri: raw.uri.clone().or_else(|| builtin.uri.clone()),
+            mime_type: raw.mime_type.clone().or_else(|| builtin.mime_type.clone()),
             input_schema,
             output_schema,
             annotations,

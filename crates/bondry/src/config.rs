@@ -245,6 +245,9 @@ pub struct RawCapability {
     #[serde(default = "builtin")]
     pub backend: String,
     pub handler: String,
+    /// A resource's URI or a resource template's URI template; the handler's when absent.
+    pub uri: Option<String>,
+    pub mime_type: Option<String>,
     pub title: Option<String>,
     pub summary: Option<String>,
     pub input_schema: Option<String>,

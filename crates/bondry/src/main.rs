@@ -80,7 +80,7 @@ fn main() -> ExitCode {
 
 fn check(path: PathBuf) -> anyhow::Result<()> {
     let loaded = config::load(Some(&path), std::env::vars())?;
-    assemble(&loaded, &Builtins::demo(), &Overrides::default(), false)?;
+    assemble(&loaded, &Builtins::bundled(), &Overrides::default(), false)?;
     println!("{}: ok", path.display());
     Ok(())
 }
@@ -114,7 +114,7 @@ fn new_ticket(realm: &str, principal: &str, roles: Option<Vec<String>>) -> anyho
 
 fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()> {
     let loaded = config::load(path.as_deref(), std::env::vars())?;
-    let assembled = assemble(&loaded, &Builtins::demo(), &Overrides { listen }, true)?;
+    let assembled = assemble(&loaded, &Builtins::bundled(), &Overrides { listen }, true)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // Listen for signals before announcing readiness: a signal sent right after the

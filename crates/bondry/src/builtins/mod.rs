@@ -9,6 +9,8 @@ use bondry_core::capability::{Annotations, CapabilityKind};
 use bondry_core::handler::{Answer, ContentBlock, Handler, HandlerRequest};
 use serde_json::{Value, json};
 
+pub mod conformance;
+
 /// A handler with the defaults of the capability it serves; a config stanza naming the
 /// handler may override the title, summary, schemas and annotations.
 #[derive(Clone)]
@@ -21,21 +23,53 @@ pub struct Builtin {
     pub output_schema: Option<Value>,
     pub annotations: Annotations,
     pub requires_client: Option<Value>,
+    /// A resource's URI or a resource template's URI template.
+    pub uri: Option<String>,
+    pub mime_type: Option<String>,
 }
 
 impl Builtin {
-    /// A tool builtin with an input schema and nothing else set.
-    pub fn tool(handler: impl Handler, input_schema: Value) -> Self {
+    fn of(kind: CapabilityKind, handler: impl Handler, input_schema: Value) -> Self {
         Self {
             handler: Arc::new(handler),
-            kind: CapabilityKind::Tool,
+            kind,
             title: None,
             summary: None,
             input_schema,
             output_schema: None,
             annotations: Annotations::default(),
             requires_client: None,
+            uri: None,
+            mime_type: None,
         }
+    }
+
+    /// A tool builtin with an input schema and nothing else set.
+    pub fn tool(handler: impl Handler, input_schema: Value) -> Self {
+        Self::of(CapabilityKind::Tool, handler, input_schema)
+    }
+
+    /// A prompt builtin; the schema's properties are its (string) arguments.
+    pub fn prompt(handler: impl Handler, arguments_schema: Value) -> Self {
+        Self::of(CapabilityKind::Prompt, handler, arguments_schema)
+    }
+
+    /// A static resource at `uri`.
+    pub fn resource(handler: impl Handler, uri: &str) -> Self {
+        Self { uri: Some(uri.to_owned()), ..Self::of(CapabilityKind::Resource, handler, json!({"type": "object"})) }
+    }
+
+    /// A resource template; the schema types the variables a matching URI yields.
+    pub fn template(handler: impl Handler, uri_template: &str, variables_schema: Value) -> Self {
+        Self {
+            uri: Some(uri_template.to_owned()),
+            ..Self::of(CapabilityKind::ResourceTemplate, handler, variables_schema)
+        }
+    }
+
+    pub fn mime(mut self, mime_type: &str) -> Self {
+        self.mime_type = Some(mime_type.to_owned());
+        self
     }
 
     pub fn titled(mut self, title: &str, summary: &str) -> Self {
@@ -74,6 +108,14 @@ impl Builtins {
         builtins.register("demo.add", add());
         builtins.register("demo.forecast", forecast());
         builtins.register("admin.reset", reset());
+        builtins
+    }
+
+    /// What the `bondry` binary serves: the demo handlers, and the fixtures of the
+    /// official conformance suite under `conformance.*` (inert unless configured).
+    pub fn bundled() -> Self {
+        let mut builtins = Self::demo();
+        conformance::register(&mut builtins);
         builtins
     }
 

@@ -1,0 +1,136 @@
+//! The list methods: `tools/list`, `prompts/list`, `resources/list` and
+//! `resources/templates/list`. Each lists the caller's view of one kind in id order,
+//! one page at a time, behind keyset cursors bound to a hash of that view.
+
+use std::sync::Arc;
+
+use bondry_core::capability::CapabilityKind;
+use bondry_core::dispatch;
+use bondry_core::policy::Principal;
+use bondry_core::realm::RealmSnapshot;
+use bondry_core::registry::Capability;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::cursor::{self, ViewHash};
+use crate::error::Error;
+use crate::lint::{EntryWire, ToolWire};
+use crate::request::Request;
+use crate::revision::Era;
+use crate::{ADAPTER, Reply};
+
+/// The result field that holds a kind's entries.
+fn field(kind: CapabilityKind) -> &'static str {
+    match kind {
+        CapabilityKind::Tool => "tools",
+        CapabilityKind::Prompt => "prompts",
+        CapabilityKind::Resource => "resources",
+        CapabilityKind::ResourceTemplate => "resourceTemplates",
+    }
+}
+
+/// One page of the caller's view of `kind`.
+pub fn list(request: &Request<'_>, kind: CapabilityKind) -> Reply {
+    let cursor = match request.params.get("cursor") {
+        None => None,
+        Some(Value::String(cursor)) => Some(cursor.as_str()),
+        Some(_) => {
+            return request
+                .error(Error::InvalidParams { id: request.id.clone(), detail: "params.cursor must be a string" });
+        }
+    };
+    let view = view(request.realm, request.principal, kind);
+    let view_hash = view_hash(&view);
+    let start = match cursor {
+        None => 0,
+        Some(cursor) => match cursor::decode(&view_hash, cursor) {
+            Some(after) => view.partition_point(|capability| capability.id().as_str() <= after.as_str()),
+            None => return request.error(Error::InvalidCursor { id: request.id.clone() }),
+        },
+    };
+    let page_size = request.adapter.settings.page_size.max(1);
+    let page = &view[start..view.len().min(start.saturating_add(page_size))];
+    let next_cursor = (start + page.len() < view.len())
+        .then(|| page.last().map(|last| cursor::encode(&view_hash, last.id().as_str())))
+        .flatten();
+    let era = request.era();
+    let entries = page.iter().filter_map(|capability| wire(capability, era)).collect();
+    let modern = (era == Era::Modern)
+        .then(|| ModernFields { ttl_ms: request.adapter.settings.list_ttl_ms, meta: request.adapter.server_meta() });
+    request.result(&ListResult { field: field(kind), entries, next_cursor, modern })
+}
+
+/// A capability's list entry in `era`.
+fn wire(capability: &Capability, era: Era) -> Option<&RawValue> {
+    match capability.kind() {
+        CapabilityKind::Tool => {
+            let wire = capability.attachment::<ToolWire>(ADAPTER)?;
+            Some(match era {
+                Era::Modern => &wire.modern,
+                Era::Handshake => &wire.handshake,
+            })
+        }
+        _ => Some(&capability.attachment::<EntryWire>(ADAPTER)?.json),
+    }
+}
+
+/// A capability's content hash, as the lint computed it.
+fn hash(capability: &Capability) -> &str {
+    match capability.kind() {
+        CapabilityKind::Tool => capability.attachment::<ToolWire>(ADAPTER).map(|wire| wire.hash.as_str()),
+        _ => capability.attachment::<EntryWire>(ADAPTER).map(|wire| wire.hash.as_str()),
+    }
+    .unwrap_or("")
+}
+
+/// A list page; the caching fields, `resultType` and server info are modern only.
+struct ListResult<'a> {
+    field: &'static str,
+    entries: Vec<&'a RawValue>,
+    next_cursor: Option<String>,
+    modern: Option<ModernFields>,
+}
+
+struct ModernFields {
+    ttl_ms: u64,
+    meta: Value,
+}
+
+impl Serialize for ListResult<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry(self.field, &self.entries)?;
+        if let Some(next_cursor) = &self.next_cursor {
+            map.serialize_entry("nextCursor", next_cursor)?;
+        }
+        if let Some(modern) = &self.modern {
+            map.serialize_entry("resultType", "complete")?;
+            map.serialize_entry("ttlMs", &modern.ttl_ms)?;
+            map.serialize_entry("cacheScope", "private")?;
+            map.serialize_entry("_meta", &modern.meta)?;
+        }
+        map.end()
+    }
+}
+
+/// The capabilities of `kind` that `principal` can list in `realm`, in id order.
+pub fn view<'a>(realm: &'a RealmSnapshot, principal: &Principal, kind: CapabilityKind) -> Vec<&'a Arc<Capability>> {
+    realm
+        .catalogue
+        .of_kind(kind)
+        .filter(|capability| dispatch::visible(realm, principal, ADAPTER, capability))
+        .collect()
+}
+
+/// A view's hash: its ids and content hashes, so any change to what a caller would list
+/// (a grant, a capability, a definition) changes it.
+fn view_hash(view: &[&Arc<Capability>]) -> ViewHash {
+    ViewHash::of(view.iter().flat_map(|capability| [capability.id().as_str(), hash(capability)]))
+}
+
+/// Whether `principal`'s view of `kind` differs between two snapshots of a realm: what a
+/// list-changed notification announces.
+pub fn list_changed(old: &RealmSnapshot, new: &RealmSnapshot, principal: &Principal, kind: CapabilityKind) -> bool {
+    view_hash(&view(old, principal, kind)) != view_hash(&view(new, principal, kind))
+}

@@ -1,0 +1,280 @@
+//! The fixture handlers the official MCP conformance suite calls, under the names it
+//! calls them by (`examples/conformance.toml` serves them). Each does exactly what its
+//! scenario checks, and nothing a production handler would need.
+
+use bondry_core::BoxFuture;
+use bondry_core::handler::{
+    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, Message, ResourceBody,
+    ResourceContents, Role,
+};
+use serde_json::{Value, json};
+
+use super::{Builtin, Builtins, FnHandler};
+
+/// A 1×1 PNG.
+const IMAGE_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4n8YAAAPNAWbDbP9aAAAAAElFTkSuQmCC";
+/// A few samples of silent 8 kHz WAV.
+const AUDIO_WAV: &str = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
+
+fn no_arguments() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+fn text(text: &str) -> ContentBlock {
+    ContentBlock::Text { text: text.to_owned() }
+}
+
+fn image() -> ContentBlock {
+    ContentBlock::Image { data: IMAGE_PNG.to_owned(), mime_type: "image/png".to_owned() }
+}
+
+fn embedded(uri: &str, mime_type: &str, body: &str) -> ContentBlock {
+    ContentBlock::Resource(ResourceContents {
+        uri: uri.to_owned(),
+        mime_type: Some(mime_type.to_owned()),
+        body: ResourceBody::Text(body.to_owned()),
+    })
+}
+
+fn blocks(blocks: Vec<ContentBlock>) -> Answer {
+    Answer::Content { blocks, structured: None }
+}
+
+fn user(content: ContentBlock) -> Message {
+    Message { role: Role::User, content }
+}
+
+/// A handler whose answer is fixed.
+fn fixed(answer: Answer) -> FnHandler<impl Fn(&Value) -> Answer + Send + Sync + 'static> {
+    FnHandler(move |_: &Value| answer.clone())
+}
+
+/// Registers every fixture under `conformance.<name>`.
+pub fn register(builtins: &mut Builtins) {
+    let mut add = |name: &str, builtin: Builtin| builtins.register(&format!("conformance.{name}"), builtin);
+
+    add(
+        "simple_text",
+        Builtin::tool(fixed(blocks(vec![text("This is a simple text response for testing.")])), no_arguments())
+            .titled("Simple text", "Tests simple text content response"),
+    );
+    add(
+        "image_content",
+        Builtin::tool(fixed(blocks(vec![image()])), no_arguments())
+            .titled("Image content", "Tests image content response"),
+    );
+    add(
+        "audio_content",
+        Builtin::tool(
+            fixed(blocks(vec![ContentBlock::Audio { data: AUDIO_WAV.to_owned(), mime_type: "audio/wav".to_owned() }])),
+            no_arguments(),
+        )
+        .titled("Audio content", "Tests audio content response"),
+    );
+    add(
+        "embedded_resource",
+        Builtin::tool(
+            fixed(blocks(vec![embedded(
+                "test://embedded-resource",
+                "text/plain",
+                "This is an embedded resource content.",
+            )])),
+            no_arguments(),
+        )
+        .titled("Embedded resource", "Tests embedded resource content response"),
+    );
+    add(
+        "multiple_content_types",
+        Builtin::tool(
+            fixed(blocks(vec![
+                text("Multiple content types test:"),
+                image(),
+                embedded(
+                    "test://mixed-content-resource",
+                    "application/json",
+                    &json!({"test": "data", "value": 123}).to_string(),
+                ),
+                ContentBlock::ResourceLink {
+                    uri: "test://static-text".to_owned(),
+                    name: "static-text".to_owned(),
+                    mime_type: Some("text/plain".to_owned()),
+                    description: Some("The static text resource".to_owned()),
+                },
+            ])),
+            no_arguments(),
+        )
+        .titled("Multiple content types", "Tests response with multiple content types (text, image, resource)"),
+    );
+    add(
+        "error_handling",
+        Builtin::tool(
+            fixed(Answer::ToolError {
+                code: "intentional_error".to_owned(),
+                retryable: false,
+                content: Some(vec![text("This tool intentionally returns an error for testing")]),
+            }),
+            no_arguments(),
+        )
+        .titled("Error handling", "Tests error response handling"),
+    );
+
+    add(
+        "static_text",
+        Builtin::resource(
+            fixed(Answer::Contents {
+                items: vec![ResourceContents {
+                    uri: "test://static-text".to_owned(),
+                    mime_type: Some("text/plain".to_owned()),
+                    body: ResourceBody::Text("This is the content of the static text resource.".to_owned()),
+                }],
+            }),
+            "test://static-text",
+        )
+        .titled("Static Text Resource", "A static text resource for testing")
+        .mime("text/plain"),
+    );
+    add(
+        "static_binary",
+        Builtin::resource(
+            fixed(Answer::Contents {
+                items: vec![ResourceContents {
+                    uri: "test://static-binary".to_owned(),
+                    mime_type: Some("image/png".to_owned()),
+                    body: ResourceBody::Blob(IMAGE_PNG.to_owned()),
+                }],
+            }),
+            "test://static-binary",
+        )
+        .titled("Static Binary Resource", "A static binary resource (image) for testing")
+        .mime("image/png"),
+    );
+    add(
+        "watched_resource",
+        Builtin::resource(
+            fixed(Answer::Contents {
+                items: vec![ResourceContents {
+                    uri: "test://watched-resource".to_owned(),
+                    mime_type: Some("text/plain".to_owned()),
+                    body: ResourceBody::Text("Watched resource content".to_owned()),
+                }],
+            }),
+            "test://watched-resource",
+        )
+        .titled("Watched Resource", "A resource whose updates subscribers hear of")
+        .mime("text/plain"),
+    );
+    add(
+        "template",
+        Builtin::template(
+            TemplateData,
+            "test://template/{id}/data",
+            json!({"type": "object", "properties": {"id": {"type": "string", "minLength": 1}}, "required": ["id"]}),
+        )
+        .titled("Resource Template", "A resource template with parameter substitution")
+        .mime("application/json"),
+    );
+
+    add(
+        "simple_prompt",
+        Builtin::prompt(
+            fixed(Answer::Messages {
+                description: None,
+                messages: vec![user(text("This is a simple prompt for testing."))],
+            }),
+            no_arguments(),
+        )
+        .titled("Simple Test Prompt", "A simple prompt without arguments"),
+    );
+    add(
+        "prompt_with_arguments",
+        Builtin::prompt(
+            PromptWithArguments,
+            json!({
+                "type": "object",
+                "properties": {
+                    "arg1": {"type": "string", "description": "First test argument"},
+                    "arg2": {"type": "string", "description": "Second test argument"}
+                },
+                "required": ["arg1", "arg2"]
+            }),
+        )
+        .titled("Prompt With Arguments", "A prompt with required arguments"),
+    );
+    add(
+        "prompt_with_embedded_resource",
+        Builtin::prompt(
+            FnHandler(|arguments: &Value| {
+                let uri = arguments["resourceUri"].as_str().unwrap_or_default();
+                Answer::Messages {
+                    description: None,
+                    messages: vec![
+                        user(embedded(uri, "text/plain", "Embedded resource content for testing.")),
+                        user(text("Please process the embedded resource above.")),
+                    ],
+                }
+            }),
+            json!({
+                "type": "object",
+                "properties": {"resourceUri": {"type": "string", "description": "URI of the resource to embed"}},
+                "required": ["resourceUri"]
+            }),
+        )
+        .titled("Prompt With Embedded Resource", "A prompt that includes an embedded resource"),
+    );
+    add(
+        "prompt_with_image",
+        Builtin::prompt(
+            fixed(Answer::Messages {
+                description: None,
+                messages: vec![user(image()), user(text("Please analyze the image above."))],
+            }),
+            no_arguments(),
+        )
+        .titled("Prompt With Image", "A prompt that includes image content"),
+    );
+}
+
+/// `test://template/{id}/data`: the id, echoed as JSON; ids complete from a short list.
+struct TemplateData;
+
+impl Handler for TemplateData {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let id = request.arguments["id"].as_str().unwrap_or_default().to_owned();
+        let body = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+        Box::pin(std::future::ready(Answer::Contents {
+            items: vec![ResourceContents {
+                uri: String::new(),
+                mime_type: Some("application/json".to_owned()),
+                body: ResourceBody::Text(body.to_string()),
+            }],
+        }))
+    }
+
+    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+        Box::pin(std::future::ready(starting_with(&["1", "2", "3", "42"], &query.value)))
+    }
+}
+
+/// `test_prompt_with_arguments`: both arguments, quoted back.
+struct PromptWithArguments;
+
+impl Handler for PromptWithArguments {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let argument = |name: &str| request.arguments[name].as_str().unwrap_or_default().to_owned();
+        let text = format!("Prompt with arguments: arg1='{}', arg2='{}'", argument("arg1"), argument("arg2"));
+        Box::pin(std::future::ready(Answer::Messages { description: None, messages: vec![user(self::text(&text))] }))
+    }
+
+    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+        let values: &[&str] = match query.argument.as_str() {
+            "arg1" => &["paris", "park", "party"],
+            _ => &["alpha", "beta", "gamma"],
+        };
+        Box::pin(std::future::ready(starting_with(values, &query.value)))
+    }
+}
+
+fn starting_with(values: &[&str], prefix: &str) -> Completion {
+    let values: Vec<String> = values.iter().filter(|v| v.starts_with(prefix)).map(|v| (*v).to_owned()).collect();
+    Completion { total: Some(values.len() as u64), has_more: Some(false), values }
+}
