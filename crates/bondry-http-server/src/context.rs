@@ -3,7 +3,9 @@
 use bondry_core::BoxFuture;
 use bondry_core::capability::Descriptor;
 use bondry_core::handler::{Cancellation, Emitter, LogLevel, Publisher};
+use bondry_mcp_proto::notify::Notifier;
 use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// Cancellation backed by a token the runtime cancels when the caller goes away.
@@ -19,12 +21,37 @@ impl Cancellation for TokenCancellation {
     }
 }
 
-/// Progress and log messages are dropped until response streams deliver them (issue 6).
-pub struct SilentEmitter;
+/// Progress and log messages a client asked for, rendered by the adapter and queued for
+/// the request's event stream. They are lossy by nature: when the queue is full (the
+/// client reads slower than the handler talks) or the client is gone, they are dropped.
+pub struct StreamEmitter {
+    notifier: Notifier,
+    queue: mpsc::Sender<String>,
+}
 
-impl Emitter for SilentEmitter {
-    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
-    fn log(&self, _level: LogLevel, _logger: Option<String>, _data: Value) {}
+/// Notifications queued per request before the oldest undelivered ones are dropped.
+pub const EMITTED_QUEUE: usize = 64;
+
+impl StreamEmitter {
+    pub fn new(notifier: Notifier, queue: mpsc::Sender<String>) -> Self {
+        Self { notifier, queue }
+    }
+
+    fn send(&self, notification: Option<String>) {
+        if let Some(notification) = notification {
+            let _ = self.queue.try_send(notification);
+        }
+    }
+}
+
+impl Emitter for StreamEmitter {
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.send(self.notifier.progress(progress, total, message.as_deref()));
+    }
+
+    fn log(&self, level: LogLevel, logger: Option<String>, data: Value) {
+        self.send(self.notifier.log(level, logger.as_deref(), &data));
+    }
 }
 
 /// Publications are dropped until listen and GET streams deliver them (issue 6).

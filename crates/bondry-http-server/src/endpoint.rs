@@ -15,15 +15,16 @@ use bondry_mcp_proto::error::Context;
 use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Inbound, Reply, Revision, SessionRef, Step};
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
-use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, ORIGIN, PROXY_AUTHORIZATION};
+use http::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, ORIGIN, PROXY_AUTHORIZATION};
 use http::{HeaderMap, Method, Request};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admission::{self, OriginPolicy};
 use crate::auth::Authenticator;
-use crate::context::{SilentEmitter, SilentPublisher, TokenCancellation};
+use crate::context::{EMITTED_QUEUE, SilentPublisher, StreamEmitter, TokenCancellation};
 use crate::cors;
 use crate::limits::{self, Bucket, Cidr};
 use crate::session::{Owner, Refused, Sessions};
@@ -225,15 +226,14 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
             return Ok(error.to_http_in(context).map(Body::from).into_response());
         }
     };
+    let (queue, feed) = mpsc::channel(EMITTED_QUEUE);
+    let emitter = Arc::new(StreamEmitter::new(call.notifier().clone(), queue));
     let task_endpoint = Arc::clone(endpoint);
     let task = endpoint.calls.spawn(async move {
         let endpoint = task_endpoint;
         let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
-        let request = call.handler_request(
-            Arc::new(TokenCancellation(token.clone())),
-            Arc::new(SilentEmitter),
-            Arc::new(SilentPublisher),
-        );
+        let request =
+            call.handler_request(Arc::new(TokenCancellation(token.clone())), emitter, Arc::new(SilentPublisher));
         let outcome = tokio::select! {
             outcome = call.invoke(request) => Some(outcome),
             () = token.cancelled() => None,
@@ -250,15 +250,87 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
         }
         Some(reply)
     });
-    Ok(match task.await {
-        Ok(Some(reply)) => self::reply(endpoint, reply),
-        // Cancelled: an event stream that ends with nothing on it.
-        Ok(None) | Err(_) => {
-            let mut response = Response::new(Body::empty());
-            response.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("text/event-stream"));
-            response
+    // Dropping the wait (the client went away) leaves the task running: in this era a
+    // disconnect is not a cancellation.
+    Ok(answer(endpoint, Box::pin(async move { task.await.ok().flatten() }), feed).await)
+}
+
+/// The work of one call: its reply, or `None` when it was cancelled and sends nothing.
+type Work = std::pin::Pin<Box<dyn Future<Output = Option<Reply>> + Send>>;
+
+/// Answers a call as plain JSON when it finished without emitting anything, otherwise as
+/// an event stream: the progress and log messages as the handler emits them, then the
+/// reply. Dropping the stream (the client went away) drops `work`.
+async fn answer(endpoint: &Arc<Endpoint>, mut work: Work, mut feed: mpsc::Receiver<String>) -> Response {
+    let first = tokio::select! {
+        biased;
+        done = &mut work => {
+            let queued: Vec<String> = std::iter::from_fn(|| feed.try_recv().ok()).collect();
+            return match done {
+                Some(reply) if queued.is_empty() => self::reply(endpoint, reply),
+                done => event_stream(endpoint, queued, Streaming::Finished(done)),
+            };
+        }
+        Some(first) = feed.recv() => first,
+    };
+    event_stream(endpoint, vec![first], Streaming::Running { work, feed })
+}
+
+/// Where a call's event stream stands.
+enum Streaming {
+    Running {
+        work: Work,
+        feed: mpsc::Receiver<String>,
+    },
+    /// The call ended: its reply (if any) is the last event.
+    Finished(Option<Reply>),
+    Closed,
+}
+
+fn event_stream(endpoint: &Arc<Endpoint>, sent: Vec<String>, state: Streaming) -> Response {
+    let endpoint = Arc::clone(endpoint);
+    let event = |message: String| Ok::<_, Infallible>(Event::default().event("message").data(message));
+    let last = move |endpoint: &Endpoint, done: Option<Reply>| {
+        done.map(|mut reply| {
+            if let Some(record) = reply.audit.take() {
+                endpoint.audit.record(*record);
+            }
+            String::from_utf8_lossy(reply.response.body()).into_owned()
+        })
+    };
+    let later = stream::unfold(state, move |state| {
+        let endpoint = Arc::clone(&endpoint);
+        async move {
+            let mut events = Vec::new();
+            let next = match state {
+                Streaming::Running { mut work, mut feed } => tokio::select! {
+                    biased;
+                    Some(message) = feed.recv() => {
+                        events.push(message);
+                        Streaming::Running { work, feed }
+                    }
+                    done = &mut work => {
+                        events.extend(std::iter::from_fn(|| feed.try_recv().ok()));
+                        events.extend(last(&endpoint, done));
+                        Streaming::Closed
+                    }
+                    // Past the grace period the call stops; the guard records it.
+                    () = endpoint.hard_stop.cancelled() => Streaming::Closed,
+                },
+                Streaming::Finished(done) => {
+                    events.extend(last(&endpoint, done));
+                    Streaming::Closed
+                }
+                Streaming::Closed => return None,
+            };
+            Some((stream::iter(events.into_iter().map(event)), next))
         }
     })
+    .flatten();
+    let events = stream::iter(sent.into_iter().map(event)).chain(later);
+    let mut response = Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
+    response.headers_mut().insert("x-accel-buffering", http::HeaderValue::from_static("no"));
+    response
 }
 
 /// Reads the body, refusing it as soon as it passes `limit` bytes, declared or streamed.
@@ -284,14 +356,20 @@ fn reply(endpoint: &Endpoint, reply: Reply) -> Response {
 
 /// Runs a dispatched call. If the client goes away the future is dropped: the guard then
 /// cancels the handler's token and records the call as cancelled.
-async fn run(endpoint: &Endpoint, call: Call) -> Response {
-    let token = CancellationToken::new();
-    let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
-    let request =
-        call.handler_request(Arc::new(TokenCancellation(token)), Arc::new(SilentEmitter), Arc::new(SilentPublisher));
-    let outcome = call.invoke(request).await;
-    drop(guard.disarm());
-    reply(endpoint, endpoint.adapter.complete(call, outcome, SystemTime::now()))
+async fn run(endpoint: &Arc<Endpoint>, call: Call) -> Response {
+    let (queue, feed) = mpsc::channel(EMITTED_QUEUE);
+    let emitter = Arc::new(StreamEmitter::new(call.notifier().clone(), queue));
+    let work_endpoint = Arc::clone(endpoint);
+    let work: Work = Box::pin(async move {
+        let endpoint = work_endpoint;
+        let token = CancellationToken::new();
+        let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
+        let request = call.handler_request(Arc::new(TokenCancellation(token)), emitter, Arc::new(SilentPublisher));
+        let outcome = call.invoke(request).await;
+        drop(guard.disarm());
+        Some(endpoint.adapter.complete(call, outcome, SystemTime::now()))
+    });
+    answer(endpoint, work, feed).await
 }
 
 struct CancelledCall<'a> {

@@ -10,6 +10,7 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
+use bondry_core::handler::LogLevel;
 use bondry_core::policy::{Principal, PrincipalKind};
 use bondry_mcp_proto::jsonrpc::Id;
 use bondry_mcp_proto::{Effect, LiveSession, NewSession, SessionLookup};
@@ -61,6 +62,7 @@ struct Entry {
     principal: Principal,
     owner: Owner,
     client_capabilities: Value,
+    log_level: Option<LogLevel>,
     expires: SystemTime,
     last_used: Instant,
     limits: SessionLimits,
@@ -151,6 +153,11 @@ impl Sessions {
                     token.cancel();
                 }
             }
+            Effect::SetLogLevel { sid, level } => {
+                if let Some(entry) = self.lock().get_mut(&sid) {
+                    entry.log_level = Some(level);
+                }
+            }
         }
     }
 
@@ -178,6 +185,7 @@ impl Sessions {
                 principal: new.principal,
                 owner,
                 client_capabilities: new.client_capabilities,
+                log_level: None,
                 expires: new.expires,
                 last_used: Instant::now(),
                 limits,
@@ -289,7 +297,7 @@ impl SessionLookup for Sessions {
             return None;
         }
         entry.last_used = Instant::now();
-        Some(LiveSession { client_capabilities: entry.client_capabilities.clone() })
+        Some(LiveSession { client_capabilities: entry.client_capabilities.clone(), log_level: entry.log_level })
     }
 }
 

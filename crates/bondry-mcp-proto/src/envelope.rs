@@ -3,7 +3,7 @@
 //! Only known keys are type-checked; unknown keys in `_meta` and in the client
 //! capabilities pass untouched, as the revision allows extensions there.
 
-use bondry_core::handler::TraceContext;
+use bondry_core::handler::{LogLevel, TraceContext};
 use serde_json::{Map, Value};
 
 pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -12,8 +12,6 @@ pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub const PROGRESS_TOKEN: &str = "progressToken";
-
-const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 /// The modern claim of a message: `params._meta[protocolVersion]`, of any type.
 pub fn claim(params: Option<&Map<String, Value>>) -> Option<&Value> {
@@ -26,6 +24,11 @@ pub struct Envelope {
     pub version: String,
     pub client_capabilities: Value,
     pub trace: TraceContext,
+    /// `_meta.progressToken`: progress notifications are wanted, naming this token.
+    pub progress_token: Option<Value>,
+    /// The least severe log message the client wants: `_meta[logLevel]` in the modern
+    /// era, `logging/setLevel` in a session. `None`: no log messages at all.
+    pub log_level: Option<LogLevel>,
 }
 
 /// What is wrong with an envelope: keys missing and keys of the wrong type.
@@ -50,7 +53,7 @@ pub fn validate(params: Option<&Map<String, Value>>) -> Result<Envelope, Envelop
     check(CLIENT_INFO, false, |info| {
         info.get("name").is_some_and(Value::is_string) && info.get("version").is_some_and(Value::is_string)
     });
-    check(LOG_LEVEL, false, |level| level.as_str().is_some_and(|level| LOG_LEVELS.contains(&level)));
+    check(LOG_LEVEL, false, |level| level.as_str().and_then(LogLevel::parse).is_some());
     check(PROGRESS_TOKEN, false, |token| token.is_string() || token.is_i64() || token.is_u64());
     for key in ["traceparent", "tracestate", "baggage"] {
         check(key, false, Value::is_string);
@@ -62,6 +65,8 @@ pub fn validate(params: Option<&Map<String, Value>>) -> Result<Envelope, Envelop
         version: meta.get(PROTOCOL_VERSION).and_then(Value::as_str).unwrap_or_default().to_owned(),
         client_capabilities: meta.get(CLIENT_CAPABILITIES).cloned().unwrap_or_default(),
         trace: trace_context(meta),
+        progress_token: meta.get(PROGRESS_TOKEN).cloned(),
+        log_level: meta.get(LOG_LEVEL).and_then(Value::as_str).and_then(LogLevel::parse),
     })
 }
 

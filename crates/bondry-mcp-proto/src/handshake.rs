@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use bondry_core::capability::CapabilityKind;
+use bondry_core::handler::LogLevel;
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
 use http::{Method, StatusCode};
@@ -32,6 +33,8 @@ pub fn capabilities(realm: &RealmSnapshot) -> Value {
     if announced.tools {
         capabilities.insert("tools".into(), json!({"listChanged": true}));
     }
+    // Handlers' log messages reach a session that asked with `logging/setLevel`.
+    capabilities.insert("logging".into(), json!({}));
     for (feature, on) in
         [("prompts", announced.prompts), ("resources", announced.resources), ("completions", announced.completions)]
     {
@@ -119,8 +122,19 @@ pub fn receive(
         // A header the session cannot use is a transport error: it keeps its 400.
         return Error::InvalidSessionVersion { id: Some(id) }.into();
     };
-    let trace = params.get("_meta").and_then(Value::as_object).map(crate::envelope::trace_context).unwrap_or_default();
-    let envelope = Envelope { version: version.as_str().into(), client_capabilities: live.client_capabilities, trace };
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let trace = meta.map(crate::envelope::trace_context).unwrap_or_default();
+    let progress_token = meta
+        .and_then(|meta| meta.get(crate::envelope::PROGRESS_TOKEN))
+        .filter(|token| token.is_string() || token.is_i64() || token.is_u64())
+        .cloned();
+    let envelope = Envelope {
+        version: version.as_str().into(),
+        client_capabilities: live.client_capabilities,
+        trace,
+        progress_token,
+        log_level: live.log_level,
+    };
     let request = Request {
         adapter,
         headers: inbound.headers,
@@ -137,6 +151,16 @@ pub fn receive(
     match method {
         "initialize" => Step::Reply(request.error(Error::AlreadyInitialized { id: request.id.clone() })),
         "ping" => Step::Reply(request.result(&json!({}))),
+        "logging/setLevel" => match request.params.get("level").and_then(Value::as_str).and_then(LogLevel::parse) {
+            Some(level) => {
+                let sid = request.session.as_ref().map(|session| session.sid.clone()).unwrap_or_default();
+                Step::Reply(request.result(&json!({})).with_effect(Effect::SetLogLevel { sid, level }))
+            }
+            None => Step::Reply(request.error(Error::InvalidParams {
+                id: request.id.clone(),
+                detail: "params.level must be a log level: debug, info, notice, warning, error, critical, alert or emergency",
+            })),
+        },
         "tools/list" if announced.tools => Step::Reply(listing::list(&request, CapabilityKind::Tool)),
         "tools/call" if announced.tools => tools::call(request, rng),
         "prompts/list" if announced.prompts => Step::Reply(listing::list(&request, CapabilityKind::Prompt)),

@@ -23,6 +23,7 @@ pub mod jsonrpc;
 pub mod lint;
 pub mod listing;
 mod modern;
+pub mod notify;
 pub mod prompts;
 mod request;
 pub mod resources;
@@ -416,6 +417,7 @@ pub struct Call {
     retry: Option<Retry>,
     completion: Option<CompletionQuery>,
     uri: Option<String>,
+    notifier: notify::Notifier,
     received: SystemTime,
     /// The size of the request body, a bound on the arguments' serialised size.
     body_len: usize,
@@ -433,6 +435,7 @@ impl Call {
             arguments: admitted.arguments,
             invocation: InvocationId::from_random(bytes),
             principal: request.principal.clone(),
+            notifier: notify::Notifier::new(request.envelope.progress_token, request.envelope.log_level),
             client_capabilities: request.envelope.client_capabilities,
             trace: request.envelope.trace,
             retry: admitted.retry,
@@ -460,6 +463,11 @@ impl Call {
 
     pub fn invocation(&self) -> &InvocationId {
         &self.invocation
+    }
+
+    /// What the client asked to hear while the call runs.
+    pub fn notifier(&self) -> &notify::Notifier {
+        &self.notifier
     }
 
     /// The handshake session the call belongs to; `None` in the modern era.

@@ -8,6 +8,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bondry_core::handler::LogLevel;
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,8 @@ pub const HEADER: &str = "Mcp-Session-Id";
 pub struct LiveSession {
     /// The client capabilities declared at `initialize`.
     pub client_capabilities: Value,
+    /// The level `logging/setLevel` chose; `None` until the client asks for log messages.
+    pub log_level: Option<LogLevel>,
 }
 
 /// The runtime's session table, as the adapter queries it.
@@ -74,6 +77,11 @@ pub enum Effect {
     Cancel {
         sid: String,
         request: Id,
+    },
+    /// `logging/setLevel`: the session's calls send log messages from `level` up.
+    SetLogLevel {
+        sid: String,
+        level: LogLevel,
     },
 }
 

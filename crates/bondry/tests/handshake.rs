@@ -82,7 +82,7 @@ async fn initialize_echoes_or_counter_offers_a_handshake_revision() {
             result,
             json!({
                 "protocolVersion": offered,
-                "capabilities": {"tools": {"listChanged": true}},
+                "capabilities": {"tools": {"listChanged": true}, "logging": {}},
                 "serverInfo": {"name": "bondry", "version": env!("CARGO_PKG_VERSION")}
             }),
             "{requested}"

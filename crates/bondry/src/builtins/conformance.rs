@@ -4,7 +4,7 @@
 
 use bondry_core::BoxFuture;
 use bondry_core::handler::{
-    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, Message, ResourceBody,
+    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, LogLevel, Message, ResourceBody,
     ResourceContents, Role,
 };
 use serde_json::{Value, json};
@@ -116,6 +116,74 @@ pub fn register(builtins: &mut Builtins) {
             no_arguments(),
         )
         .titled("Error handling", "Tests error response handling"),
+    );
+
+    add(
+        "tool_with_logging",
+        Builtin::tool(Talking { logs: true }, no_arguments())
+            .titled("Tool with logging", "Tests tool that emits log messages during execution"),
+    );
+    add(
+        "tool_with_progress",
+        Builtin::tool(Talking { logs: false }, no_arguments())
+            .titled("Tool with progress", "Tests tool that reports progress notifications"),
+    );
+    add(
+        "logging_tool",
+        Builtin::tool(LoggingTool, no_arguments())
+            .titled("Logging tool", "Logs only to clients that asked for log messages"),
+    );
+    add(
+        "streaming_elicitation",
+        Builtin::tool(fixed(blocks(vec![text("Streaming complete")])), no_arguments())
+            .titled("Streaming", "Answers on the request's own stream, with no request of its own"),
+    );
+    add(
+        "missing_capability",
+        Builtin::tool(fixed(blocks(vec![text("Success")])), no_arguments())
+            .titled("Missing capability", "Needs the sampling client capability")
+            .requiring(json!({"sampling": {}})),
+    );
+    add(
+        "custom_header",
+        Builtin::tool(
+            FnHandler(|arguments: &Value| {
+                blocks(vec![text(&format!("region={}", arguments["region"].as_str().unwrap_or_default()))])
+            }),
+            json!({
+                "type": "object",
+                "properties": {"region": {"type": "string", "description": "Region", "x-mcp-header": "Region"}},
+                "required": ["region"]
+            }),
+        )
+        .titled("Custom header", "Mirrors its region argument in the Mcp-Param-Region header"),
+    );
+    add(
+        "json_schema_2020_12",
+        Builtin::tool(
+            FnHandler(|arguments: &Value| {
+                blocks(vec![text(&format!("JSON Schema 2020-12 tool called with: {arguments}"))])
+            }),
+            json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                    "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+                "properties": {
+                    "name": {"type": "string"},
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"}
+                },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
+                "additionalProperties": false
+            }),
+        )
+        .titled("JSON Schema 2020-12", "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)"),
     );
 
     add(
@@ -232,6 +300,43 @@ pub fn register(builtins: &mut Builtins) {
         )
         .titled("Prompt With Image", "A prompt that includes image content"),
     );
+}
+
+/// Talks while it works, 50 ms apart: three log messages, or progress 0, 50 and 100 of 100.
+struct Talking {
+    logs: bool,
+}
+
+impl Handler for Talking {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let logs = self.logs;
+        Box::pin(async move {
+            let steps = ["Tool execution started", "Tool processing data", "Tool execution completed"];
+            for (step, message) in steps.into_iter().enumerate() {
+                if step > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                if logs {
+                    request.emitter.log(LogLevel::Info, None, json!(message));
+                } else {
+                    let done = 50.0 * step as f64;
+                    request.emitter.progress(done, Some(100.0), Some(format!("Completed step {done} of 100")));
+                }
+            }
+            let done = if logs { "Tool with logging executed successfully" } else { "Tool with progress completed" };
+            blocks(vec![text(done)])
+        })
+    }
+}
+
+/// Logs once, which only a client that asked for log messages hears.
+struct LoggingTool;
+
+impl Handler for LoggingTool {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        request.emitter.log(LogLevel::Info, Some("conformance".into()), json!("Diagnostic trace logging activated"));
+        Box::pin(std::future::ready(blocks(vec![text("Logging evaluated")])))
+    }
 }
 
 /// `test://template/{id}/data`: the id, echoed as JSON; ids complete from a short list.
