@@ -1,8 +1,8 @@
-//! The runtime's side of the handler interface: cancellation, emitter and publisher.
+//! The runtime's side of the handler interface: cancellation and the emitter (the
+//! publisher is in `publish.rs`).
 
 use bondry_core::BoxFuture;
-use bondry_core::capability::Descriptor;
-use bondry_core::handler::{Cancellation, Emitter, LogLevel, Publisher};
+use bondry_core::handler::{Cancellation, Emitter, LogLevel};
 use bondry_mcp_proto::notify::Notifier;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -52,12 +52,4 @@ impl Emitter for StreamEmitter {
     fn log(&self, level: LogLevel, logger: Option<String>, data: Value) {
         self.send(self.notifier.log(level, logger.as_deref(), &data));
     }
-}
-
-/// Publications are dropped until listen and GET streams deliver them (issue 6).
-pub struct SilentPublisher;
-
-impl Publisher for SilentPublisher {
-    fn resource_updated(&self, _uri: &str) {}
-    fn set_dynamic(&self, _capabilities: Vec<Descriptor>) {}
 }

@@ -24,9 +24,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::admission::{self, OriginPolicy};
 use crate::auth::Authenticator;
-use crate::context::{EMITTED_QUEUE, SilentPublisher, StreamEmitter, TokenCancellation};
+use crate::context::{EMITTED_QUEUE, StreamEmitter, TokenCancellation};
 use crate::cors;
 use crate::limits::{self, Bucket, Cidr};
+use crate::publish::{Publications, RealmPublisher};
 use crate::session::{Owner, Refused, Sessions};
 use crate::{DEFAULT_REALM, RealmEntry};
 
@@ -48,6 +49,15 @@ pub struct Endpoint {
     pub calls: TaskTracker,
     pub trusted_proxies: Vec<Cidr>,
     pub per_address: Option<Bucket>,
+    /// Where handlers' publications go.
+    pub publications: Arc<Publications>,
+}
+
+impl Endpoint {
+    /// The publisher of a handler running in `realm`.
+    fn publisher(&self, realm: &str) -> Arc<RealmPublisher> {
+        Arc::new(RealmPublisher { publications: Arc::clone(&self.publications), realm: realm.to_owned() })
+    }
 }
 
 /// How often an idle event stream carries a comment, so dead streams are noticed.
@@ -232,8 +242,8 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
     let task = endpoint.calls.spawn(async move {
         let endpoint = task_endpoint;
         let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
-        let request =
-            call.handler_request(Arc::new(TokenCancellation(token.clone())), emitter, Arc::new(SilentPublisher));
+        let publisher = endpoint.publisher(call.realm());
+        let request = call.handler_request(Arc::new(TokenCancellation(token.clone())), emitter, publisher);
         let outcome = tokio::select! {
             outcome = call.invoke(request) => Some(outcome),
             () = token.cancelled() => None,
@@ -364,7 +374,8 @@ async fn run(endpoint: &Arc<Endpoint>, call: Call) -> Response {
         let endpoint = work_endpoint;
         let token = CancellationToken::new();
         let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
-        let request = call.handler_request(Arc::new(TokenCancellation(token)), emitter, Arc::new(SilentPublisher));
+        let publisher = endpoint.publisher(call.realm());
+        let request = call.handler_request(Arc::new(TokenCancellation(token)), emitter, publisher);
         let outcome = call.invoke(request).await;
         drop(guard.disarm());
         Some(endpoint.adapter.complete(call, outcome, SystemTime::now()))

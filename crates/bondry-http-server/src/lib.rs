@@ -10,6 +10,7 @@ mod cors;
 mod endpoint;
 pub mod limits;
 mod metadata;
+mod publish;
 pub mod session;
 
 use std::collections::HashMap;
@@ -107,6 +108,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
     let shutdown = CancellationToken::new();
     let hard_stop = CancellationToken::new();
     let calls = TaskTracker::new();
+    let publications = Arc::new(publish::Publications::new(Arc::clone(&realms)));
     let mut bound = Vec::new();
     for listener in config.listeners {
         let adapter = Adapter::new(listener.settings)
@@ -135,9 +137,11 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             calls: calls.clone(),
             trusted_proxies: listener.trusted_proxies,
             per_address: listener.per_address.and_then(limits::Bucket::new),
+            publications: Arc::clone(&publications),
         });
         bound.push((listener.name, addr, socket, endpoint));
     }
+    publications.attach(bound.iter().map(|(_, _, _, endpoint)| Arc::clone(&endpoint.sessions)).collect());
     let mut tasks = JoinSet::new();
     let mut addrs = Vec::new();
     for (_, _, _, endpoint) in &bound {

@@ -5,7 +5,7 @@
 //! idle time. A session ends on DELETE, idle or absolute expiry, eviction or shutdown;
 //! ending it cancels its calls and closes its stream.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -63,6 +63,8 @@ struct Entry {
     owner: Owner,
     client_capabilities: Value,
     log_level: Option<LogLevel>,
+    /// URIs of the resources the session subscribed to.
+    subscriptions: HashSet<String>,
     expires: SystemTime,
     last_used: Instant,
     limits: SessionLimits,
@@ -158,6 +160,16 @@ impl Sessions {
                     entry.log_level = Some(level);
                 }
             }
+            Effect::Subscribe { sid, uri } => {
+                if let Some(entry) = self.lock().get_mut(&sid) {
+                    entry.subscriptions.insert(uri);
+                }
+            }
+            Effect::Unsubscribe { sid, uri } => {
+                if let Some(entry) = self.lock().get_mut(&sid) {
+                    entry.subscriptions.remove(&uri);
+                }
+            }
         }
     }
 
@@ -186,6 +198,7 @@ impl Sessions {
                 owner,
                 client_capabilities: new.client_capabilities,
                 log_level: None,
+                subscriptions: HashSet::new(),
                 expires: new.expires,
                 last_used: Instant::now(),
                 limits,
@@ -250,8 +263,23 @@ impl Sessions {
     /// stream if one is open, else into its bounded queue. `wants` runs once per distinct
     /// principal, outside the table's lock.
     pub fn notify(&self, realm: &str, wants: impl Fn(&Principal) -> bool, message: &str) {
+        self.notify_where(realm, |_| true, wants, message);
+    }
+
+    /// [`Sessions::notify`], for the sessions of `realm` subscribed to `uri` only.
+    pub fn notify_subscribed(&self, realm: &str, uri: &str, wants: impl Fn(&Principal) -> bool, message: &str) {
+        self.notify_where(realm, |entry| entry.subscriptions.contains(uri), wants, message);
+    }
+
+    fn notify_where(
+        &self,
+        realm: &str,
+        selected: impl Fn(&Entry) -> bool,
+        wants: impl Fn(&Principal) -> bool,
+        message: &str,
+    ) {
         let mut principals: Vec<Principal> = Vec::new();
-        for entry in self.lock().values().filter(|entry| entry.realm == realm) {
+        for entry in self.lock().values().filter(|entry| entry.realm == realm && selected(entry)) {
             if !principals.contains(&entry.principal) {
                 principals.push(entry.principal.clone());
             }
@@ -260,7 +288,10 @@ impl Sessions {
         if wanted.is_empty() {
             return;
         }
-        for entry in self.lock().values_mut().filter(|entry| entry.realm == realm && wanted.contains(&entry.principal))
+        for entry in self
+            .lock()
+            .values_mut()
+            .filter(|entry| entry.realm == realm && selected(entry) && wanted.contains(&entry.principal))
         {
             let delivered = entry.stream.as_ref().is_some_and(|sender| sender.try_send(message.to_owned()).is_ok());
             if !delivered {
@@ -297,7 +328,11 @@ impl SessionLookup for Sessions {
             return None;
         }
         entry.last_used = Instant::now();
-        Some(LiveSession { client_capabilities: entry.client_capabilities.clone(), log_level: entry.log_level })
+        Some(LiveSession {
+            client_capabilities: entry.client_capabilities.clone(),
+            log_level: entry.log_level,
+            subscriptions: entry.subscriptions.len(),
+        })
     }
 }
 

@@ -35,9 +35,11 @@ pub fn capabilities(realm: &RealmSnapshot) -> Value {
     }
     // Handlers' log messages reach a session that asked with `logging/setLevel`.
     capabilities.insert("logging".into(), json!({}));
-    for (feature, on) in
-        [("prompts", announced.prompts), ("resources", announced.resources), ("completions", announced.completions)]
-    {
+    if announced.resources {
+        // Updates of subscribed resources reach the session's event stream.
+        capabilities.insert("resources".into(), json!({"subscribe": true}));
+    }
+    for (feature, on) in [("prompts", announced.prompts), ("completions", announced.completions)] {
         if on {
             capabilities.insert(feature.into(), json!({}));
         }
@@ -118,6 +120,7 @@ pub fn receive(
     rng: &mut dyn Csprng,
 ) -> Step {
     let Attributed { session, live, id, method, params } = attributed;
+    let subscriptions = live.subscriptions;
     let Some(version) = version(adapter, inbound.headers, &session) else {
         // A header the session cannot use is a transport error: it keeps its 400.
         return Error::InvalidSessionVersion { id: Some(id) }.into();
@@ -170,6 +173,8 @@ pub fn receive(
             Step::Reply(listing::list(&request, CapabilityKind::ResourceTemplate))
         }
         "resources/read" if announced.resources => resources::read(request, rng),
+        "resources/subscribe" if announced.resources => Step::Reply(resources::subscribe(&request, subscriptions)),
+        "resources/unsubscribe" if announced.resources => Step::Reply(resources::unsubscribe(&request)),
         "completion/complete" if announced.completions => completion::complete(request, rng),
         _ => Step::Reply(request.error(Error::MethodNotFound { id: request.id.clone(), method: method.to_owned() })),
     }

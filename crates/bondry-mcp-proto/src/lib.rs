@@ -465,6 +465,11 @@ impl Call {
         &self.invocation
     }
 
+    /// The realm the call runs in.
+    pub fn realm(&self) -> &str {
+        &self.realm.realm
+    }
+
     /// What the client asked to hear while the call runs.
     pub fn notifier(&self) -> &notify::Notifier {
         &self.notifier

@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 use crate::error::Error;
 use crate::request::Request;
 use crate::revision::Era;
+use crate::session::{Effect, MAX_SUBSCRIPTIONS};
 use crate::tools::{INPUT_REQUIRED_UNAVAILABLE, MISSING_CLIENT_CAPABILITY, stable_code};
-use crate::{ADAPTER, Admitted, Call, Csprng, Step, shape};
+use crate::{ADAPTER, Admitted, Call, Csprng, Reply, Step, shape};
 
 pub fn read(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
     let id = || request.id.clone();
@@ -46,6 +47,41 @@ pub fn read(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
     };
     let admitted = Admitted { retry, uri: Some(uri.to_owned()), ..Admitted::new(capability, arguments) };
     Step::Dispatch(Box::new(Call::new(request, admitted, rng)))
+}
+
+/// `resources/subscribe` in a session: the resource must be in the caller's view, as for
+/// a read; the session then hears `notifications/resources/updated` for it.
+pub fn subscribe(request: &Request<'_>, subscriptions: usize) -> Reply {
+    let Some(uri) = request.params.get("uri").and_then(Value::as_str) else {
+        return request.error(Error::InvalidParams { id: request.id.clone(), detail: "params.uri must be a string" });
+    };
+    if let ResourceResolution::Hidden(reason) =
+        dispatch::resolve_resource(request.realm, request.principal, ADAPTER, uri)
+    {
+        let error = Error::ResourceNotFound { id: request.id.clone(), uri: uri.to_owned(), in_session: true };
+        return request.error(error).audited(request.audit(uri, reason.audit_outcome()));
+    }
+    if subscriptions >= MAX_SUBSCRIPTIONS {
+        let detail = "the session is subscribed to as many resources as it may (256)";
+        return request.error(Error::InvalidParams { id: request.id.clone(), detail });
+    }
+    let sid = request.session.as_ref().map(|session| session.sid.clone()).unwrap_or_default();
+    request.result(&json!({})).with_effect(Effect::Subscribe { sid, uri: uri.to_owned() })
+}
+
+/// `resources/unsubscribe` in a session; unsubscribing from what was never subscribed is
+/// not an error.
+pub fn unsubscribe(request: &Request<'_>) -> Reply {
+    let Some(uri) = request.params.get("uri").and_then(Value::as_str) else {
+        return request.error(Error::InvalidParams { id: request.id.clone(), detail: "params.uri must be a string" });
+    };
+    let sid = request.session.as_ref().map(|session| session.sid.clone()).unwrap_or_default();
+    request.result(&json!({})).with_effect(Effect::Unsubscribe { sid, uri: uri.to_owned() })
+}
+
+/// `notifications/resources/updated` for `uri`.
+pub fn updated_notification(uri: &str) -> String {
+    json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}).to_string()
 }
 
 /// The `ReadResourceResult` for an outcome, or the error it becomes. A handler that

@@ -28,7 +28,12 @@ pub struct LiveSession {
     pub client_capabilities: Value,
     /// The level `logging/setLevel` chose; `None` until the client asks for log messages.
     pub log_level: Option<LogLevel>,
+    /// How many resources the session is subscribed to.
+    pub subscriptions: usize,
 }
+
+/// The most resources one session may subscribe to.
+pub const MAX_SUBSCRIPTIONS: usize = 256;
 
 /// The runtime's session table, as the adapter queries it.
 pub trait SessionLookup {
@@ -82,6 +87,16 @@ pub enum Effect {
     SetLogLevel {
         sid: String,
         level: LogLevel,
+    },
+    /// `resources/subscribe`: tell the session when the resource at `uri` changes.
+    Subscribe {
+        sid: String,
+        uri: String,
+    },
+    /// `resources/unsubscribe`.
+    Unsubscribe {
+        sid: String,
+        uri: String,
     },
 }
 
