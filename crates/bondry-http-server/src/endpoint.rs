@@ -11,7 +11,10 @@ use axum::extract::{ConnectInfo, Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
+use bondry_core::dispatch::Outcome;
+use bondry_core::handler::{Answer, Retry};
 use bondry_mcp_proto::error::Context;
+use bondry_mcp_proto::tools::{CLIENT_ERROR, CLIENT_TIMEOUT, MISSING_CLIENT_CAPABILITY, TOO_MANY_ROUNDS};
 use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Inbound, Reply, Revision, SessionRef, Step};
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
@@ -28,7 +31,7 @@ use crate::context::{EMITTED_QUEUE, StreamEmitter, TokenCancellation};
 use crate::cors;
 use crate::limits::{self, Bucket, Cidr};
 use crate::publish::{Publications, RealmPublisher};
-use crate::session::{Owner, Refused, Sessions};
+use crate::session::{Owner, Refused, SessionLimits, Sessions};
 use crate::{DEFAULT_REALM, RealmEntry};
 
 /// Everything the endpoint of one listener needs.
@@ -237,22 +240,22 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
         }
     };
     let (queue, feed) = mpsc::channel(EMITTED_QUEUE);
-    let emitter = Arc::new(StreamEmitter::new(call.notifier().clone(), queue));
     let task_endpoint = Arc::clone(endpoint);
     let task = endpoint.calls.spawn(async move {
         let endpoint = task_endpoint;
-        let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
-        let publisher = endpoint.publisher(call.realm());
-        let request = call.handler_request(Arc::new(TokenCancellation(token.clone())), emitter, publisher);
+        let mut call = call;
         let outcome = tokio::select! {
-            outcome = call.invoke(request) => Some(outcome),
+            outcome = converse(&endpoint, &mut call, &queue, &token) => Some(outcome),
             () = token.cancelled() => None,
             () = endpoint.hard_stop.cancelled() => None,
         };
         endpoint.sessions.end_call(&slot);
         // A handler that noticed its cancellation may still have answered: nothing is sent.
-        let outcome = outcome.filter(|_| !token.is_cancelled())?;
-        drop(guard.disarm());
+        let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) else {
+            token.cancel();
+            endpoint.audit.record(call.record(AuditOutcome::Cancelled, SystemTime::now()));
+            return None;
+        };
         let mut reply = endpoint.adapter.complete(call, outcome, SystemTime::now());
         // Recorded here, not when answering: the client may be gone by then.
         if let Some(record) = reply.audit.take() {
@@ -263,6 +266,73 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
     // Dropping the wait (the client went away) leaves the task running: in this era a
     // disconnect is not a cancellation.
     Ok(answer(endpoint, Box::pin(async move { task.await.ok().flatten() }), feed).await)
+}
+
+/// Rounds of input one session call may ask the client for.
+const MAX_INPUT_ROUNDS: usize = 8;
+
+/// Runs a session call to its outcome. A handler that needs input from the client gets
+/// it the handshake way: each request goes to the client on the call's event stream,
+/// the client POSTs its answers, and the handler is called again with them.
+async fn converse(
+    endpoint: &Endpoint,
+    call: &mut Call,
+    queue: &mpsc::Sender<String>,
+    token: &CancellationToken,
+) -> Outcome {
+    let emitter: Arc<StreamEmitter> = Arc::new(StreamEmitter::new(call.notifier().clone(), queue.clone()));
+    let cancellation = Arc::new(TokenCancellation(token.clone()));
+    let publisher = endpoint.publisher(call.realm());
+    let timeout = endpoint
+        .realms
+        .get(call.realm())
+        .map_or(SessionLimits::default().client_response_timeout, |realm| realm.limits.client_response_timeout);
+    let sid = call.session().map(|session| session.sid.clone()).unwrap_or_default();
+    for _ in 0..MAX_INPUT_ROUNDS {
+        let request = call.handler_request(cancellation.clone(), emitter.clone(), publisher.clone());
+        let outcome = call.invoke(request).await;
+        let Outcome::Answered(Answer::InputRequired { requests, state }) = &outcome else {
+            return outcome;
+        };
+        if call.missing_input_capabilities(requests) {
+            return call.client_failure(MISSING_CLIENT_CAPABILITY);
+        }
+        let mut waits = Vec::new();
+        for (key, input) in requests {
+            let Some((id, answer)) = endpoint.sessions.expect_answer(&sid) else {
+                return call.client_failure(CLIENT_TIMEOUT);
+            };
+            waits.push((key.clone(), id.clone(), answer));
+            // The client reads its requests on this call's stream; without one it cannot answer.
+            if queue.send(call.input_request(&id, input)).await.is_err() {
+                break;
+            }
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut responses = std::collections::BTreeMap::new();
+        let mut failed = None;
+        for (key, id, answer) in waits {
+            match failed {
+                Some(_) => endpoint.sessions.forget_answer(&sid, &id),
+                None => match tokio::time::timeout_at(deadline, answer).await {
+                    Ok(Ok(Ok(result))) => {
+                        responses.insert(key, result);
+                    }
+                    Ok(Ok(Err(_))) => failed = Some(CLIENT_ERROR),
+                    Ok(Err(_)) | Err(_) => {
+                        endpoint.sessions.forget_answer(&sid, &id);
+                        failed = Some(CLIENT_TIMEOUT);
+                    }
+                },
+            }
+        }
+        if let Some(code) = failed {
+            return call.client_failure(code);
+        }
+        let state = state.clone();
+        call.set_retry(Retry { responses, state });
+    }
+    call.client_failure(TOO_MANY_ROUNDS)
 }
 
 /// The work of one call: its reply, or `None` when it was cancelled and sends nothing.

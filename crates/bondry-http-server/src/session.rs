@@ -15,7 +15,7 @@ use bondry_core::policy::{Principal, PrincipalKind};
 use bondry_mcp_proto::jsonrpc::Id;
 use bondry_mcp_proto::{Effect, LiveSession, NewSession, SessionLookup};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// Caps on one principal's sessions in one realm, and on each session's activity.
@@ -27,11 +27,18 @@ pub struct SessionLimits {
     pub inflight_per_session: usize,
     /// Open GET streams per principal; past it a GET is refused with 429.
     pub listen_streams_per_principal: usize,
+    /// How long a call waits for the client to answer the input it asked for.
+    pub client_response_timeout: Duration,
 }
 
 impl Default for SessionLimits {
     fn default() -> Self {
-        Self { sessions_per_principal: 64, inflight_per_session: 32, listen_streams_per_principal: 16 }
+        Self {
+            sessions_per_principal: 64,
+            inflight_per_session: 32,
+            listen_streams_per_principal: 16,
+            client_response_timeout: Duration::from_secs(60),
+        }
     }
 }
 
@@ -65,6 +72,10 @@ struct Entry {
     log_level: Option<LogLevel>,
     /// URIs of the resources the session subscribed to.
     subscriptions: HashSet<String>,
+    /// Requests the server sent to the client, by the id it sent them as, each with the
+    /// call waiting for the answer.
+    awaiting: HashMap<Id, oneshot::Sender<Result<Value, Value>>>,
+    next_request: u64,
     expires: SystemTime,
     last_used: Instant,
     limits: SessionLimits,
@@ -113,6 +124,9 @@ pub struct CallSlot {
     request: Id,
     number: u64,
 }
+
+/// Answers a session may wait for at once, over all its calls.
+const MAX_AWAITING: usize = 64;
 
 /// An open GET stream: what was queued, the live feed, and the session's end.
 pub struct Stream {
@@ -170,6 +184,12 @@ impl Sessions {
                     entry.subscriptions.remove(&uri);
                 }
             }
+            // An answer nobody waits for (late, unknown or repeated) is dropped.
+            Effect::Respond { sid, id, answer } => {
+                if let Some(waiting) = self.lock().get_mut(&sid).and_then(|entry| entry.awaiting.remove(&id)) {
+                    let _ = waiting.send(answer);
+                }
+            }
         }
     }
 
@@ -199,6 +219,8 @@ impl Sessions {
                 client_capabilities: new.client_capabilities,
                 log_level: None,
                 subscriptions: HashSet::new(),
+                awaiting: HashMap::new(),
+                next_request: 0,
                 expires: new.expires,
                 last_used: Instant::now(),
                 limits,
@@ -226,6 +248,29 @@ impl Sessions {
         entry.next_call += 1;
         entry.inflight.insert(request.clone(), (entry.next_call, token));
         Ok(CallSlot { sid: sid.to_owned(), request: request.clone(), number: entry.next_call })
+    }
+
+    /// Mints the id of a request the server is about to send the client in session
+    /// `sid`, and the receiver of its answer; `None` when the session is gone or already
+    /// waits for as many answers as it may.
+    pub fn expect_answer(&self, sid: &str) -> Option<(Id, oneshot::Receiver<Result<Value, Value>>)> {
+        let mut entries = self.lock();
+        let entry = entries.get_mut(sid)?;
+        if entry.awaiting.len() >= MAX_AWAITING {
+            return None;
+        }
+        entry.next_request += 1;
+        let id = Id::String(format!("bondry-{}", entry.next_request));
+        let (sender, receiver) = oneshot::channel();
+        entry.awaiting.insert(id.clone(), sender);
+        Some((id, receiver))
+    }
+
+    /// Stops waiting for the answer to `id` (the wait timed out or the call ended).
+    pub fn forget_answer(&self, sid: &str, id: &Id) {
+        if let Some(entry) = self.lock().get_mut(sid) {
+            entry.awaiting.remove(id);
+        }
     }
 
     pub fn end_call(&self, slot: &CallSlot) {

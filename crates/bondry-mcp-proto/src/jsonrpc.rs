@@ -54,8 +54,12 @@ pub enum Message {
         method: String,
         params: Option<Map<String, Value>>,
     },
-    /// A response posted by the client; never valid on this endpoint, but recognised.
-    Response,
+    /// A response posted by the client: inside a session, the answer to a request the
+    /// server sent; `Ok` holds its `result`, `Err` its `error`.
+    Response {
+        id: Id,
+        answer: Result<Value, Value>,
+    },
 }
 
 /// Why a body is not a JSON-RPC message.
@@ -105,8 +109,12 @@ pub fn parse(body: &[u8]) -> Result<Message, FramingError> {
         (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
         (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
         (Some(_), id) => Err(invalid(id, "method must be a string")),
-        (None, id) if id.is_some() && (object.contains_key("result") || object.contains_key("error")) => {
-            Ok(Message::Response)
+        (None, Some(id)) if object.contains_key("result") || object.contains_key("error") => {
+            let answer = match object.remove("result") {
+                Some(result) => Ok(result),
+                None => Err(object.remove("error").unwrap_or_default()),
+            };
+            Ok(Message::Response { id, answer })
         }
         (None, id) => Err(invalid(id, "a message needs a method")),
     }
@@ -306,7 +314,7 @@ mod tests {
             invalid(Some(Id::Integer(7)), "jsonrpc must be \"2.0\"")
         );
         assert!(matches!(parse(br#"{"jsonrpc":"2.0","method":"n"}"#), Ok(Message::Notification { .. })));
-        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Ok(Message::Response)));
+        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Ok(Message::Response { .. })));
         assert!(matches!(
             reason(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[]}"#),
             FramingError::Invalid { id: Some(_), .. }

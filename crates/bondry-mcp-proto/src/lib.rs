@@ -19,6 +19,7 @@ pub mod error;
 mod handshake;
 pub mod head;
 pub mod headers;
+mod input;
 pub mod jsonrpc;
 pub mod lint;
 pub mod listing;
@@ -42,7 +43,8 @@ use bondry_core::audit::{AuditOutcome, AuditRecord, Digest};
 use bondry_core::capability::CapabilityKind;
 use bondry_core::dispatch::{self, Outcome};
 use bondry_core::handler::{
-    Cancellation, CompletionQuery, Emitter, HandlerRequest, InvocationId, Publisher, Retry, TraceContext,
+    Answer, Cancellation, CompletionQuery, Emitter, HandlerRequest, InputRequest, InvocationId, Publisher, Retry,
+    TraceContext,
 };
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
@@ -51,6 +53,7 @@ use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 pub use error::Error;
 pub use revision::{Era, Revision};
@@ -250,16 +253,20 @@ impl Adapter {
             }
         };
         match message {
-            Message::Response if session_id.is_none() || !self.serves_handshake() => {
+            Message::Response { .. } if session_id.is_none() || !self.serves_handshake() => {
                 Error::InvalidRequest { id: None, reason: "clients do not send responses to this endpoint" }.into()
             }
-            // A client's answer to a server request, inside its session; routing it to a
-            // pending request arrives with server-to-client requests.
-            Message::Response => match attributed(sessions) {
+            // A client's answer to a request the server sent inside its session: the
+            // runtime hands it to the call waiting for it.
+            Message::Response { id, answer } => match attributed(sessions) {
                 Some((session, _)) if handshake::version(self, inbound.headers, &session).is_none() => {
                     Error::InvalidSessionVersion { id: None }.into()
                 }
-                Some(_) => Step::Reply(Reply::empty(StatusCode::ACCEPTED)),
+                Some((session, _)) => Step::Reply(Reply::empty(StatusCode::ACCEPTED).with_effect(Effect::Respond {
+                    sid: session.sid,
+                    id,
+                    answer,
+                })),
                 None => Error::SessionNotFound { id: None }.into(),
             },
             Message::Notification { method, params } => {
@@ -361,7 +368,7 @@ impl Adapter {
         };
         let audit_outcome = match (&outcome, &shaped) {
             // Until multi-round-trip requests land (issue 6), asking for input fails.
-            (Outcome::Answered(bondry_core::handler::Answer::InputRequired { .. }), _) => AuditOutcome::HandlerFailed,
+            (Outcome::Answered(Answer::InputRequired { .. }), _) => AuditOutcome::HandlerFailed,
             (Outcome::Answered(_), Err(_)) => AuditOutcome::HandlerFailed,
             _ => outcome.audit_outcome(),
         };
@@ -463,6 +470,34 @@ impl Call {
 
     pub fn invocation(&self) -> &InvocationId {
         &self.invocation
+    }
+
+    /// Prepares the handler's next round: the client's answers to its input requests.
+    pub fn set_retry(&mut self, retry: Retry) {
+        self.retry = Some(retry);
+    }
+
+    /// The server-to-client request asking the client for `request`, sent as `id`.
+    pub fn input_request(&self, id: &Id, request: &InputRequest) -> String {
+        let message =
+            json!({"jsonrpc": "2.0", "id": id, "method": input::method(request.kind), "params": request.params});
+        message.to_string()
+    }
+
+    /// The client capabilities the session lacks for `requests`, if any.
+    pub fn missing_input_capabilities(&self, requests: &BTreeMap<String, InputRequest>) -> bool {
+        requests.values().any(|request| !input::declared(request, &self.client_capabilities))
+    }
+
+    /// How a call ends when the client cannot supply its input: a tool error the model
+    /// can read for a tool, a failure with that code for a prompt or resource.
+    pub fn client_failure(&self, code: &str) -> Outcome {
+        match self.capability.kind() {
+            CapabilityKind::Tool => {
+                Outcome::Answered(Answer::ToolError { code: code.into(), retryable: false, content: None })
+            }
+            _ => Outcome::Failed { code: code.into() },
+        }
     }
 
     /// The realm the call runs in.

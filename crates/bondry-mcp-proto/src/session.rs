@@ -98,6 +98,12 @@ pub enum Effect {
         sid: String,
         uri: String,
     },
+    /// The client answered request `id` the server sent on one of the session's streams.
+    Respond {
+        sid: String,
+        id: Id,
+        answer: Result<Value, Value>,
+    },
 }
 
 #[derive(Serialize, Deserialize)]

@@ -24,6 +24,12 @@ pub const RETRYABLE_KEY: &str = "dev.bondry/retryable";
 pub const FAILURE_TEXT: &str = "Capability execution failed";
 /// A handshake-era call of a tool needing client capabilities `initialize` did not declare.
 pub const MISSING_CLIENT_CAPABILITY: &str = "missing_client_capability";
+/// A session call whose client did not answer its input requests in time.
+pub const CLIENT_TIMEOUT: &str = "client_timeout";
+/// A session call whose client answered an input request with an error.
+pub const CLIENT_ERROR: &str = "client_error";
+/// A session call that kept asking for input past the allowed rounds.
+pub const TOO_MANY_ROUNDS: &str = "too_many_input_rounds";
 /// Until multi-round-trip requests land (issue 6), a handler asking for input fails.
 pub const INPUT_REQUIRED_UNAVAILABLE: &str = "input_required_unavailable";
 

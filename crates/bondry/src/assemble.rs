@@ -263,6 +263,10 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
         sessions_per_principal: limit("sessions_per_principal", raw.limits.sessions_per_principal)?,
         inflight_per_session: limit("inflight_per_session", raw.limits.inflight_per_session)?,
         listen_streams_per_principal: limit("listen_streams_per_principal", raw.limits.listen_streams_per_principal)?,
+        client_response_timeout: Duration::from_millis(
+            u64::try_from(limit("client_response_timeout_ms", raw.limits.client_response_timeout_ms)?)
+                .unwrap_or(u64::MAX),
+        ),
     };
     let credentials = credentials(loaded, name, raw)?;
     let bucket = |k: &str, rate: Option<RawRate>| {

@@ -201,11 +201,18 @@ pub struct RawLimits {
     pub sessions_per_principal: u64,
     pub inflight_per_session: u64,
     pub listen_streams_per_principal: u64,
+    /// How long a session call waits for the client's answers to the input it asked for.
+    pub client_response_timeout_ms: u64,
 }
 
 impl Default for RawLimits {
     fn default() -> Self {
-        Self { sessions_per_principal: 64, inflight_per_session: 32, listen_streams_per_principal: 16 }
+        Self {
+            sessions_per_principal: 64,
+            inflight_per_session: 32,
+            listen_streams_per_principal: 16,
+            client_response_timeout_ms: 60_000,
+        }
     }
 }
 

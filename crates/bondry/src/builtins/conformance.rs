@@ -2,10 +2,12 @@
 //! calls them by (`examples/conformance.toml` serves them). Each does exactly what its
 //! scenario checks, and nothing a production handler would need.
 
+use std::collections::BTreeMap;
+
 use bondry_core::BoxFuture;
 use bondry_core::handler::{
-    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, LogLevel, Message, ResourceBody,
-    ResourceContents, Role,
+    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind, InputRequest, LogLevel,
+    Message, ResourceBody, ResourceContents, Role,
 };
 use serde_json::{Value, json};
 
@@ -187,6 +189,130 @@ pub fn register(builtins: &mut Builtins) {
     );
 
     add(
+        "sampling",
+        Builtin::tool(
+            Asking {
+                kind: InputKind::Sampling,
+                params: |arguments| {
+                    json!({
+                        "messages": [{"role": "user", "content": {"type": "text", "text": arguments["prompt"]}}],
+                        "maxTokens": 100
+                    })
+                },
+                answer: |response| {
+                    format!("LLM response: {}", response["content"]["text"].as_str().unwrap_or_default())
+                },
+            },
+            json!({
+                "type": "object",
+                "properties": {"prompt": {"type": "string", "description": "The prompt to send to the LLM"}},
+                "required": ["prompt"]
+            }),
+        )
+        .titled("Sampling", "Asks the client's model for a completion of the prompt"),
+    );
+    add(
+        "elicitation",
+        Builtin::tool(
+            Asking {
+                kind: InputKind::Elicitation,
+                params: |arguments| {
+                    json!({
+                        "message": arguments["message"],
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {
+                                "username": {"type": "string", "description": "User's response"},
+                                "email": {"type": "string", "description": "User's email address"}
+                            },
+                            "required": ["username", "email"]
+                        }
+                    })
+                },
+                answer: |response| {
+                    format!("User response: action={}, content={}", response["action"], response["content"])
+                },
+            },
+            json!({
+                "type": "object",
+                "properties": {"message": {"type": "string", "description": "The message to show the user"}},
+                "required": ["message"]
+            }),
+        )
+        .titled("Elicitation", "Asks the user for a name and an email address"),
+    );
+    add(
+        "elicitation_defaults",
+        Builtin::tool(
+            Asking {
+                kind: InputKind::Elicitation,
+                params: |_| {
+                    json!({
+                        "message": "Please review and update the form fields with defaults",
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                                "age": {"type": "integer", "description": "User age", "default": 30},
+                                "score": {"type": "number", "description": "User score", "default": 95.5},
+                                "status": {"type": "string", "description": "User status",
+                                    "enum": ["active", "inactive", "pending"], "default": "active"},
+                                "verified": {"type": "boolean", "description": "Verification status", "default": true}
+                            },
+                            "required": []
+                        }
+                    })
+                },
+                answer: completed,
+            },
+            no_arguments(),
+        )
+        .titled("Elicitation defaults", "Asks for a form whose fields have defaults (SEP-1034)"),
+    );
+    add(
+        "elicitation_enums",
+        Builtin::tool(
+            Asking {
+                kind: InputKind::Elicitation,
+                params: |_| {
+                    let choices = |titles: [&str; 3]| {
+                        ["value1", "value2", "value3"]
+                            .iter()
+                            .zip(titles)
+                            .map(|(value, title)| json!({"const": value, "title": title}))
+                            .collect::<Vec<_>>()
+                    };
+                    json!({
+                        "message": "Please select options from the enum fields",
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {
+                                "untitledSingle": {"type": "string", "description": "Select one option",
+                                    "enum": ["option1", "option2", "option3"]},
+                                "titledSingle": {"type": "string", "description": "Select one option with titles",
+                                    "oneOf": choices(["First Option", "Second Option", "Third Option"])},
+                                "legacyEnum": {"type": "string", "description": "Select one option (legacy)",
+                                    "enum": ["opt1", "opt2", "opt3"],
+                                    "enumNames": ["Option One", "Option Two", "Option Three"]},
+                                "untitledMulti": {"type": "array", "description": "Select multiple options",
+                                    "minItems": 1, "maxItems": 3,
+                                    "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                                "titledMulti": {"type": "array", "description": "Select multiple options with titles",
+                                    "minItems": 1, "maxItems": 3,
+                                    "items": {"anyOf": choices(["First Choice", "Second Choice", "Third Choice"])}}
+                            },
+                            "required": []
+                        }
+                    })
+                },
+                answer: completed,
+            },
+            no_arguments(),
+        )
+        .titled("Elicitation enums", "Asks for a form with every kind of enum field (SEP-1330)"),
+    );
+
+    add(
         "static_text",
         Builtin::resource(
             fixed(Answer::Contents {
@@ -300,6 +426,30 @@ pub fn register(builtins: &mut Builtins) {
         )
         .titled("Prompt With Image", "A prompt that includes image content"),
     );
+}
+
+/// Asks the client for one input, then answers with what the client said.
+struct Asking {
+    kind: InputKind,
+    params: fn(&Value) -> Value,
+    answer: fn(&Value) -> String,
+}
+
+impl Handler for Asking {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let answer = match request.retry.as_ref().and_then(|retry| retry.responses.get("input")) {
+            Some(response) => blocks(vec![text(&(self.answer)(response))]),
+            None => {
+                let input = InputRequest { kind: self.kind, params: (self.params)(&request.arguments) };
+                Answer::InputRequired { requests: BTreeMap::from([("input".to_owned(), input)]), state: None }
+            }
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+fn completed(response: &Value) -> String {
+    format!("Elicitation completed: action={}, content={}", response["action"], response["content"])
 }
 
 /// Talks while it works, 50 ms apart: three log messages, or progress 0, 50 and 100 of 100.
