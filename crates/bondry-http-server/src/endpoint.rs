@@ -29,6 +29,7 @@ use crate::admission::{self, OriginPolicy};
 use crate::auth::Authenticator;
 use crate::context::{EMITTED_QUEUE, StreamEmitter, TokenCancellation};
 use crate::cors;
+use crate::gauges::{Gauge, Gauges};
 use crate::limits::{self, Bucket, Cidr};
 use crate::publish::{Publications, RealmPublisher};
 use crate::session::{Owner, Refused, SessionLimits, Sessions};
@@ -54,6 +55,7 @@ pub struct Endpoint {
     pub per_address: Option<Bucket>,
     /// Where handlers' publications go.
     pub publications: Arc<Publications>,
+    pub gauges: Arc<Gauges>,
 }
 
 impl Endpoint {
@@ -203,10 +205,11 @@ fn listen(endpoint: &Endpoint, session: &SessionRef) -> Result<Response, Error> 
     let event = |message: String| Ok::<_, Infallible>(Event::default().event("message").data(message));
     let queued = stream::iter(opened.pending.into_iter().map(event));
     let expiry = tokio::time::Instant::now() + opened.expires.duration_since(SystemTime::now()).unwrap_or_default();
-    let state = (opened.feed, opened.ended, endpoint.shutdown.clone());
-    let live = stream::unfold(state, move |(mut feed, ended, shutdown)| async move {
+    // The gauge unit travels with the stream's state, so it is given back when the body drops.
+    let state = (opened.feed, opened.ended, endpoint.shutdown.clone(), endpoint.gauges.hold(Gauge::Streams));
+    let live = stream::unfold(state, move |(mut feed, ended, shutdown, open)| async move {
         tokio::select! {
-            message = feed.recv() => message.map(|message| (event(message), (feed, ended, shutdown))),
+            message = feed.recv() => message.map(|message| (event(message), (feed, ended, shutdown, open))),
             () = ended.cancelled() => None,
             () = shutdown.cancelled() => None,
             () = tokio::time::sleep_until(expiry) => None,
@@ -243,6 +246,7 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
     let task_endpoint = Arc::clone(endpoint);
     let task = endpoint.calls.spawn(async move {
         let endpoint = task_endpoint;
+        let _running = endpoint.gauges.hold(Gauge::Calls);
         let mut call = call;
         let outcome = tokio::select! {
             outcome = converse(&endpoint, &mut call, &queue, &token) => Some(outcome),
@@ -368,6 +372,7 @@ enum Streaming {
 }
 
 fn event_stream(endpoint: &Arc<Endpoint>, sent: Vec<String>, state: Streaming) -> Response {
+    let open = endpoint.gauges.hold(Gauge::Streams);
     let endpoint = Arc::clone(endpoint);
     let event = |message: String| Ok::<_, Infallible>(Event::default().event("message").data(message));
     let last = move |endpoint: &Endpoint, done: Option<Reply>| {
@@ -380,6 +385,8 @@ fn event_stream(endpoint: &Arc<Endpoint>, sent: Vec<String>, state: Streaming) -
     };
     let later = stream::unfold(state, move |state| {
         let endpoint = Arc::clone(&endpoint);
+        // Owned by the body: counted until the stream is dropped, however it ends.
+        let _open = &open;
         async move {
             let mut events = Vec::new();
             let next = match state {
@@ -442,6 +449,7 @@ async fn run(endpoint: &Arc<Endpoint>, call: Call) -> Response {
     let work_endpoint = Arc::clone(endpoint);
     let work: Work = Box::pin(async move {
         let endpoint = work_endpoint;
+        let _running = endpoint.gauges.hold(Gauge::Calls);
         let token = CancellationToken::new();
         let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
         let publisher = endpoint.publisher(call.realm());

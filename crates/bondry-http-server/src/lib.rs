@@ -8,6 +8,7 @@ pub mod auth;
 mod context;
 mod cors;
 mod endpoint;
+pub mod gauges;
 pub mod limits;
 mod metadata;
 mod publish;
@@ -91,6 +92,7 @@ pub struct Running {
     /// The calls running inside sessions, which outlive their requests.
     calls: TaskTracker,
     grace: Duration,
+    gauges: Arc<gauges::Gauges>,
 }
 
 /// Binds every listener and starts serving. Returns once all sockets are bound, so
@@ -109,6 +111,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
     let hard_stop = CancellationToken::new();
     let calls = TaskTracker::new();
     let publications = Arc::new(publish::Publications::new(Arc::clone(&realms)));
+    let gauges = Arc::new(gauges::Gauges::default());
     let mut bound = Vec::new();
     for listener in config.listeners {
         let adapter = Adapter::new(listener.settings)
@@ -138,6 +141,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             trusted_proxies: listener.trusted_proxies,
             per_address: listener.per_address.and_then(limits::Bucket::new),
             publications: Arc::clone(&publications),
+            gauges: Arc::clone(&gauges),
         });
         bound.push((listener.name, addr, socket, endpoint));
     }
@@ -172,13 +176,18 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
         });
         addrs.push((name, addr));
     }
-    Ok(Running { addrs, realms, shutdown, hard_stop, tasks, calls, grace: config.shutdown_grace })
+    Ok(Running { addrs, realms, shutdown, hard_stop, tasks, calls, grace: config.shutdown_grace, gauges })
 }
 
 impl Running {
     /// The registry of `realm`, through which a host program swaps its catalogue.
     pub fn registry(&self, realm: &str) -> Option<Arc<Registry>> {
         self.realms.get(realm).map(|entry| Arc::clone(&entry.registry))
+    }
+
+    /// Calls running and event streams open right now.
+    pub fn gauges(&self) -> gauges::Reading {
+        self.gauges.read()
     }
 
     /// The bound address of each listener, by name.
