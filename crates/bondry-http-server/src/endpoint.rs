@@ -453,12 +453,38 @@ async fn run(endpoint: &Arc<Endpoint>, call: Call) -> Response {
         let token = CancellationToken::new();
         let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
         let publisher = endpoint.publisher(call.realm());
-        let request = call.handler_request(Arc::new(TokenCancellation(token)), emitter, publisher);
-        let outcome = call.invoke(request).await;
+        let request = call.handler_request(Arc::new(TokenCancellation(token.clone())), emitter, publisher);
+        let outcome = CancelOnDrop { token, work: call.invoke(request), done: false }.await;
         drop(guard.disarm());
         Some(endpoint.adapter.complete(call, outcome, SystemTime::now()))
     });
     answer(endpoint, work, feed).await
+}
+
+/// A handler's future that, dropped before it finished, cancels the call's token first:
+/// work the handler spawned hears of the cancellation while its future is torn down.
+struct CancelOnDrop<F> {
+    token: CancellationToken,
+    work: F,
+    done: bool,
+}
+
+impl<F: Future + Unpin> Future for CancelOnDrop<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let output = std::pin::Pin::new(&mut self.work).poll(cx);
+        self.done = output.is_ready();
+        output
+    }
+}
+
+impl<F> Drop for CancelOnDrop<F> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.token.cancel();
+        }
+    }
 }
 
 struct CancelledCall<'a> {

@@ -54,16 +54,20 @@ pub fn complete(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
             let Some(uri) = reference.get("uri").and_then(Value::as_str) else {
                 return invalid("params.ref.uri must be a string");
             };
-            let template = request.realm.catalogue.of_kind(CapabilityKind::ResourceTemplate).find(|template| {
-                template.descriptor.uri.as_deref() == Some(uri)
-                    && dispatch::visible(request.realm, request.principal, ADAPTER, template)
-            });
-            match template {
+            let mut named = request
+                .realm
+                .catalogue
+                .of_kind(CapabilityKind::ResourceTemplate)
+                .filter(|template| template.descriptor.uri.as_deref() == Some(uri))
+                .peekable();
+            let exists = named.peek().is_some();
+            match named.find(|template| dispatch::visible(request.realm, request.principal, ADAPTER, template)) {
                 Some(template) => std::sync::Arc::clone(template),
                 None => {
+                    // The caller learns the same either way; only the audit record tells.
+                    let outcome = if exists { AuditOutcome::Denied } else { AuditOutcome::NotFound };
                     let error = Error::ResourceNotFound { id: id(), uri: uri.to_owned(), in_session };
-                    let record = request.audit(uri, AuditOutcome::NotFound);
-                    return Step::Reply(request.error(error).audited(record));
+                    return Step::Reply(request.error(error).audited(request.audit(uri, outcome)));
                 }
             }
         }

@@ -369,6 +369,8 @@ impl Adapter {
         let audit_outcome = match (&outcome, &shaped) {
             // Until multi-round-trip requests land (issue 6), asking for input fails.
             (Outcome::Answered(Answer::InputRequired { .. }), _) => AuditOutcome::HandlerFailed,
+            // A resource whose handler found nothing there.
+            (Outcome::Answered(_), Err(Error::ResourceNotFound { .. })) => AuditOutcome::NotFound,
             (Outcome::Answered(_), Err(_)) => AuditOutcome::HandlerFailed,
             _ => outcome.audit_outcome(),
         };

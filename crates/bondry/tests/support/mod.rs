@@ -10,7 +10,11 @@ use bondry::assemble::{Overrides, assemble};
 use bondry::builtins::{Builtin, Builtins, FnHandler};
 use bondry::config;
 use bondry_core::BoxFuture;
-use bondry_core::handler::{Answer, ContentBlock, Handler, HandlerRequest, Message, Role};
+use bondry_core::capability::CapabilityKind;
+use bondry_core::handler::{
+    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, LogLevel, Message, ResourceBody,
+    ResourceContents, Role,
+};
 use bondry_http_server::Running;
 use bondry_http_server::audit::AuditWriter;
 use serde_json::{Value, json};
@@ -31,8 +35,9 @@ pub fn modern_only_config() -> String {
     default_config().replace("page_size = 3\n", "page_size = 3\nprotocol_versions = [\"2026-07-28\"]\n")
 }
 
-/// The default test configuration: the demo realm plus the test handlers, all granted
+/// The default test configuration: the demo realm plus the test tools, all granted
 /// to anonymous callers except `admin.*` and `hidden.*`; all three revisions served.
+/// The test prompts and resources are registered as handlers but not configured.
 pub fn default_config() -> String {
     let mut text = String::from(
         r#"
@@ -50,7 +55,12 @@ name = "demo"
 grants = ["demo.*", "test.*"]
 "#,
     );
-    for handler in Builtins::demo().names().chain(test_builtins().names()) {
+    let (demo, test) = (Builtins::demo(), test_builtins());
+    for handler in demo.names().chain(test.names()) {
+        let builtin = demo.get(handler).or_else(|| test.get(handler)).unwrap();
+        if builtin.kind != CapabilityKind::Tool {
+            continue;
+        }
         text.push_str(&format!(
             "\n[[realms.default.capabilities]]\nid = \"{handler}\"\nkind = \"tool\"\nhandler = \"{handler}\"\n"
         ));
@@ -86,6 +96,23 @@ impl TestServer {
     /// The live registry of `realm`, as a host program reaches it.
     pub fn registry(&self, realm: &str) -> Arc<bondry_core::realm::Registry> {
         self.running.as_ref().unwrap().registry(realm).unwrap()
+    }
+
+    /// Calls running and event streams open right now.
+    pub fn gauges(&self) -> bondry_http_server::gauges::Reading {
+        self.running.as_ref().unwrap().gauges()
+    }
+
+    /// Waits up to five seconds for no call to run and no stream to be open.
+    pub async fn settles(&self) -> bool {
+        let quiet = bondry_http_server::gauges::Reading { calls: 0, streams: 0 };
+        for _ in 0..250 {
+            if self.gauges() == quiet {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
     }
 
     pub fn audit_path(&self) -> PathBuf {
@@ -340,7 +367,258 @@ pub fn test_builtins() -> Builtins {
     builtins.register("test.slow", Builtin::tool(Slow, object()));
     builtins
         .register("test.panics", Builtin::tool(FnHandler(|_: &Value| panic!("the handler's secret detail")), object()));
+    register_resources_and_prompts(&mut builtins);
     builtins
+}
+
+/// The base64 `blob` of `test.blob_resource`: the bytes 00 01 02 FF.
+pub const BLOB: &str = "AAEC/w==";
+
+/// A handler whose answer is fixed.
+fn fixed(answer: Answer) -> FnHandler<impl Fn(&Value) -> Answer + Send + Sync + 'static> {
+    FnHandler(move |_: &Value| answer.clone())
+}
+
+/// The handlers behind `tests/resources_prompts.rs`: tools that publish, talk and linger;
+/// prompts and resources, which `default_config` leaves out (they change what a realm
+/// announces), so a test configures them itself.
+fn register_resources_and_prompts(builtins: &mut Builtins) {
+    let object = || json!({"type": "object"});
+    builtins.register(
+        "test.publish",
+        Builtin::tool(
+            Publish,
+            json!({"type": "object", "properties": {"uris": {"type": "array", "items": {"type": "string"}}}}),
+        ),
+    );
+    builtins.register("test.talk", Builtin::tool(Talk, object()));
+    builtins.register(
+        "test.linger",
+        Builtin::tool(
+            Linger,
+            json!({"type": "object", "properties": {"key": {"type": "string"}, "ms": {"type": "integer"}},
+                "required": ["key", "ms"]}),
+        ),
+    );
+    builtins.register(
+        "test.note",
+        Builtin::prompt(
+            NotePrompt,
+            json!({
+                "type": "object",
+                "properties": {
+                    "topic": {"type": "string", "title": "Topic", "description": "What the note is about"},
+                    "style": {"type": "string", "enum": ["short", "long"], "description": "How long"}
+                },
+                "required": ["topic"]
+            }),
+        )
+        .titled("Note", "Writes a note"),
+    );
+    builtins.register("test.failing_prompt", Builtin::prompt(SlowFailure, json!({"type": "object", "properties": {}})));
+    builtins.register(
+        "test.text_resource",
+        Builtin::resource(
+            fixed(Answer::Contents {
+                items: vec![ResourceContents {
+                    uri: String::new(),
+                    mime_type: None,
+                    body: ResourceBody::Text("hello, world".into()),
+                }],
+            }),
+            "test://text",
+        )
+        .titled("Text", "A text resource")
+        .mime("text/plain"),
+    );
+    builtins.register(
+        "test.blob_resource",
+        Builtin::resource(
+            fixed(Answer::Contents {
+                items: vec![ResourceContents {
+                    uri: "test://blob".into(),
+                    mime_type: Some("application/octet-stream".into()),
+                    body: ResourceBody::Blob(BLOB.into()),
+                }],
+            }),
+            "test://blob",
+        ),
+    );
+    builtins
+        .register("test.empty_resource", Builtin::resource(fixed(Answer::Contents { items: vec![] }), "test://empty"));
+    builtins.register("test.failing_resource", Builtin::resource(SlowFailure, "test://failing"));
+    builtins.register(
+        "test.items",
+        Builtin::template(
+            Items,
+            "test://items/{name}/v{version}",
+            json!({
+                "type": "object",
+                "properties": {"name": {"type": "string", "minLength": 1}, "version": {"type": "integer", "minimum": 1}},
+                "required": ["name", "version"]
+            }),
+        )
+        .titled("Items", "An item at a version")
+        .mime("application/json"),
+    );
+}
+
+/// Things the handlers below saw, for tests to wait on: `cancelled:<key>`, `finished:<key>`.
+static EVENTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn record_event(event: String) {
+    EVENTS.lock().unwrap_or_else(|poison| poison.into_inner()).push(event);
+}
+
+/// Whether a handler recorded `event`.
+pub fn saw(event: &str) -> bool {
+    EVENTS.lock().unwrap_or_else(|poison| poison.into_inner()).iter().any(|seen| seen == event)
+}
+
+/// Waits up to `limit` for a handler to record `event`.
+pub async fn wait_for(event: &str, limit: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !saw(event) {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
+/// Publishes `resource_updated` for each of `arguments.uris`, in order.
+struct Publish;
+
+impl Handler for Publish {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let uris: Vec<&str> =
+            request.arguments["uris"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        for uri in &uris {
+            request.publisher.resource_updated(uri);
+        }
+        let answer = Answer::Value(json!({"published": uris.len()}));
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// Talks while it works, a few milliseconds apart: progress 1, 2, 3 of 3 and a log
+/// message of each level from debug to error, then answers `{"talked": true}`.
+struct Talk;
+
+impl Handler for Talk {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        Box::pin(async move {
+            let pause = || tokio::time::sleep(Duration::from_millis(5));
+            let emitter = &request.emitter;
+            emitter.progress(1.0, Some(3.0), Some("one".into()));
+            emitter.log(LogLevel::Debug, None, json!("debug detail"));
+            pause().await;
+            emitter.log(LogLevel::Info, Some("talk".into()), json!("info note"));
+            emitter.progress(2.0, Some(3.0), Some("two".into()));
+            pause().await;
+            emitter.log(LogLevel::Warning, Some("talk".into()), json!("careful"));
+            emitter.log(LogLevel::Error, None, json!({"code": 7}));
+            pause().await;
+            emitter.progress(3.0, Some(3.0), None);
+            Answer::Value(json!({"talked": true}))
+        })
+    }
+}
+
+/// Runs for `arguments.ms` milliseconds, reporting progress every 20 ms, then records
+/// `finished:<key>` and answers. A watcher records `cancelled:<key>` if the call's
+/// cancellation fires (within 10 s).
+struct Linger;
+
+impl Handler for Linger {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let key = request.arguments["key"].as_str().unwrap_or_default().to_owned();
+        let ms = request.arguments["ms"].as_u64().unwrap_or_default();
+        let cancellation = Arc::clone(&request.cancellation);
+        let watched = key.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = cancellation.cancelled() => record_event(format!("cancelled:{watched}")),
+                () = tokio::time::sleep(Duration::from_secs(10)) => {}
+            }
+        });
+        Box::pin(async move {
+            let started = tokio::time::Instant::now();
+            let mut step = 0.0;
+            while started.elapsed() < Duration::from_millis(ms) {
+                request.emitter.progress(step, None, None);
+                step += 1.0;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            record_event(format!("finished:{key}"));
+            Answer::Value(json!({"lingered": ms}))
+        })
+    }
+}
+
+/// Fails after a short while with the stable code `upstream_down`.
+struct SlowFailure;
+
+impl Handler for SlowFailure {
+    fn call(&self, _: HandlerRequest) -> BoxFuture<'static, Answer> {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            Answer::Failure { code: "upstream_down".into() }
+        })
+    }
+}
+
+/// Completion values from `values` that start with `prefix`.
+fn starting_with(values: &[&str], prefix: &str) -> Completion {
+    let values: Vec<String> = values.iter().filter(|v| v.starts_with(prefix)).map(|v| (*v).to_owned()).collect();
+    Completion { total: Some(values.len() as u64), has_more: Some(false), values }
+}
+
+/// `test.note`: one user message naming the topic and style; completes both arguments.
+struct NotePrompt;
+
+impl Handler for NotePrompt {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let argument = |name: &str| request.arguments[name].as_str().unwrap_or("short").to_owned();
+        let text = format!("Write a {} note about {}", argument("style"), argument("topic"));
+        Box::pin(std::future::ready(Answer::Messages {
+            description: None,
+            messages: vec![Message { role: Role::User, content: ContentBlock::Text { text } }],
+        }))
+    }
+
+    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+        let values: &[&str] = match query.argument.as_str() {
+            "style" => &["short", "long"],
+            _ => &["rust", "ruby", "python"],
+        };
+        Box::pin(std::future::ready(starting_with(values, &query.value)))
+    }
+}
+
+/// `test://items/{name}/v{version}`: its (typed) variables, echoed as JSON; names and
+/// versions complete from short lists.
+struct Items;
+
+impl Handler for Items {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        Box::pin(std::future::ready(Answer::Contents {
+            items: vec![ResourceContents {
+                uri: String::new(),
+                mime_type: None,
+                body: ResourceBody::Text(request.arguments.to_string()),
+            }],
+        }))
+    }
+
+    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+        let values: &[&str] = match query.argument.as_str() {
+            "name" => &["apple", "apricot", "banana"],
+            _ => &["1", "2", "10"],
+        };
+        Box::pin(std::future::ready(starting_with(values, &query.value)))
+    }
 }
 
 /// Waits until cancelled, or answers after 300 ms.
