@@ -7,7 +7,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{BLOB, Req, Resp, TestServer, default_config, meta, saw, wait_for};
+use support::{
+    BLOB, Events, Req, Resp, TestServer, default_config, in_session, meta, open, rpc, saw, sse_messages, wait_for,
+};
 
 const SESSION: &str = "Mcp-Session-Id";
 const HASH: &str = "dev.bondry/hash";
@@ -87,10 +89,6 @@ async fn start() -> TestServer {
     TestServer::with_config(&config()).await
 }
 
-fn rpc(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-}
-
 /// A modern `resources/read` of `uri`, with its `Mcp-Name`.
 fn read(uri: &str) -> Req {
     Req::modern("resources/read", json!({"uri": uri})).header("Mcp-Name", uri)
@@ -113,76 +111,6 @@ fn call_with_meta(name: &str, arguments: Value, extra: Value) -> Req {
     }
     let body = rpc("tools/call", json!({"name": name, "arguments": arguments, "_meta": meta}));
     Req::call(name, json!({})).json(body)
-}
-
-fn initialize_request(version: &str) -> Req {
-    Req::post().json(json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    }))
-}
-
-/// Opens a 2025-11-25 session; returns its id.
-async fn open(server: &TestServer) -> String {
-    let response = server.send(initialize_request("2025-11-25")).await;
-    assert_eq!(response.status, 200, "{}", response.text());
-    let sid = response.header("mcp-session-id").expect("a session id").to_owned();
-    let initialized =
-        server.send(in_session(&sid, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))).await;
-    assert_eq!(initialized.status, 202);
-    sid
-}
-
-/// A POST inside session `sid`.
-fn in_session(sid: &str, body: Value) -> Req {
-    Req::post().header(SESSION, sid).json(body)
-}
-
-/// The JSON-RPC messages of an event stream body, in order (comments and empty events skipped).
-fn sse_messages(body: &str) -> Vec<Value> {
-    body.split("\n\n").filter_map(event_data).collect()
-}
-
-/// The JSON of one event's `data` lines, if it has any.
-fn event_data(event: &str) -> Option<Value> {
-    let data: Vec<&str> = event
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(|data| data.strip_prefix(' ').unwrap_or(data))
-        .collect();
-    if data.is_empty() {
-        return None;
-    }
-    Some(serde_json::from_str(&data.join("\n")).unwrap_or_else(|e| panic!("event data is not JSON ({e}): {event:?}")))
-}
-
-/// Reads an open event stream one message at a time.
-struct Events {
-    response: reqwest::Response,
-    buffer: String,
-}
-
-impl Events {
-    fn new(response: reqwest::Response) -> Self {
-        assert_eq!(response.status(), 200);
-        assert_eq!(response.headers()["content-type"], "text/event-stream");
-        Self { response, buffer: String::new() }
-    }
-
-    /// The next message, or `None` if none arrives within `limit` or the stream ends.
-    async fn next(&mut self, limit: Duration) -> Option<Value> {
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            while let Some(at) = self.buffer.find("\n\n") {
-                let event: String = self.buffer.drain(..at + 2).collect();
-                if let Some(message) = event_data(&event) {
-                    return Some(message);
-                }
-            }
-            let chunk = tokio::time::timeout_at(deadline, self.response.chunk()).await.ok()?.ok()??;
-            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
-        }
-    }
 }
 
 /// Opens session `sid`'s GET stream.
@@ -274,7 +202,7 @@ async fn discover_and_initialize_announce_prompts_resources_and_completions() {
     let server = start().await;
     let result = server.send(Req::modern("server/discover", json!({}))).await.assert_result();
     assert_eq!(result["capabilities"], json!({"tools": {}, "prompts": {}, "resources": {}, "completions": {}}));
-    let result = server.send(initialize_request("2025-11-25")).await.assert_result();
+    let result = server.send(support::initialize_request("2025-11-25", json!({}))).await.assert_result();
     assert_eq!(
         result["capabilities"],
         json!({

@@ -12,8 +12,8 @@ use bondry::config;
 use bondry_core::BoxFuture;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::handler::{
-    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, LogLevel, Message, ResourceBody,
-    ResourceContents, Role,
+    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind, InputRequest, LogLevel,
+    Message, ResourceBody, ResourceContents, Role,
 };
 use bondry_http_server::Running;
 use bondry_http_server::audit::AuditWriter;
@@ -365,6 +365,16 @@ pub fn test_builtins() -> Builtins {
         ),
     );
     builtins.register("test.slow", Builtin::tool(Slow, object()));
+    builtins.register(
+        "test.asks",
+        Builtin::tool(
+            Asks,
+            json!({"type": "object", "properties": {
+                "kind": {"enum": ["sampling", "elicitation", "roots"]},
+                "rounds": {"type": "integer", "minimum": 1, "maximum": 20}
+            }}),
+        ),
+    );
     builtins
         .register("test.panics", Builtin::tool(FnHandler(|_: &Value| panic!("the handler's secret detail")), object()));
     register_resources_and_prompts(&mut builtins);
@@ -659,5 +669,131 @@ impl TestServer {
         let status = text[9..12].parse().unwrap();
         let body_at = text.find("\r\n\r\n").unwrap() + 4;
         (status, response[body_at..].to_vec())
+    }
+}
+
+/// A JSON-RPC request with id 1.
+pub fn rpc(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+}
+
+/// An `initialize` offering `version` and declaring `capabilities`.
+pub fn initialize_request(version: &str, capabilities: Value) -> Req {
+    Req::post().json(json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}
+    }))
+}
+
+/// Opens a 2025-11-25 session declaring no client capabilities; returns its id.
+pub async fn open(server: &TestServer) -> String {
+    open_with(server, json!({})).await
+}
+
+/// Opens a 2025-11-25 session declaring `capabilities`; returns its id.
+pub async fn open_with(server: &TestServer, capabilities: Value) -> String {
+    let response = server.send(initialize_request("2025-11-25", capabilities)).await;
+    assert_eq!(response.status, 200, "{}", response.text());
+    let sid = response.header("mcp-session-id").expect("a session id").to_owned();
+    let initialized =
+        server.send(in_session(&sid, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))).await;
+    assert_eq!(initialized.status, 202);
+    sid
+}
+
+/// A POST inside session `sid`.
+pub fn in_session(sid: &str, body: Value) -> Req {
+    Req::post().header("Mcp-Session-Id", sid).json(body)
+}
+
+/// The JSON-RPC messages of an event stream body, in order (comments and empty events skipped).
+pub fn sse_messages(body: &str) -> Vec<Value> {
+    body.split("\n\n").filter_map(event_data).collect()
+}
+
+/// The JSON of one event's `data` lines, if it has any.
+pub fn event_data(event: &str) -> Option<Value> {
+    let data: Vec<&str> = event
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| data.strip_prefix(' ').unwrap_or(data))
+        .collect();
+    if data.is_empty() {
+        return None;
+    }
+    Some(serde_json::from_str(&data.join("\n")).unwrap_or_else(|e| panic!("event data is not JSON ({e}): {event:?}")))
+}
+
+/// Reads an open event stream one message at a time.
+pub struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    pub fn new(response: reqwest::Response) -> Self {
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        Self { response, buffer: String::new() }
+    }
+
+    /// The next message, or `None` if none arrives within `limit` or the stream ends.
+    pub async fn next(&mut self, limit: Duration) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            while let Some(at) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..at + 2).collect();
+                if let Some(message) = event_data(&event) {
+                    return Some(message);
+                }
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk()).await.ok()?.ok()??;
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+/// `test.asks`: asks the client for input of `kind` (sampling by default), one request per
+/// round for `rounds` rounds (one by default), keeping the answers so far in its state;
+/// then answers `{"answers": [...]}`.
+struct Asks;
+
+impl Handler for Asks {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let kind = match request.arguments["kind"].as_str() {
+            Some("elicitation") => InputKind::Elicitation,
+            Some("roots") => InputKind::Roots,
+            _ => InputKind::Sampling,
+        };
+        let rounds = request.arguments["rounds"].as_u64().unwrap_or(1) as usize;
+        let mut answers: Vec<Value> = match &request.retry {
+            Some(retry) => {
+                let mut so_far: Vec<Value> =
+                    retry.state.as_ref().and_then(|state| state["answers"].as_array().cloned()).unwrap_or_default();
+                so_far.extend(retry.responses.get("input").cloned());
+                so_far
+            }
+            None => Vec::new(),
+        };
+        let answer = if answers.len() >= rounds {
+            Answer::Value(json!({"answers": std::mem::take(&mut answers)}))
+        } else {
+            let params = match kind {
+                InputKind::Sampling => json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": format!("round {}", answers.len() + 1)}}],
+                    "maxTokens": 10
+                }),
+                InputKind::Elicitation => json!({
+                    "message": "Name?",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                }),
+                InputKind::Roots => json!({}),
+            };
+            Answer::InputRequired {
+                requests: std::collections::BTreeMap::from([("input".to_owned(), InputRequest { kind, params })]),
+                state: Some(json!({"answers": answers})),
+            }
+        };
+        Box::pin(std::future::ready(answer))
     }
 }
