@@ -72,8 +72,9 @@ pub enum CatalogueError {
     InputNotObject { id: CapabilityId },
     #[error("capability {id}: {message}")]
     Lint { id: CapabilityId, message: String },
+    /// A field the capability's kind does not have, or a missing or invalid URI.
     #[error("capability {id}: {message}")]
-    Uri { id: CapabilityId, message: String },
+    KindField { id: CapabilityId, message: String },
 }
 
 /// An immutable, id-sorted set of capabilities with a version tag.
@@ -110,7 +111,8 @@ impl Catalogue {
                 .map(|schema| CompiledSchema::compile(schema, bounds))
                 .transpose()
                 .map_err(schema_error("output"))?;
-            let template = uri_of(&descriptor).map_err(|message| CatalogueError::Uri { id: id.clone(), message })?;
+            let template =
+                kind_fields(&descriptor).map_err(|message| CatalogueError::KindField { id: id.clone(), message })?;
             let mut attachments = HashMap::new();
             for lint in lints {
                 let attachment = lint
@@ -129,7 +131,7 @@ impl Catalogue {
             let uri = entry.descriptor.uri.clone().unwrap_or_default();
             if let Some(first) = resources.insert(uri.clone(), Arc::clone(entry)) {
                 let message = format!("resource URI {uri:?} is already served by {}", first.id());
-                return Err(CatalogueError::Uri { id: entry.id().clone(), message });
+                return Err(CatalogueError::KindField { id: entry.id().clone(), message });
             }
         }
         Ok(Self { version, entries, resources })
@@ -164,9 +166,22 @@ impl Catalogue {
     }
 }
 
-/// Checks a descriptor's `uri` against its kind: a resource has an absolute URI, a
-/// template a URI template (compiled here), tools and prompts none.
-fn uri_of(descriptor: &Descriptor) -> Result<Option<UriTemplate>, String> {
+/// Checks a descriptor's fields against its kind, so nothing configured is silently
+/// ignored: only tools have an output schema and annotations, only resources and
+/// templates a media type; a resource has an absolute URI, a template a URI template
+/// (compiled here), tools and prompts none.
+fn kind_fields(descriptor: &Descriptor) -> Result<Option<UriTemplate>, String> {
+    let kind = descriptor.kind.as_str();
+    let tool = descriptor.kind == CapabilityKind::Tool;
+    if !tool && descriptor.output_schema.is_some() {
+        return Err(format!("a {kind} has no output schema; only tools do"));
+    }
+    if !tool && descriptor.annotations != crate::capability::Annotations::default() {
+        return Err(format!("a {kind} has no annotations; only tools do"));
+    }
+    if descriptor.mime_type.is_some() && matches!(descriptor.kind, CapabilityKind::Tool | CapabilityKind::Prompt) {
+        return Err(format!("a {kind} has no media type; only resources and resource templates do"));
+    }
     let uri = descriptor.uri.as_deref();
     match (descriptor.kind, uri) {
         (CapabilityKind::Tool | CapabilityKind::Prompt, None) => Ok(None),

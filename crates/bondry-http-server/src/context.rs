@@ -23,13 +23,14 @@ impl Cancellation for TokenCancellation {
 
 /// Progress and log messages a client asked for, rendered by the adapter and queued for
 /// the request's event stream. They are lossy by nature: when the queue is full (the
-/// client reads slower than the handler talks) or the client is gone, they are dropped.
+/// client reads slower than the handler talks) the newest is dropped, and when the client
+/// is gone all are.
 pub struct StreamEmitter {
     notifier: Notifier,
     queue: mpsc::Sender<String>,
 }
 
-/// Notifications queued per request before the oldest undelivered ones are dropped.
+/// Notifications queued per request; past it new ones are dropped.
 pub const EMITTED_QUEUE: usize = 64;
 
 impl StreamEmitter {

@@ -14,7 +14,10 @@ use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
 use bondry_core::dispatch::Outcome;
 use bondry_core::handler::{Answer, Retry};
 use bondry_mcp_proto::error::Context;
-use bondry_mcp_proto::tools::{CLIENT_ERROR, CLIENT_TIMEOUT, MISSING_CLIENT_CAPABILITY, TOO_MANY_ROUNDS};
+use bondry_mcp_proto::tools::{
+    CLIENT_ERROR, CLIENT_TIMEOUT, EMPTY_INPUT_REQUIRED, MISSING_CLIENT_CAPABILITY, TOO_MANY_PENDING_INPUTS,
+    TOO_MANY_ROUNDS,
+};
 use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Inbound, Reply, Revision, SessionRef, Step};
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
@@ -292,51 +295,67 @@ async fn converse(
         .get(call.realm())
         .map_or(SessionLimits::default().client_response_timeout, |realm| realm.limits.client_response_timeout);
     let sid = call.session().map(|session| session.sid.clone()).unwrap_or_default();
-    for _ in 0..MAX_INPUT_ROUNDS {
+    for round in 0..=MAX_INPUT_ROUNDS {
         let request = call.handler_request(cancellation.clone(), emitter.clone(), publisher.clone());
         let outcome = call.invoke(request).await;
         let Outcome::Answered(Answer::InputRequired { requests, state }) = &outcome else {
             return outcome;
         };
+        if requests.is_empty() && state.is_none() {
+            return Outcome::Failed { code: EMPTY_INPUT_REQUIRED.to_owned() };
+        }
+        // The client is never asked for input the handler would not get to use.
+        if round == MAX_INPUT_ROUNDS {
+            break;
+        }
         if call.missing_input_capabilities(requests) {
             return call.client_failure(MISSING_CLIENT_CAPABILITY);
         }
-        let mut waits = Vec::new();
+        // Every id this round waits for is forgotten when the round ends, however it ends
+        // (answered, timed out, or the call dropped): none lingers in the session's count.
+        let mut waiting = Waiting { sessions: Arc::clone(&endpoint.sessions), sid: sid.clone(), ids: Vec::new() };
+        let mut answers = Vec::new();
         for (key, input) in requests {
             let Some((id, answer)) = endpoint.sessions.expect_answer(&sid) else {
-                return call.client_failure(CLIENT_TIMEOUT);
+                return call.client_failure(TOO_MANY_PENDING_INPUTS);
             };
-            waits.push((key.clone(), id.clone(), answer));
-            // The client reads its requests on this call's stream; without one it cannot answer.
+            waiting.ids.push(id.clone());
+            // The client reads its requests on this call's stream; without it, it cannot answer.
             if queue.send(call.input_request(&id, input)).await.is_err() {
-                break;
+                return call.client_failure(CLIENT_TIMEOUT);
             }
+            answers.push((key.clone(), answer));
         }
         let deadline = tokio::time::Instant::now() + timeout;
         let mut responses = std::collections::BTreeMap::new();
-        let mut failed = None;
-        for (key, id, answer) in waits {
-            match failed {
-                Some(_) => endpoint.sessions.forget_answer(&sid, &id),
-                None => match tokio::time::timeout_at(deadline, answer).await {
-                    Ok(Ok(Ok(result))) => {
-                        responses.insert(key, result);
-                    }
-                    Ok(Ok(Err(_))) => failed = Some(CLIENT_ERROR),
-                    Ok(Err(_)) | Err(_) => {
-                        endpoint.sessions.forget_answer(&sid, &id);
-                        failed = Some(CLIENT_TIMEOUT);
-                    }
-                },
+        for (key, answer) in answers {
+            match tokio::time::timeout_at(deadline, answer).await {
+                Ok(Ok(Ok(result))) => {
+                    responses.insert(key, result);
+                }
+                Ok(Ok(Err(_))) => return call.client_failure(CLIENT_ERROR),
+                Ok(Err(_)) | Err(_) => return call.client_failure(CLIENT_TIMEOUT),
             }
         }
-        if let Some(code) = failed {
-            return call.client_failure(code);
-        }
-        let state = state.clone();
-        call.set_retry(Retry { responses, state });
+        drop(waiting);
+        call.set_retry(Retry { responses, state: state.clone() });
     }
     call.client_failure(TOO_MANY_ROUNDS)
+}
+
+/// The ids of requests a call sent the client, forgotten by the session when dropped.
+struct Waiting {
+    sessions: Arc<Sessions>,
+    sid: String,
+    ids: Vec<bondry_mcp_proto::jsonrpc::Id>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        for id in &self.ids {
+            self.sessions.forget_answer(&self.sid, id);
+        }
+    }
 }
 
 /// The work of one call: its reply, or `None` when it was cancelled and sends nothing.

@@ -44,6 +44,8 @@ pub fn capabilities(realm: &RealmSnapshot) -> Value {
             capabilities.insert(feature.into(), json!({}));
         }
     }
+    // Handlers' log messages reach a request that names a `logLevel`.
+    capabilities.insert("logging".into(), json!({}));
     Value::Object(capabilities)
 }
 

@@ -28,6 +28,10 @@ pub const MISSING_CLIENT_CAPABILITY: &str = "missing_client_capability";
 pub const CLIENT_TIMEOUT: &str = "client_timeout";
 /// A session call whose client answered an input request with an error.
 pub const CLIENT_ERROR: &str = "client_error";
+/// A session call whose session already waits for as many answers as it may.
+pub const TOO_MANY_PENDING_INPUTS: &str = "too_many_pending_inputs";
+/// A handler that asked for input with neither requests nor state.
+pub const EMPTY_INPUT_REQUIRED: &str = "empty_input_required";
 /// A session call that kept asking for input past the allowed rounds.
 pub const TOO_MANY_ROUNDS: &str = "too_many_input_rounds";
 /// Until multi-round-trip requests land (issue 6), a handler asking for input fails.

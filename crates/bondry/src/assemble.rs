@@ -263,10 +263,15 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
         sessions_per_principal: limit("sessions_per_principal", raw.limits.sessions_per_principal)?,
         inflight_per_session: limit("inflight_per_session", raw.limits.inflight_per_session)?,
         listen_streams_per_principal: limit("listen_streams_per_principal", raw.limits.listen_streams_per_principal)?,
-        client_response_timeout: Duration::from_millis(
-            u64::try_from(limit("client_response_timeout_ms", raw.limits.client_response_timeout_ms)?)
-                .unwrap_or(u64::MAX),
-        ),
+        client_response_timeout: match raw.limits.client_response_timeout_ms {
+            0 => {
+                return Err(loaded.error(format!(
+                    "{}: 0 must be a positive number of milliseconds, e.g. 60000",
+                    key("limits.client_response_timeout_ms")
+                )));
+            }
+            millis => Duration::from_millis(millis),
+        },
     };
     let credentials = credentials(loaded, name, raw)?;
     let bucket = |k: &str, rate: Option<RawRate>| {

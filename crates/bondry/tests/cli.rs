@@ -507,3 +507,32 @@ async fn credentials_never_reach_logs_or_the_audit_trail() {
     assert!(!finished.stdout.contains("topsecret"), "a credential reached the audit trail");
     assert!(finished.stdout.contains("unauthenticated"), "the refusals were audited");
 }
+
+#[test]
+fn check_refuses_fields_a_kind_does_not_have() {
+    assert_check_refuses(
+        &with_capability_keys("mime_type = \"text/plain\""),
+        &["realms.default.capabilities", "demo.echo", "a tool has no media type"],
+    );
+    let resource = format!(
+        "{MINIMAL}[[realms.default.capabilities]]\nid = \"static\"\nkind = \"resource\"\nhandler = \"conformance.static_text\"\n"
+    );
+    assert_check_refuses(
+        &resource.replace(
+            "\"conformance.static_text\"\n",
+            "\"conformance.static_text\"\noutput_schema = '{\"type\": \"object\"}'\n",
+        ),
+        &["static", "a resource has no output schema"],
+    );
+    assert_check_refuses(
+        &resource.replace(
+            "\"conformance.static_text\"\n",
+            "\"conformance.static_text\"\nannotations = { read_only = true }\n",
+        ),
+        &["static", "a resource has no annotations"],
+    );
+    assert_check_refuses(
+        &format!("{MINIMAL}[realms.default.limits]\nclient_response_timeout_ms = 0\n"),
+        &["realms.default.limits.client_response_timeout_ms", "positive number of milliseconds"],
+    );
+}

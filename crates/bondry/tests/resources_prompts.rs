@@ -201,7 +201,10 @@ fn names(entries: &[Value]) -> Vec<&str> {
 async fn discover_and_initialize_announce_prompts_resources_and_completions() {
     let server = start().await;
     let result = server.send(Req::modern("server/discover", json!({}))).await.assert_result();
-    assert_eq!(result["capabilities"], json!({"tools": {}, "prompts": {}, "resources": {}, "completions": {}}));
+    assert_eq!(
+        result["capabilities"],
+        json!({"tools": {}, "prompts": {}, "resources": {}, "completions": {}, "logging": {}})
+    );
     let result = server.send(support::initialize_request("2025-11-25", json!({}))).await.assert_result();
     assert_eq!(
         result["capabilities"],
