@@ -263,7 +263,7 @@ async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response
             endpoint.audit.record(call.record(AuditOutcome::Cancelled, SystemTime::now()));
             return None;
         };
-        let mut reply = endpoint.adapter.complete(call, outcome, SystemTime::now());
+        let mut reply = endpoint.adapter.complete(call, outcome, SystemTime::now(), &mut OsRandom);
         // Recorded here, not when answering: the client may be gone by then.
         if let Some(record) = reply.audit.take() {
             endpoint.audit.record(*record);
@@ -475,7 +475,7 @@ async fn run(endpoint: &Arc<Endpoint>, call: Call) -> Response {
         let request = call.handler_request(Arc::new(TokenCancellation(token.clone())), emitter, publisher);
         let outcome = CancelOnDrop { token, work: call.invoke(request), done: false }.await;
         drop(guard.disarm());
-        Some(endpoint.adapter.complete(call, outcome, SystemTime::now()))
+        Some(endpoint.adapter.complete(call, outcome, SystemTime::now(), &mut OsRandom))
     });
     answer(endpoint, work, feed).await
 }

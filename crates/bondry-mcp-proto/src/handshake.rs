@@ -143,6 +143,7 @@ pub fn receive(
         headers: inbound.headers,
         body_len: inbound.body.len(),
         id,
+        method,
         params,
         envelope,
         realm,

@@ -33,6 +33,7 @@ pub mod seal;
 pub mod sentinel;
 pub mod session;
 pub mod shape;
+pub mod state;
 pub mod tools;
 
 use std::sync::Arc;
@@ -350,24 +351,47 @@ impl Adapter {
     }
 
     /// Shapes the outcome of a dispatched call into its reply and audit record.
-    pub fn complete(&self, call: Call, outcome: Outcome, now: SystemTime) -> Reply {
+    pub fn complete(&self, call: Call, outcome: Outcome, now: SystemTime, rng: &mut dyn Csprng) -> Reply {
         let era = if call.session.is_some() { Era::Handshake } else { Era::Modern };
-        let shaped = match (&call.completion, call.capability.kind()) {
-            (Some(_), _) => completion::result(&outcome, &call, &self.server_meta, era),
-            (None, CapabilityKind::Tool) => Ok(tools::call_result(
+        // A modern handler that needs input answers `input_required`; one that cannot be
+        // sent fails as a handler failure of its kind.
+        let asked = match (&outcome, era) {
+            (Outcome::Answered(Answer::InputRequired { requests, state }), Era::Modern) => {
+                Some(input::required_result(&call, requests, state.as_ref(), &self.server_meta, now, rng))
+            }
+            _ => None,
+        };
+        let outcome = match asked {
+            Some(Err(input::Unsendable::Failed(code))) => Outcome::Failed { code: code.into() },
+            _ => outcome,
+        };
+        let asked = match asked {
+            Some(Ok(result)) => Some(Ok(result)),
+            Some(Err(input::Unsendable::Undeclared(missing))) => {
+                Some(Err(Error::MissingClientCapability { id: call.id.clone(), missing }))
+            }
+            _ => None,
+        };
+        let shaped = match (asked, &call.completion, call.capability.kind()) {
+            (Some(asked), _, _) => asked,
+            (None, Some(_), _) => completion::result(&outcome, &call, &self.server_meta, era),
+            (None, None, CapabilityKind::Tool) => Ok(tools::call_result(
                 &outcome,
                 Some(call.invocation.as_str()),
                 &self.server_meta,
                 call.capability.id().as_str(),
                 era,
             )),
-            (None, CapabilityKind::Prompt) => prompts::result(&outcome, &call, &self.server_meta, era),
-            (None, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) => {
+            (None, None, CapabilityKind::Prompt) => prompts::result(&outcome, &call, &self.server_meta, era),
+            (None, None, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) => {
                 resources::result(&outcome, &call, &self.server_meta, era)
             }
         };
         let audit_outcome = match (&outcome, &shaped) {
-            // Until multi-round-trip requests land (issue 6), asking for input fails.
+            (Outcome::Answered(Answer::InputRequired { .. }), Ok(_)) if era == Era::Modern => {
+                AuditOutcome::InputRequired
+            }
+            // A session call that still asks once its rounds are over.
             (Outcome::Answered(Answer::InputRequired { .. }), _) => AuditOutcome::HandlerFailed,
             // A resource whose handler found nothing there.
             (Outcome::Answered(_), Err(Error::ResourceNotFound { .. })) => AuditOutcome::NotFound,
@@ -404,11 +428,13 @@ pub(crate) struct Admitted {
     pub completion: Option<CompletionQuery>,
     /// The URI a `resources/read` names, which its errors echo.
     pub uri: Option<String>,
+    /// The exchange a retry's `requestState` continues.
+    pub continuation: Option<String>,
 }
 
 impl Admitted {
     pub fn new(capability: Arc<Capability>, arguments: Value) -> Self {
-        Self { capability, arguments, retry: None, completion: None, uri: None }
+        Self { capability, arguments, retry: None, completion: None, uri: None, continuation: None }
     }
 }
 
@@ -426,6 +452,9 @@ pub struct Call {
     retry: Option<Retry>,
     completion: Option<CompletionQuery>,
     uri: Option<String>,
+    continuation: Option<String>,
+    /// The method the call answers, which a `requestState` is bound to.
+    method: String,
     notifier: notify::Notifier,
     received: SystemTime,
     /// The size of the request body, a bound on the arguments' serialised size.
@@ -450,6 +479,8 @@ impl Call {
             retry: admitted.retry,
             completion: admitted.completion,
             uri: admitted.uri,
+            continuation: admitted.continuation,
+            method: request.method.to_owned(),
             received: request.now,
             body_len: request.body_len,
             session: request.session,
@@ -499,6 +530,17 @@ impl Call {
                 Outcome::Answered(Answer::ToolError { code: code.into(), retryable: false, content: None })
             }
             _ => Outcome::Failed { code: code.into() },
+        }
+    }
+
+    /// What a `requestState` sealed by this call is bound to.
+    fn binding(&self) -> state::Binding<'_> {
+        state::Binding {
+            principal: self.principal.id(),
+            realm: &self.realm.realm,
+            method: &self.method,
+            capability: self.capability.id().as_str(),
+            arguments: &self.arguments,
         }
     }
 

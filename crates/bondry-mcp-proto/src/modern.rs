@@ -55,7 +55,8 @@ pub fn receive(
     if let Err((header, fault)) = check_routing_headers(headers, version_header, method, params) {
         return header_error(&header, fault).into();
     }
-    let request = Request { adapter, headers, body_len, id, params, envelope, realm, principal, now, session: None };
+    let request =
+        Request { adapter, headers, body_len, id, method, params, envelope, realm, principal, now, session: None };
     let announced = discover::Announced::of(realm);
     match method {
         "server/discover" => Step::Reply(request.result(&discover::result(adapter, realm))),

@@ -48,11 +48,12 @@ pub fn get(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
             Era::Handshake => Error::CapabilityFailed { id: id(), code: MISSING_CLIENT_CAPABILITY.into() },
         });
     }
-    let retry = match request.retry() {
+    let arguments = Value::Object(arguments);
+    let (retry, continuation) = match request.retry(&capability, &arguments) {
         Ok(retry) => retry,
         Err(error) => return refuse(error),
     };
-    let admitted = Admitted { retry, ..Admitted::new(capability, Value::Object(arguments)) };
+    let admitted = Admitted { retry, continuation, ..Admitted::new(capability, arguments) };
     Step::Dispatch(Box::new(Call::new(request, admitted, rng)))
 }
 

@@ -18,7 +18,7 @@ use crate::error::{Context, Error};
 use crate::jsonrpc::Id;
 use crate::revision::{Era, Revision};
 use crate::session::SessionRef;
-use crate::{ADAPTER, Adapter, Reply};
+use crate::{ADAPTER, Adapter, Reply, state};
 
 /// A request whose era is known: modern (its envelope passed) or handshake (attributed
 /// to a live session, whose `initialize` supplied the client capabilities).
@@ -27,6 +27,7 @@ pub struct Request<'a> {
     pub headers: &'a HeaderMap,
     pub body_len: usize,
     pub id: Id,
+    pub method: &'a str,
     pub params: &'a Map<String, Value>,
     pub envelope: Envelope,
     pub realm: &'a Arc<RealmSnapshot>,
@@ -65,24 +66,46 @@ impl Request<'_> {
         missing.as_object().is_some_and(|missing| !missing.is_empty()).then_some(missing)
     }
 
-    /// A modern retry's `inputResponses` and `requestState`; the handshake era has none.
-    pub fn retry(&self) -> Result<Option<Retry>, Error> {
+    /// What a modern retry of `capability` with `arguments` carries: its `inputResponses`
+    /// and its opened `requestState`, with the exchange the state continues. The
+    /// handshake era has none (its input travels on the call's own stream).
+    pub fn retry(&self, capability: &Capability, arguments: &Value) -> Result<(Option<Retry>, Option<String>), Error> {
         if self.era() == Era::Handshake {
-            return Ok(None);
+            return Ok((None, None));
         }
-        let retry = match self.params.get("inputResponses") {
+        let responses = match self.params.get("inputResponses") {
             None => None,
             Some(Value::Object(responses)) if responses.values().all(Value::is_object) => {
-                Some(Retry { responses: responses.clone().into_iter().collect::<BTreeMap<_, _>>(), state: None })
+                Some(responses.clone().into_iter().collect::<BTreeMap<_, _>>())
             }
             Some(_) => return Err(Error::InvalidInputResponses { id: self.id.clone() }),
         };
-        // No requestState is ever sealed before multi-round-trip requests land (issue 6), so
-        // any presented one cannot open.
-        if self.params.contains_key("requestState") {
-            return Err(Error::InvalidRequestState { id: self.id.clone() });
+        let opened = match self.params.get("requestState") {
+            None => None,
+            Some(Value::String(token)) => {
+                let binding = self.binding(capability, arguments);
+                let opened = state::open(&self.realm.keys, &binding, token, self.now);
+                Some(opened.ok_or_else(|| Error::InvalidRequestState { id: self.id.clone() })?)
+            }
+            Some(_) => return Err(Error::InvalidRequestState { id: self.id.clone() }),
+        };
+        if responses.is_none() && opened.is_none() {
+            return Ok((None, None));
         }
-        Ok(retry)
+        let (state, continuation) =
+            opened.map_or((None, None), |opened| (Some(opened.state), Some(opened.continuation)));
+        Ok((Some(Retry { responses: responses.unwrap_or_default(), state }), continuation))
+    }
+
+    /// What a `requestState` for this request is bound to.
+    pub fn binding<'b>(&'b self, capability: &'b Capability, arguments: &'b Value) -> state::Binding<'b> {
+        state::Binding {
+            principal: self.principal.id(),
+            realm: &self.realm.realm,
+            method: self.method,
+            capability: capability.id().as_str(),
+            arguments,
+        }
     }
 
     /// An audit record for a refusal of `name` before dispatch.

@@ -41,11 +41,11 @@ pub fn read(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
             Era::Handshake => Error::CapabilityFailed { id: id(), code: MISSING_CLIENT_CAPABILITY.into() },
         });
     }
-    let retry = match request.retry() {
+    let (retry, continuation) = match request.retry(&capability, &arguments) {
         Ok(retry) => retry,
         Err(error) => return refuse(error),
     };
-    let admitted = Admitted { retry, uri: Some(uri.to_owned()), ..Admitted::new(capability, arguments) };
+    let admitted = Admitted { retry, continuation, uri: Some(uri.to_owned()), ..Admitted::new(capability, arguments) };
     Step::Dispatch(Box::new(Call::new(request, admitted, rng)))
 }
 

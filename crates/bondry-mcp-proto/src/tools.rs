@@ -102,8 +102,9 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
     {
         return Err(refuse(Error::HeaderMismatch { id: Some(id()), header, fault }));
     }
-    let retry = request.retry().map_err(refuse)?;
-    Ok(Admitted { retry, ..Admitted::new(capability, Value::Object(arguments)) })
+    let arguments = Value::Object(arguments);
+    let (retry, continuation) = request.retry(&capability, &arguments).map_err(refuse)?;
+    Ok(Admitted { retry, continuation, ..Admitted::new(capability, arguments) })
 }
 
 /// The parts of `required` that `declared` lacks, recursively through objects. A declared

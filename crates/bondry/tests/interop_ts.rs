@@ -147,7 +147,7 @@ async fn inspector_cli_lists_and_calls_the_fixture_realm_in_both_eras() {
         let called = json(inspect(&["--method", "tools/call", "--tool-name", "test_simple_text"]).await).unwrap();
         assert_eq!(called["result"]["content"][0]["text"], "This is a simple text response for testing.", "{era}");
         let prompts = json(inspect(&["--method", "prompts/list"]).await).unwrap();
-        assert_eq!(prompts["result"]["prompts"].as_array().unwrap().len(), 4, "{era}: {prompts}");
+        assert_eq!(prompts["result"]["prompts"].as_array().unwrap().len(), 5, "{era}: {prompts}");
         let prompt = json(
             inspect(&[
                 "--method",

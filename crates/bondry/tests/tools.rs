@@ -222,7 +222,7 @@ async fn failures_are_generic_error_results() {
         ("test.bad_output", "invalid_output", false, "handler_failed"),
         ("test.no_structured", "invalid_output", false, "handler_failed"),
         ("test.wrong_kind", "wrong_answer_kind", false, "handler_failed"),
-        ("test.input_required", "input_required_unavailable", false, "handler_failed"),
+        ("test.input_required", "empty_input_required", false, "handler_failed"),
         ("test.panics", "handler_panicked", false, "handler_failed"),
     ];
     for (tool, code, retryable, _) in cases {

@@ -312,6 +312,24 @@ pub fn register(builtins: &mut Builtins) {
         .titled("Elicitation enums", "Asks for a form with every kind of enum field (SEP-1330)"),
     );
 
+    for (name, summary, round) in [
+        ("input_required_elicitation", "MRTR: asks the user's name", mrtr_elicitation as Round),
+        ("input_required_sampling", "MRTR: asks the client's model", mrtr_sampling),
+        ("input_required_list_roots", "MRTR: asks the client's roots", mrtr_roots),
+        ("input_required_request_state", "MRTR: keeps state between rounds", mrtr_request_state),
+        ("input_required_multiple_inputs", "MRTR: asks three things at once", mrtr_multiple),
+        ("input_required_multi_round", "MRTR: asks over three rounds", mrtr_multi_round),
+        ("input_required_tampered_state", "MRTR: refuses a tampered state", mrtr_request_state),
+        ("input_required_capabilities", "MRTR: asks only what the client can answer", mrtr_capabilities),
+    ] {
+        add(name, Builtin::tool(Rounds(round), no_arguments()).titled(name, summary));
+    }
+    add(
+        "input_required_prompt",
+        Builtin::prompt(Rounds(mrtr_prompt), no_arguments())
+            .titled("Input-required prompt", "MRTR: prompt that requires elicitation input"),
+    );
+
     add(
         "static_text",
         Builtin::resource(
@@ -450,6 +468,164 @@ impl Handler for Asking {
 
 fn completed(response: &Value) -> String {
     format!("Elicitation completed: action={}, content={}", response["action"], response["content"])
+}
+
+/// One round of a multi-round-trip fixture: what to answer, given the request so far.
+type Round = fn(&HandlerRequest) -> Answer;
+
+/// A fixture answered round by round.
+struct Rounds(Round);
+
+impl Handler for Rounds {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        Box::pin(std::future::ready((self.0)(&request)))
+    }
+}
+
+/// The client's answer to the request keyed `key`, when the retry carries one.
+fn response<'r>(request: &'r HandlerRequest, key: &str) -> Option<&'r Value> {
+    request.retry.as_ref()?.responses.get(key)
+}
+
+fn state_of(request: &HandlerRequest) -> Option<&Value> {
+    request.retry.as_ref()?.state.as_ref()
+}
+
+fn ask(requests: Vec<(&str, InputKind, Value)>, state: Option<Value>) -> Answer {
+    let requests =
+        requests.into_iter().map(|(key, kind, params)| (key.to_owned(), InputRequest { kind, params })).collect();
+    Answer::InputRequired { requests, state }
+}
+
+fn elicit(message: &str, field: &str, ty: &str) -> Value {
+    json!({
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": {field: {"type": ty}}, "required": [field]}
+    })
+}
+
+fn sample(text: &str, max_tokens: u32) -> Value {
+    json!({"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": max_tokens})
+}
+
+/// The accepted content of an elicitation answer's `field`, as text.
+fn accepted(answer: &Value, field: &str) -> String {
+    match &answer["content"][field] {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn mrtr_elicitation(request: &HandlerRequest) -> Answer {
+    match response(request, "user_name") {
+        Some(answer) => blocks(vec![text(&format!("Hello, {}!", accepted(answer, "name")))]),
+        // Asked again when the answer is missing, as the pattern asks.
+        None => ask(vec![("user_name", InputKind::Elicitation, elicit("What is your name?", "name", "string"))], None),
+    }
+}
+
+fn mrtr_sampling(request: &HandlerRequest) -> Answer {
+    match response(request, "sample_request") {
+        Some(answer) => blocks(vec![text(&format!(
+            "Sampling result: {}",
+            answer["content"]["text"].as_str().unwrap_or("no response")
+        ))]),
+        None => ask(vec![("sample_request", InputKind::Sampling, sample("What is the capital of France?", 100))], None),
+    }
+}
+
+fn mrtr_roots(request: &HandlerRequest) -> Answer {
+    match response(request, "roots_request") {
+        Some(answer) => {
+            let roots = answer["roots"].as_array().map_or(0, Vec::len);
+            blocks(vec![text(&format!("Found {roots} root(s)"))])
+        }
+        None => ask(vec![("roots_request", InputKind::Roots, json!({}))], None),
+    }
+}
+
+fn mrtr_request_state(request: &HandlerRequest) -> Answer {
+    match (response(request, "confirm"), state_of(request)) {
+        (Some(_), Some(state)) if state["issued"] == true => blocks(vec![text("state-ok: requestState validated")]),
+        _ => ask(
+            vec![("confirm", InputKind::Elicitation, elicit("Please confirm", "ok", "boolean"))],
+            Some(json!({"issued": true})),
+        ),
+    }
+}
+
+fn mrtr_multiple(request: &HandlerRequest) -> Answer {
+    match (response(request, "user_name"), response(request, "greeting"), response(request, "client_roots")) {
+        (Some(name), Some(greeting), Some(roots)) => blocks(vec![text(&format!(
+            "Name: {}; Greeting: {}; Roots: {}",
+            accepted(name, "name"),
+            greeting["content"]["text"].as_str().unwrap_or_default(),
+            roots["roots"].as_array().map_or(0, Vec::len)
+        ))]),
+        _ => ask(
+            vec![
+                ("user_name", InputKind::Elicitation, elicit("What is your name?", "name", "string")),
+                ("greeting", InputKind::Sampling, sample("Generate a greeting", 50)),
+                ("client_roots", InputKind::Roots, json!({})),
+            ],
+            Some(json!({"round": 1})),
+        ),
+    }
+}
+
+fn mrtr_multi_round(request: &HandlerRequest) -> Answer {
+    let step = state_of(request).and_then(|state| state["step"].as_u64()).unwrap_or(0);
+    match (step, response(request, "step1"), response(request, "step2")) {
+        (1, Some(name), _) => ask(
+            vec![("step2", InputKind::Elicitation, elicit("Step 2: What is your favorite color?", "color", "string"))],
+            Some(json!({"step": 2, "name": accepted(name, "name")})),
+        ),
+        (2, _, Some(color)) => {
+            let name = state_of(request).and_then(|state| state["name"].as_str()).unwrap_or_default();
+            blocks(vec![text(&format!("Multi-round complete for {name} who likes {}", accepted(color, "color")))])
+        }
+        _ => ask(
+            vec![("step1", InputKind::Elicitation, elicit("Step 1: What is your name?", "name", "string"))],
+            Some(json!({"step": 1})),
+        ),
+    }
+}
+
+/// Asks only for what the request's client capabilities say the client can answer.
+fn mrtr_capabilities(request: &HandlerRequest) -> Answer {
+    if let Some(retry) = &request.retry {
+        let keys: Vec<&str> = retry.responses.keys().map(String::as_str).collect();
+        return blocks(vec![text(&format!("capabilities-ok: received {}", keys.join(",")))]);
+    }
+    let declared = |name: &str| request.client_capabilities.get(name).is_some_and(Value::is_object);
+    let mut requests = Vec::new();
+    if declared("elicitation") {
+        requests.push(("elicit_input", InputKind::Elicitation, elicit("What is your name?", "name", "string")));
+    }
+    if declared("sampling") {
+        requests.push(("sample_input", InputKind::Sampling, sample("Say hello", 50)));
+    }
+    if requests.is_empty() {
+        return blocks(vec![text("No supported capabilities declared")]);
+    }
+    ask(requests, None)
+}
+
+fn mrtr_prompt(request: &HandlerRequest) -> Answer {
+    match response(request, "user_context") {
+        Some(answer) => Answer::Messages {
+            description: None,
+            messages: vec![user(text(&format!("Prompt with context: {}", accepted(answer, "context"))))],
+        },
+        None => ask(
+            vec![(
+                "user_context",
+                InputKind::Elicitation,
+                elicit("What context should the prompt use?", "context", "string"),
+            )],
+            None,
+        ),
+    }
 }
 
 /// Talks while it works, 50 ms apart: three log messages, or progress 0, 50 and 100 of 100.

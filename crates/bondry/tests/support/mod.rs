@@ -343,7 +343,7 @@ pub fn test_builtins() -> Builtins {
     builtins.register(
         "test.input_required",
         Builtin::tool(
-            FnHandler(|_: &Value| Answer::InputRequired { requests: Default::default(), state: Some(json!(1)) }),
+            FnHandler(|_: &Value| Answer::InputRequired { requests: Default::default(), state: None }),
             object(),
         ),
     );
