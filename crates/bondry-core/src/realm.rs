@@ -1,10 +1,12 @@
 //! A realm's snapshot: the catalogue, the policy and the key set that one request sees.
 
+use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::policy::Policy;
-use crate::registry::Catalogue;
+use crate::registry::{Catalogue, CatalogueError, Lint, Registration};
+use crate::schema::SchemaBounds;
 
 /// Everything a request in one realm reads, frozen at one instant.
 ///
@@ -41,10 +43,31 @@ pub struct KeySet {
 /// Called after each swap with the old and the new snapshot.
 pub type SwapObserver = Box<dyn Fn(&RealmSnapshot, &RealmSnapshot) + Send + Sync>;
 
+/// What a realm's catalogue is compiled from: the configured capabilities, plus the
+/// dynamic ones each handler owns (keyed by the handler's binding target), which survive
+/// every rebuild until their handler replaces them.
+pub struct Sources {
+    pub configured: Vec<Registration>,
+    pub dynamic: BTreeMap<String, Vec<Registration>>,
+    pub bounds: SchemaBounds,
+    pub lints: Vec<Arc<dyn Lint>>,
+}
+
+impl Sources {
+    fn build(&self, version: u64) -> Result<Catalogue, CatalogueError> {
+        let registrations = self.configured.iter().chain(self.dynamic.values().flatten()).cloned().collect();
+        let lints: Vec<&dyn Lint> = self.lints.iter().map(|lint| &**lint).collect();
+        Catalogue::build(version, registrations, &self.bounds, &lints)
+    }
+}
+
 /// The live snapshot of a realm, swapped whole when configuration or the catalogue changes.
 pub struct Registry {
     current: RwLock<Arc<RealmSnapshot>>,
     observers: RwLock<Vec<SwapObserver>>,
+    /// Present when the registry rebuilds its own catalogue (dynamic capabilities and
+    /// reloads); a registry swapped only by its host has none.
+    sources: Mutex<Option<Sources>>,
 }
 
 impl fmt::Debug for Registry {
@@ -55,7 +78,62 @@ impl fmt::Debug for Registry {
 
 impl Registry {
     pub fn new(snapshot: RealmSnapshot) -> Self {
-        Self { current: RwLock::new(Arc::new(snapshot)), observers: RwLock::new(Vec::new()) }
+        Self { current: RwLock::new(Arc::new(snapshot)), observers: RwLock::new(Vec::new()), sources: Mutex::new(None) }
+    }
+
+    /// A registry whose catalogue is compiled from `sources`, under `policy` and `keys`.
+    pub fn compiled(realm: &str, sources: Sources, policy: Policy, keys: KeySet) -> Result<Self, CatalogueError> {
+        let catalogue = sources.build(1)?;
+        let registry = Self::new(RealmSnapshot { realm: realm.to_owned(), catalogue, policy, keys });
+        *registry.sources.lock().unwrap_or_else(|poison| poison.into_inner()) = Some(sources);
+        Ok(registry)
+    }
+
+    /// Replaces the dynamic capabilities `owner` contributes, then rebuilds and swaps. A
+    /// set that does not compile (a clashing id, a bad schema) changes nothing.
+    pub fn set_dynamic(&self, owner: &str, registrations: Vec<Registration>) -> Result<(), CatalogueError> {
+        self.rebuild(
+            |sources| {
+                if registrations.is_empty() {
+                    sources.dynamic.remove(owner);
+                } else {
+                    sources.dynamic.insert(owner.to_owned(), registrations);
+                }
+            },
+            None,
+        )
+    }
+
+    /// Replaces the configured capabilities and the policy (a configuration reload),
+    /// keeping every handler's dynamic ones, then rebuilds and swaps. Nothing changes when
+    /// the result does not compile.
+    pub fn reconfigure(&self, configured: Vec<Registration>, policy: Policy) -> Result<(), CatalogueError> {
+        self.rebuild(|sources| sources.configured = configured, Some(policy))
+    }
+
+    fn rebuild(&self, change: impl FnOnce(&mut Sources), policy: Option<Policy>) -> Result<(), CatalogueError> {
+        let mut guard = self.sources.lock().unwrap_or_else(|poison| poison.into_inner());
+        let Some(sources) = guard.as_mut() else {
+            return Ok(());
+        };
+        let (saved_configured, saved_dynamic) = (sources.configured.clone(), sources.dynamic.clone());
+        change(sources);
+        let current = self.snapshot();
+        match sources.build(current.catalogue.version() + 1) {
+            Ok(catalogue) => {
+                let policy = policy.unwrap_or_else(|| current.policy.clone());
+                let snapshot =
+                    RealmSnapshot { realm: current.realm.clone(), catalogue, policy, keys: current.keys.clone() };
+                // Swapped while the sources are held, so rebuilds apply in order.
+                self.swap(snapshot);
+                Ok(())
+            }
+            Err(error) => {
+                sources.configured = saved_configured;
+                sources.dynamic = saved_dynamic;
+                Err(error)
+            }
+        }
     }
 
     /// The snapshot in force now.

@@ -56,6 +56,7 @@ pub trait Lint: Send + Sync {
 }
 
 /// A capability to be compiled: its descriptor and the handler serving it.
+#[derive(Clone)]
 pub struct Registration {
     pub descriptor: Descriptor,
     pub handler: Arc<dyn Handler>,

@@ -14,6 +14,7 @@ use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
 use bondry_core::dispatch::Outcome;
 use bondry_core::handler::{Answer, Retry};
 use bondry_mcp_proto::error::Context;
+use bondry_mcp_proto::listen::Subscription;
 use bondry_mcp_proto::tools::{
     CLIENT_ERROR, CLIENT_TIMEOUT, EMPTY_INPUT_REQUIRED, MISSING_CLIENT_CAPABILITY, TOO_MANY_PENDING_INPUTS,
     TOO_MANY_ROUNDS,
@@ -62,9 +63,15 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// The publisher of a handler running in `realm`.
-    fn publisher(&self, realm: &str) -> Arc<RealmPublisher> {
-        Arc::new(RealmPublisher { publications: Arc::clone(&self.publications), realm: realm.to_owned() })
+    /// The publisher of `call`'s handler.
+    fn publisher(&self, call: &Call) -> Arc<RealmPublisher> {
+        let capability = call.capability();
+        Arc::new(RealmPublisher {
+            publications: Arc::clone(&self.publications),
+            realm: call.realm().to_owned(),
+            binding: capability.descriptor.binding.clone(),
+            handler: Arc::clone(&capability.handler),
+        })
     }
 }
 
@@ -194,7 +201,46 @@ async fn handle(
         Step::Dispatch(call) if call.session().is_some() => run_in_session(endpoint, *call).await?,
         Step::Dispatch(call) => run(endpoint, *call).await,
         Step::Listen(session) => listen(endpoint, &session)?,
+        Step::Subscribe(subscription) => {
+            let cap = realm.limits.listen_streams_per_principal;
+            subscribe(endpoint, realm_name, &owner, &principal, *subscription, cap)?
+        }
     })
+}
+
+/// Opens a `subscriptions/listen` stream: the acknowledgement first, then the changes
+/// the subscription follows. At shutdown it ends with the listen request's own result; it
+/// also ends when the client goes away (noticed at the next keep-alive or message).
+fn subscribe(
+    endpoint: &Endpoint,
+    realm: &str,
+    owner: &Owner,
+    principal: &bondry_core::policy::Principal,
+    subscription: Subscription,
+    cap: usize,
+) -> Result<Response, Error> {
+    let id = subscription.id().clone();
+    let acknowledged = subscription.acknowledged();
+    let closed = subscription.closed();
+    let (listening, feed) = endpoint
+        .publications
+        .listen(realm, owner, principal, subscription, cap)
+        .ok_or(Error::TooManyRequests { id: Some(id), retry_after_secs: 1 })?;
+    let event = |message: String| Ok::<_, Infallible>(Event::default().event("message").data(message));
+    let first = stream::once(std::future::ready(event(acknowledged)));
+    // The table entry and the gauge unit travel with the stream's state: both are given
+    // back when the body drops, however the stream ends.
+    let state = (Some(feed), endpoint.shutdown.clone(), listening, endpoint.gauges.hold(Gauge::Streams), closed);
+    let later = stream::unfold(state, move |(feed, shutdown, listening, open, closed)| async move {
+        let mut feed = feed?;
+        tokio::select! {
+            message = feed.recv() => message.map(|message| (event(message), (Some(feed), shutdown, listening, open, closed))),
+            () = shutdown.cancelled() => Some((event(closed.clone()), (None, shutdown, listening, open, closed))),
+        }
+    });
+    let mut response = Sse::new(first.chain(later)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
+    response.headers_mut().insert("x-accel-buffering", http::HeaderValue::from_static("no"));
+    Ok(response)
 }
 
 /// Opens a session's event stream. It ends when the session ends, at shutdown, or when
@@ -289,7 +335,7 @@ async fn converse(
 ) -> Outcome {
     let emitter: Arc<StreamEmitter> = Arc::new(StreamEmitter::new(call.notifier().clone(), queue.clone()));
     let cancellation = Arc::new(TokenCancellation(token.clone()));
-    let publisher = endpoint.publisher(call.realm());
+    let publisher = endpoint.publisher(call);
     let timeout = endpoint
         .realms
         .get(call.realm())
@@ -471,7 +517,7 @@ async fn run(endpoint: &Arc<Endpoint>, call: Call) -> Response {
         let _running = endpoint.gauges.hold(Gauge::Calls);
         let token = CancellationToken::new();
         let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
-        let publisher = endpoint.publisher(call.realm());
+        let publisher = endpoint.publisher(&call);
         let request = call.handler_request(Arc::new(TokenCancellation(token.clone())), emitter, publisher);
         let outcome = CancelOnDrop { token, work: call.invoke(request), done: false }.await;
         drop(guard.disarm());

@@ -148,8 +148,10 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
     publications.attach(bound.iter().map(|(_, _, _, endpoint)| Arc::clone(&endpoint.sessions)).collect());
     let mut tasks = JoinSet::new();
     let mut addrs = Vec::new();
-    for (_, _, _, endpoint) in &bound {
-        observe_tool_lists(&realms, &endpoint.sessions);
+    for (name, entry) in realms.iter() {
+        // After every swap, the sessions and listen streams whose views changed are told.
+        let (realm, publications) = (name.clone(), Arc::clone(&publications));
+        entry.registry.observe(Box::new(move |old, new| publications.swapped(&realm, old, new)));
     }
     for (name, addr, socket, endpoint) in bound {
         tasks.spawn(sweep(Arc::clone(&endpoint), shutdown.clone()));
@@ -251,17 +253,3 @@ async fn sweep(endpoint: Arc<endpoint::Endpoint>, shutdown: CancellationToken) {
 
 /// How often the session table and the rate-limit buckets are swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
-
-/// After every swap of a realm's registry, sessions whose tool list changed are told.
-fn observe_tool_lists(realms: &HashMap<String, RealmEntry>, sessions: &Arc<session::Sessions>) {
-    for (name, entry) in realms {
-        let (realm, sessions) = (name.clone(), Arc::clone(sessions));
-        entry.registry.observe(Box::new(move |old, new| {
-            let changed =
-                |principal: &bondry_core::policy::Principal| bondry_mcp_proto::tools::list_changed(old, new, principal);
-            sessions.notify(&realm, changed, LIST_CHANGED);
-        }));
-    }
-}
-
-const LIST_CHANGED: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;

@@ -18,6 +18,11 @@ pub struct Announced {
 }
 
 impl Announced {
+    /// Whether the realm has anything a subscription could follow.
+    pub fn any(&self) -> bool {
+        self.tools || self.prompts || self.resources
+    }
+
     pub fn of(realm: &RealmSnapshot) -> Self {
         let has = |kind| realm.catalogue.has_kind(kind);
         let templates = has(CapabilityKind::ResourceTemplate);
@@ -34,14 +39,16 @@ impl Announced {
 pub fn capabilities(realm: &RealmSnapshot) -> Value {
     let announced = Announced::of(realm);
     let mut capabilities = serde_json::Map::new();
-    for (feature, on) in [
-        ("tools", announced.tools),
-        ("prompts", announced.prompts),
-        ("resources", announced.resources),
-        ("completions", announced.completions),
+    // Changes reach `subscriptions/listen` streams, from configuration reloads, catalogue
+    // changes and handlers' publications.
+    for (feature, on, value) in [
+        ("tools", announced.tools, json!({"listChanged": true})),
+        ("prompts", announced.prompts, json!({"listChanged": true})),
+        ("resources", announced.resources, json!({"subscribe": true, "listChanged": true})),
+        ("completions", announced.completions, json!({})),
     ] {
         if on {
-            capabilities.insert(feature.into(), json!({}));
+            capabilities.insert(feature.into(), value);
         }
     }
     // Handlers' log messages reach a request that names a `logLevel`.

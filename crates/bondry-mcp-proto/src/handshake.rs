@@ -36,13 +36,14 @@ pub fn capabilities(realm: &RealmSnapshot) -> Value {
     // Handlers' log messages reach a session that asked with `logging/setLevel`.
     capabilities.insert("logging".into(), json!({}));
     if announced.resources {
-        // Updates of subscribed resources reach the session's event stream.
-        capabilities.insert("resources".into(), json!({"subscribe": true}));
+        // Updates of subscribed resources and list changes reach the session's event stream.
+        capabilities.insert("resources".into(), json!({"subscribe": true, "listChanged": true}));
     }
-    for (feature, on) in [("prompts", announced.prompts), ("completions", announced.completions)] {
-        if on {
-            capabilities.insert(feature.into(), json!({}));
-        }
+    if announced.prompts {
+        capabilities.insert("prompts".into(), json!({"listChanged": true}));
+    }
+    if announced.completions {
+        capabilities.insert("completions".into(), json!({}));
     }
     Value::Object(capabilities)
 }

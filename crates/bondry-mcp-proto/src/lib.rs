@@ -22,6 +22,7 @@ pub mod headers;
 mod input;
 pub mod jsonrpc;
 pub mod lint;
+pub mod listen;
 pub mod listing;
 mod modern;
 pub mod notify;
@@ -120,6 +121,8 @@ pub enum Step {
     Dispatch(Box<Call>),
     /// Open the session's standalone event stream (a handshake-era GET).
     Listen(SessionRef),
+    /// Open a `subscriptions/listen` stream (modern).
+    Subscribe(Box<listen::Subscription>),
 }
 
 impl From<Error> for Step {

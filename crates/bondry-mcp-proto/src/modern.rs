@@ -12,7 +12,7 @@ use crate::error::{Error, HeaderFault};
 use crate::headers::{self, METHOD, NAME, PROTOCOL_VERSION};
 use crate::jsonrpc::Id;
 use crate::request::Request;
-use crate::{Adapter, Csprng, Step, completion, discover, listing, prompts, resources, tools};
+use crate::{Adapter, Csprng, Step, completion, discover, listen, listing, prompts, resources, tools};
 use bondry_core::capability::CapabilityKind;
 
 /// The modern pipeline for a request that carries a claim.
@@ -70,6 +70,10 @@ pub fn receive(
         }
         "resources/read" if announced.resources => resources::read(request, rng),
         "completion/complete" if announced.completions => completion::complete(request, rng),
+        "subscriptions/listen" if announced.any() => match listen::subscribe(&request) {
+            Ok(subscription) => Step::Subscribe(Box::new(subscription)),
+            Err(error) => Step::Reply(request.error(error)),
+        },
         _ => Error::MethodNotFound { id: request.id, method: method.to_owned() }.into(),
     }
 }

@@ -13,8 +13,8 @@ use bondry_core::audit::AuditSink;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::policy::ANONYMOUS;
 use bondry_core::policy::{Grant, Policy, Subject};
-use bondry_core::realm::{Key, KeySet, RealmSnapshot, Registry};
-use bondry_core::registry::{Catalogue, Registration};
+use bondry_core::realm::{Key, KeySet, Registry, Sources};
+use bondry_core::registry::Registration;
 use bondry_core::schema::SchemaBounds;
 use bondry_http_server::audit::{AuditWriter, NoAudit};
 use bondry_http_server::auth::oauth::{IssuerSpec, KeySource, OAuth, OAuthSpec};
@@ -250,9 +250,14 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
         let path = key(&format!("capabilities[{index}]"));
         registrations.push(registration(loaded, &path, capability, builtins)?);
     }
-    let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &[&McpLint])
+    let sources = Sources {
+        configured: registrations,
+        dynamic: Default::default(),
+        bounds: SchemaBounds::default(),
+        lints: vec![Arc::new(McpLint)],
+    };
+    let registry = Registry::compiled(name, sources, Policy::new(grants), fresh_keys())
         .map_err(|e| loaded.error(format!("{}: {e}", key("capabilities"))))?;
-    let snapshot = RealmSnapshot { realm: name.to_owned(), catalogue, policy: Policy::new(grants), keys: fresh_keys() };
     let limit = |k: &str, value: u64| {
         usize::try_from(value)
             .ok()
@@ -283,7 +288,7 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
     };
     Ok(RealmEntry {
         limits,
-        registry: Arc::new(Registry::new(snapshot)),
+        registry: Arc::new(registry),
         auth: Arc::new(Authenticator::new(name, credentials)),
         rate_limits,
     })

@@ -203,7 +203,13 @@ async fn discover_and_initialize_announce_prompts_resources_and_completions() {
     let result = server.send(Req::modern("server/discover", json!({}))).await.assert_result();
     assert_eq!(
         result["capabilities"],
-        json!({"tools": {}, "prompts": {}, "resources": {}, "completions": {}, "logging": {}})
+        json!({
+            "tools": {"listChanged": true},
+            "prompts": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "completions": {},
+            "logging": {}
+        })
     );
     let result = server.send(support::initialize_request("2025-11-25", json!({}))).await.assert_result();
     assert_eq!(
@@ -211,8 +217,8 @@ async fn discover_and_initialize_announce_prompts_resources_and_completions() {
         json!({
             "tools": {"listChanged": true},
             "logging": {},
-            "resources": {"subscribe": true},
-            "prompts": {},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
             "completions": {}
         })
     );

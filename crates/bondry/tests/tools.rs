@@ -14,7 +14,7 @@ async fn discover_announces_modern_revisions_tools_and_caching() {
         json!({
             "resultType": "complete",
             "supportedVersions": ["2026-07-28"],
-            "capabilities": {"tools": {}, "logging": {}},
+            "capabilities": {"tools": {"listChanged": true}, "logging": {}},
             "ttlMs": 0,
             "cacheScope": "private",
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "bondry", "version": env!("CARGO_PKG_VERSION")}}

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use bondry_core::BoxFuture;
+use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::handler::{
     Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind, InputRequest, LogLevel,
     Message, ResourceBody, ResourceContents, Role,
@@ -331,6 +332,17 @@ pub fn register(builtins: &mut Builtins) {
     );
 
     add(
+        "trigger_tool_change",
+        Builtin::tool(Toggle::new(CapabilityKind::Tool, "test_dynamic_tool"), no_arguments())
+            .titled("Trigger tool change", "Adds or removes the dynamic tool test_dynamic_tool"),
+    );
+    add(
+        "trigger_prompt_change",
+        Builtin::tool(Toggle::new(CapabilityKind::Prompt, "test_dynamic_prompt"), no_arguments())
+            .titled("Trigger prompt change", "Adds or removes the dynamic prompt test_dynamic_prompt"),
+    );
+
+    add(
         "static_text",
         Builtin::resource(
             fixed(Answer::Contents {
@@ -625,6 +637,42 @@ fn mrtr_prompt(request: &HandlerRequest) -> Answer {
             )],
             None,
         ),
+    }
+}
+
+/// Adds its dynamic capability when it is absent and removes it when present, through
+/// the publisher: the list change reaches every stream that follows that kind.
+struct Toggle {
+    kind: CapabilityKind,
+    id: &'static str,
+    present: std::sync::atomic::AtomicBool,
+}
+
+impl Toggle {
+    fn new(kind: CapabilityKind, id: &'static str) -> Self {
+        Self { kind, id, present: std::sync::atomic::AtomicBool::new(false) }
+    }
+}
+
+impl Handler for Toggle {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let present = !self.present.fetch_xor(true, std::sync::atomic::Ordering::SeqCst);
+        let dynamic = present.then(|| Descriptor {
+            id: CapabilityId::new(self.id).expect("a valid id"),
+            kind: self.kind,
+            title: Some("Dynamic".into()),
+            summary: Some("Added and removed by a trigger tool".into()),
+            uri: None,
+            mime_type: None,
+            input_schema: no_arguments(),
+            output_schema: None,
+            annotations: Annotations::default(),
+            requires_client: None,
+            binding: Binding { kind: "builtin".into(), target: String::new() },
+            audit_arguments: false,
+        });
+        request.publisher.set_dynamic(dynamic.into_iter().collect());
+        Box::pin(std::future::ready(blocks(vec![text("Mutation triggered")])))
     }
 }
 
