@@ -48,6 +48,9 @@ pub struct HandlerRequest {
 pub struct Retry {
     pub responses: BTreeMap<String, Value>,
     pub state: Option<Value>,
+    /// The same over every round of one exchange: a replay key for a handler that wants
+    /// its exchange to complete once only. `None` before the first state was sealed.
+    pub continuation: Option<String>,
 }
 
 /// A unique id for one invocation, minted from the injected random source.

@@ -104,6 +104,12 @@ impl Registry {
         )
     }
 
+    /// The configured capabilities the catalogue is compiled from, if it is compiled here.
+    pub fn configured(&self) -> Vec<Registration> {
+        let sources = self.sources.lock().unwrap_or_else(|poison| poison.into_inner());
+        sources.as_ref().map(|sources| sources.configured.clone()).unwrap_or_default()
+    }
+
     /// Replaces the configured capabilities and the policy (a configuration reload),
     /// keeping every handler's dynamic ones, then rebuilds and swaps. Nothing changes when
     /// the result does not compile.

@@ -384,7 +384,7 @@ async fn converse(
             }
         }
         drop(waiting);
-        call.set_retry(Retry { responses, state: state.clone() });
+        call.set_retry(Retry { responses, state: state.clone(), continuation: None });
     }
     call.client_failure(TOO_MANY_ROUNDS)
 }

@@ -94,7 +94,8 @@ impl Request<'_> {
         }
         let (state, continuation) =
             opened.map_or((None, None), |opened| (Some(opened.state), Some(opened.continuation)));
-        Ok((Some(Retry { responses: responses.unwrap_or_default(), state }), continuation))
+        let retry = Retry { responses: responses.unwrap_or_default(), state, continuation: continuation.clone() };
+        Ok((Some(retry), continuation))
     }
 
     /// What a `requestState` for this request is bound to.

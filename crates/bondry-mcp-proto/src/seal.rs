@@ -17,7 +17,14 @@ use crate::Csprng;
 /// Tokens longer than this are refused before any decoding.
 pub const MAX_TOKEN_LEN: usize = 4096;
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
+struct OpenedHeader {
+    alg: String,
+    enc: String,
+    kid: String,
+}
+
+#[derive(Serialize)]
 struct Header<'a> {
     alg: &'a str,
     enc: &'a str,
@@ -60,7 +67,8 @@ pub fn open_within<T: DeserializeOwned>(keys: &KeySet, token: &str, max_len: usi
         return None;
     }
     let header_json = URL_SAFE_NO_PAD.decode(protected).ok()?;
-    let header: Header<'_> = serde_json::from_slice(&header_json).ok()?;
+    // Owned: a header may escape its strings (`"cl\u00e9"`), which borrowing cannot read.
+    let header: OpenedHeader = serde_json::from_slice(&header_json).ok()?;
     if header.alg != "dir" || header.enc != "A256GCM" {
         return None;
     }

@@ -16,3 +16,4 @@ pub mod assemble;
 pub mod builtins;
 pub mod config;
 pub mod credentials;
+pub mod reload;

@@ -3,11 +3,13 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use bondry::assemble::{Overrides, assemble};
 use bondry::builtins::Builtins;
 use bondry::config;
+use bondry::reload::{self, Reloader};
 use clap::{Parser, Subcommand};
 
 /// Bondry: an MCP gateway.
@@ -115,6 +117,8 @@ fn new_ticket(realm: &str, principal: &str, roles: Option<Vec<String>>) -> anyho
 fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()> {
     let loaded = config::load(path.as_deref(), std::env::vars())?;
     let assembled = assemble(&loaded, &Builtins::bundled(), &Overrides { listen }, true)?;
+    let registries =
+        assembled.server.realms.iter().map(|(name, entry)| (name.clone(), Arc::clone(&entry.registry))).collect();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // Listen for signals before announcing readiness: a signal sent right after the
@@ -124,7 +128,15 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
         for (_, addr) in running.local_addrs() {
             eprintln!("listening on http://{addr}/mcp");
         }
-        signal.await;
+        match path {
+            // The embedded default has no file to watch.
+            Some(path) => {
+                let reloader =
+                    Reloader { path, builtins: Builtins::bundled(), overrides: Overrides { listen }, registries };
+                reload::watch(reloader, signal).await?;
+            }
+            None => signal.await,
+        }
         tracing::info!("shutting down");
         if !running.shutdown().await {
             tracing::warn!("some requests did not finish within shutdown_grace_ms");

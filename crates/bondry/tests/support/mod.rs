@@ -471,6 +471,7 @@ fn register_resources_and_prompts(builtins: &mut Builtins) {
         .titled("Items", "An item at a version")
         .mime("application/json"),
     );
+    register_asking_prompt_and_resource(builtins);
 }
 
 /// Things the handlers below saw, for tests to wait on: `cancelled:<key>`, `finished:<key>`.
@@ -793,6 +794,60 @@ impl Handler for Asks {
                 requests: std::collections::BTreeMap::from([("input".to_owned(), InputRequest { kind, params })]),
                 state: Some(json!({"answers": answers})),
             }
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// `test.asks_prompt` (a prompt with an optional `topic`) and `test.asks_resource` (a
+/// resource at `test://asks`), for `tests/mrtr.rs`; like the other prompts and resources,
+/// not configured by `default_config`.
+fn register_asking_prompt_and_resource(builtins: &mut Builtins) {
+    builtins.register(
+        "test.asks_prompt",
+        Builtin::prompt(
+            AsksOnce(CapabilityKind::Prompt),
+            json!({"type": "object", "properties": {"topic": {"type": "string"}}}),
+        ),
+    );
+    builtins.register("test.asks_resource", Builtin::resource(AsksOnce(CapabilityKind::Resource), "test://asks"));
+}
+
+/// Asks the client for one sampling message (request key `input`) with the state
+/// `{"asked": true}`; called again with both that state and an answer, it answers the
+/// answer's text: as one user message for a prompt, as the text contents of a resource.
+/// Without the state it asks again.
+struct AsksOnce(CapabilityKind);
+
+impl Handler for AsksOnce {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let retry = request.retry.as_ref();
+        let asked = retry.and_then(|retry| retry.state.as_ref()).is_some_and(|state| state["asked"] == true);
+        let text = retry
+            .and_then(|retry| retry.responses.get("input"))
+            .and_then(|answer| answer["content"]["text"].as_str())
+            .map(str::to_owned);
+        let answer = match (asked, text) {
+            (true, Some(text)) if self.0 == CapabilityKind::Prompt => Answer::Messages {
+                description: None,
+                messages: vec![Message { role: Role::User, content: ContentBlock::Text { text } }],
+            },
+            (true, Some(text)) => Answer::Contents {
+                items: vec![ResourceContents { uri: String::new(), mime_type: None, body: ResourceBody::Text(text) }],
+            },
+            _ => Answer::InputRequired {
+                requests: std::collections::BTreeMap::from([(
+                    "input".to_owned(),
+                    InputRequest {
+                        kind: InputKind::Sampling,
+                        params: json!({
+                            "messages": [{"role": "user", "content": {"type": "text", "text": "which?"}}],
+                            "maxTokens": 10
+                        }),
+                    },
+                )]),
+                state: Some(json!({"asked": true})),
+            },
         };
         Box::pin(std::future::ready(answer))
     }

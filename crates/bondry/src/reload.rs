@@ -1,0 +1,101 @@
+//! Configuration reload while serving: when the file changes (a watch on its directory,
+//! since editors save by renaming a new file over the old one) or on SIGHUP, the file is
+//! parsed and checked whole, then each realm's capabilities and grants are swapped in at
+//! once. A file that does not pass keeps the running configuration, and the log says why.
+//!
+//! What a swap cannot change while serving (listeners, realms added or removed,
+//! credentials, limits, the audit sink) applies at the next start; the log says so.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bondry_core::realm::Registry;
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use crate::assemble::{Overrides, assemble};
+use crate::builtins::Builtins;
+use crate::config;
+
+/// How long a burst of file events is left to settle before the file is read.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// Everything a reload needs: the file, how it was assembled, and the live registries.
+pub struct Reloader {
+    pub path: PathBuf,
+    pub builtins: Builtins,
+    pub overrides: Overrides,
+    pub registries: HashMap<String, Arc<Registry>>,
+}
+
+impl Reloader {
+    /// Reads, checks and applies the file. Returns the realms whose catalogue and grants
+    /// were swapped in.
+    pub fn reload(&self) -> Result<Vec<String>, String> {
+        let loaded = config::load(Some(&self.path), std::env::vars()).map_err(|e| e.to_string())?;
+        let assembled = assemble(&loaded, &self.builtins, &self.overrides, false).map_err(|e| e.to_string())?;
+        let mut applied = Vec::new();
+        for (name, entry) in &assembled.server.realms {
+            let Some(live) = self.registries.get(name) else {
+                tracing::warn!(realm = %name, "a new realm is served after a restart");
+                continue;
+            };
+            let policy = entry.registry.snapshot().policy.clone();
+            match live.reconfigure(entry.registry.configured(), policy) {
+                Ok(()) => applied.push(name.clone()),
+                // A handler's dynamic capability may clash with a newly configured id.
+                Err(error) => tracing::error!(realm = %name, %error, "configuration not applied to this realm"),
+            }
+        }
+        for name in self.registries.keys().filter(|name| !assembled.server.realms.contains_key(*name)) {
+            tracing::warn!(realm = %name, "a removed realm is served until the next start");
+        }
+        Ok(applied)
+    }
+
+    fn apply(&self, why: &str) {
+        match self.reload() {
+            Ok(realms) => tracing::info!(
+                why,
+                realms = ?realms,
+                "configuration reloaded: capabilities and grants; listeners, credentials and limits apply at the next start"
+            ),
+            Err(error) => tracing::error!(why, %error, "configuration not reloaded; the running one stays"),
+        }
+    }
+}
+
+/// Reloads on every change of the file and on SIGHUP, until `stop` resolves.
+pub async fn watch(reloader: Reloader, stop: impl Future<Output = ()>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangup = signal(SignalKind::hangup())?;
+    let (changed, mut changes) = mpsc::channel::<()>(16);
+    let name = reloader.path.file_name().map(ToOwned::to_owned);
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let ours = event.is_ok_and(|event| {
+            !event.kind.is_access() && event.paths.iter().any(|path| path.file_name() == name.as_deref())
+        });
+        if ours {
+            let _ = changed.try_send(());
+        }
+    })?;
+    let directory = match reloader.path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => Path::new(".").to_path_buf(),
+    };
+    watcher.watch(&directory, RecursiveMode::NonRecursive)?;
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => return Ok(()),
+            _ = hangup.recv() => reloader.apply("SIGHUP"),
+            Some(()) = changes.recv() => {
+                tokio::time::sleep(SETTLE).await;
+                while changes.try_recv().is_ok() {}
+                reloader.apply("the file changed");
+            }
+        }
+    }
+}
