@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use argon2::PasswordHash;
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use bondry_core::audit::AuditSink;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::policy::ANONYMOUS;
@@ -24,6 +26,7 @@ use bondry_http_server::{
 };
 use bondry_mcp_proto::lint::McpLint;
 use bondry_mcp_proto::{ADAPTER, ListenerSettings, Revision};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::builtins::Builtins;
@@ -76,7 +79,8 @@ pub fn assemble(
                 "realms.{name}: a realm name is 1-64 characters from A-Z a-z 0-9 . _ - (it appears in /mcp/realm/NAME)"
             )));
         }
-        realms.insert(name.clone(), realm_entry(loaded, name, realm, builtins)?);
+        let keys = keys(loaded, name, realm, open_sinks)?;
+        realms.insert(name.clone(), realm_entry(loaded, name, realm, builtins, keys)?);
     }
     let (audit, writer): (Arc<dyn AuditSink>, _) = match (raw.audit.sink, &raw.audit.path) {
         (AuditSinkKind::File, None) => {
@@ -215,7 +219,13 @@ fn is_origin(text: &str) -> bool {
     })
 }
 
-fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins) -> Result<RealmEntry, ConfigError> {
+fn realm_entry(
+    loaded: &Loaded,
+    name: &str,
+    raw: &RawRealm,
+    builtins: &Builtins,
+    keys: KeySet,
+) -> Result<RealmEntry, ConfigError> {
     let key = |k: &str| format!("realms.{name}.{k}");
     for (index, role) in raw.roles.iter().enumerate() {
         let at = key(&format!("roles[{index}].name"));
@@ -256,7 +266,7 @@ fn realm_entry(loaded: &Loaded, name: &str, raw: &RawRealm, builtins: &Builtins)
         bounds: SchemaBounds::default(),
         lints: vec![Arc::new(McpLint)],
     };
-    let registry = Registry::compiled(name, sources, Policy::new(grants), fresh_keys())
+    let registry = Registry::compiled(name, sources, Policy::new(grants), keys)
         .map_err(|e| loaded.error(format!("{}: {e}", key("capabilities"))))?;
     let limit = |k: &str, value: u64| {
         usize::try_from(value)
@@ -474,12 +484,117 @@ fn parse_sha256(text: &str) -> Option<[u8; 32]> {
     Some(bytes)
 }
 
-/// A key set generated for this process. Keys are kept in memory until tokens are
-/// sealed with them and must survive restarts (issue 3).
-fn fresh_keys() -> KeySet {
+/// The keys that seal a realm's session ids and request states: the configured ones
+/// (the first seals, every one opens, so a rotation lists the new key first and keeps the
+/// old one until its tokens have expired); else the realm's file in `data_dir`, made on
+/// first start; else keys of this process alone, so its tokens die with it. Only `serve`
+/// (`persist`) writes the file; `check` reads it when it exists.
+fn keys(loaded: &Loaded, name: &str, raw: &RawRealm, persist: bool) -> Result<KeySet, ConfigError> {
+    let key = |k: &str| format!("realms.{name}.{k}");
+    if !raw.keys.is_empty() {
+        let mut keys = Vec::new();
+        for (index, configured) in raw.keys.iter().enumerate() {
+            let at = |k: &str| key(&format!("keys[{index}].{k}"));
+            if !bondry_core::capability::is_valid_id(&configured.id) {
+                return Err(loaded.error(format!(
+                    "{}: {:?} is not a key id: use 1-64 characters from A-Z a-z 0-9 . _ -",
+                    at("id"),
+                    configured.id
+                )));
+            }
+            if raw.keys[..index].iter().any(|earlier| earlier.id == configured.id) {
+                return Err(loaded.error(format!("{}: key id {:?} is used twice", at("id"), configured.id)));
+            }
+            let text = std::env::var(&configured.secret_env).map_err(|_| {
+                loaded.error(format!(
+                    "{}: the environment variable {:?} is not set (it holds the key's secret)",
+                    at("secret_env"),
+                    configured.secret_env
+                ))
+            })?;
+            let secret = secret_of(text.trim()).ok_or_else(|| {
+                loaded.error(format!(
+                    "{}: {:?} must hold 32 random bytes in base64 or base64url, e.g. from `openssl rand -base64 32`",
+                    at("secret_env"),
+                    configured.secret_env
+                ))
+            })?;
+            keys.push(Key { id: configured.id.clone(), secret });
+        }
+        let active = keys.remove(0);
+        return Ok(KeySet { active, retired: keys });
+    }
+    let Some(data_dir) = &loaded.raw.data_dir else {
+        return Ok(generated("k1"));
+    };
+    let path = loaded.base_dir.join(data_dir).join("keys").join(format!("{name}.json"));
+    let unreadable =
+        |why: String| loaded.error(format!("data_dir: the keys of realm {name} in {:?}: {why}", path.display()));
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let stored: StoredKeys =
+                serde_json::from_str(&text).map_err(|e| unreadable(format!("not a key file ({e})")))?;
+            let mut keys = Vec::new();
+            for stored in std::iter::once(&stored.active).chain(&stored.retired) {
+                let secret = secret_of(&stored.secret).ok_or_else(|| unreadable("a secret is not 32 bytes".into()))?;
+                keys.push(Key { id: stored.id.clone(), secret });
+            }
+            let active = keys.remove(0);
+            Ok(KeySet { active, retired: keys })
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let keys = generated("k1");
+            if persist {
+                store(&path, &keys).map_err(|e| unreadable(format!("cannot write ({e})")))?;
+            }
+            Ok(keys)
+        }
+        Err(error) => Err(unreadable(error.to_string())),
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredKey {
+    id: String,
+    secret: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredKeys {
+    active: StoredKey,
+    #[serde(default)]
+    retired: Vec<StoredKey>,
+}
+
+/// Writes a realm's keys readable by the owner only, whole or not at all.
+fn store(path: &Path, keys: &KeySet) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let directory = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(directory)?;
+    let encode = |key: &Key| StoredKey { id: key.id.clone(), secret: URL_SAFE_NO_PAD.encode(key.secret) };
+    let stored = StoredKeys { active: encode(&keys.active), retired: keys.retired.iter().map(encode).collect() };
+    let fresh = path.with_extension("json.new");
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&fresh)?;
+    file.write_all(serde_json::to_string_pretty(&stored).unwrap_or_default().as_bytes())?;
+    file.sync_all()?;
+    std::fs::rename(&fresh, path)
+}
+
+/// 32 bytes from base64 (standard or url-safe, padded or not).
+fn secret_of(text: &str) -> Option<[u8; 32]> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(text.trim_end_matches('='))
+        .or_else(|_| STANDARD_NO_PAD.decode(text.trim_end_matches('=')))
+        .ok()?;
+    bytes.try_into().ok()
+}
+
+/// A key of this process alone.
+fn generated(id: &str) -> KeySet {
     let mut secret = [0; 32];
     getrandom::fill(&mut secret).expect("the operating system random source is available");
-    KeySet { active: Key { id: "k1".into(), secret }, retired: Vec::new() }
+    KeySet { active: Key { id: id.into(), secret }, retired: Vec::new() }
 }
 
 fn registration(

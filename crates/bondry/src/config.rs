@@ -35,6 +35,8 @@ impl fmt::Display for ConfigError {
 pub struct RawConfig {
     #[serde(default = "default_grace")]
     pub shutdown_grace_ms: u64,
+    /// Where state that must survive restarts is kept: realms' generated keys.
+    pub data_dir: Option<PathBuf>,
     #[serde(default)]
     pub listeners: BTreeMap<String, RawListener>,
     #[serde(default)]
@@ -141,6 +143,18 @@ pub struct RawRealm {
     pub tickets: Vec<RawTicket>,
     #[serde(default)]
     pub oauth: Vec<RawOAuth>,
+    /// The keys sealing session ids and request states: the first seals, all open.
+    #[serde(default)]
+    pub keys: Vec<RawKey>,
+}
+
+/// `[[realms.NAME.keys]]`: a sealing key whose secret is read from the environment.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKey {
+    pub id: String,
+    /// The environment variable holding the secret: 32 bytes, base64 or base64url.
+    pub secret_env: String,
 }
 
 /// `[[realms.NAME.oauth]]`: one trusted token issuer.

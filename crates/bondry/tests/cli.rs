@@ -536,3 +536,27 @@ fn check_refuses_fields_a_kind_does_not_have() {
         &["realms.default.limits.client_response_timeout_ms", "positive number of milliseconds"],
     );
 }
+
+#[test]
+fn check_refuses_keys_it_cannot_use() {
+    let with_keys =
+        |stanzas: &str| MINIMAL.replace("[[realms.default.roles]]", &format!("{stanzas}[[realms.default.roles]]"));
+    assert_check_refuses(
+        &with_keys("[[realms.default.keys]]\nid = \"k\"\nsecret_env = \"BONDRY_TEST_UNSET_KEY\"\n"),
+        &["realms.default.keys[0].secret_env", "\"BONDRY_TEST_UNSET_KEY\" is not set"],
+    );
+    assert_check_refuses(
+        &with_keys("[[realms.default.keys]]\nid = \"k\"\nsecret_env = \"PATH\"\n"),
+        &["realms.default.keys[0].secret_env", "32 random bytes"],
+    );
+    assert_check_refuses(
+        &with_keys(
+            "[[realms.default.keys]]\nid = \"k\"\nsecret_env = \"PATH\"\n[[realms.default.keys]]\nid = \"k\"\nsecret_env = \"PATH\"\n",
+        ),
+        &["realms.default.keys[0].secret_env"],
+    );
+    assert_check_refuses(
+        &with_keys("[[realms.default.keys]]\nid = \"no spaces\"\nsecret_env = \"PATH\"\n"),
+        &["realms.default.keys[0].id", "not a key id"],
+    );
+}

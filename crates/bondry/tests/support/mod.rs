@@ -1,10 +1,12 @@
 //! Test support: start the real server on an ephemeral loopback port and speak HTTP to it.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bondry::assemble::{Overrides, assemble};
 use bondry::builtins::{Builtin, Builtins, FnHandler};
@@ -475,7 +477,7 @@ fn register_resources_and_prompts(builtins: &mut Builtins) {
 }
 
 /// Things the handlers below saw, for tests to wait on: `cancelled:<key>`, `finished:<key>`.
-static EVENTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+static EVENTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 fn record_event(event: String) {
     EVENTS.lock().unwrap_or_else(|poison| poison.into_inner()).push(event);
@@ -850,5 +852,90 @@ impl Handler for AsksOnce {
             },
         };
         Box::pin(std::future::ready(answer))
+    }
+}
+
+/// The real `bondry` binary serving a configuration file: its port and its log so far.
+pub struct Binary {
+    pub child: Child,
+    pub port: u16,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Binary {
+    /// `bondry serve --config CONFIG` with `env` added, once it has printed its banner.
+    pub fn serve(config: &Path, env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bondry"))
+            .args(["serve", "--config", config.to_str().unwrap()])
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("bondry starts");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (lines, feed) = (BufReader::new(child.stderr.take().unwrap()).lines(), Arc::clone(&log));
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                feed.lock().unwrap().push(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let port = loop {
+            let banner = log.lock().unwrap().iter().find_map(|line| {
+                line.strip_prefix("listening on http://127.0.0.1:")?.strip_suffix("/mcp")?.parse().ok()
+            });
+            if let Some(port) = banner {
+                break port;
+            }
+            assert!(Instant::now() < deadline, "no banner: {:?}", log.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Self { child, port, log }
+    }
+
+    /// Waits until the log holds `count` lines containing `text`.
+    pub async fn logged(&self, text: &str, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let seen = self.log.lock().unwrap().iter().filter(|line| line.contains(text)).count();
+            if seen >= count {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{count} × {text:?} not logged: {:?}", self.log.lock().unwrap());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A modern POST of `method` with `params` (`_meta` added unless given), id 7.
+    pub async fn post(&self, client: &reqwest::Client, method: &str, params: Value) -> reqwest::Response {
+        let mut params = params;
+        if params.get("_meta").is_none() {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+                "io.modelcontextprotocol/clientCapabilities": {}
+            });
+        }
+        let mut request = client
+            .post(format!("http://127.0.0.1:{}/mcp", self.port))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", PROTOCOL)
+            .header("Mcp-Method", method);
+        if let Some(name) = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str) {
+            request = request.header("Mcp-Name", name);
+        }
+        request
+            .body(json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string())
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
