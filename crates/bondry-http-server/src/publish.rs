@@ -114,7 +114,18 @@ impl Publications {
                 table.notify(realm, |principal| changed(principal, kind), message);
             }
         }
-        let subscribers = self.lock();
+        let mut subscribers = self.lock();
+        // A swap that leaves a stream nothing to follow closes it gracefully.
+        let emptied: Vec<u64> = subscribers
+            .iter()
+            .filter(|(_, s)| s.realm == realm && !s.subscription.still_honoured(new, &s.principal))
+            .map(|(key, _)| *key)
+            .collect();
+        for key in emptied {
+            if let Some(subscriber) = subscribers.remove(&key) {
+                let _ = subscriber.sender.try_send(subscriber.subscription.closed());
+            }
+        }
         let mut verdicts: Vec<(Principal, CapabilityKind, bool)> = Vec::new();
         for subscriber in subscribers.values().filter(|s| s.realm == realm) {
             for (kind, _) in KINDS {

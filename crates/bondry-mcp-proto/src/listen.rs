@@ -5,6 +5,8 @@
 
 use bondry_core::capability::CapabilityKind;
 use bondry_core::dispatch::{self, ResourceResolution};
+use bondry_core::policy::Principal;
+use bondry_core::realm::RealmSnapshot;
 use serde_json::{Map, Value, json};
 
 use crate::ADAPTER;
@@ -115,6 +117,18 @@ impl Subscription {
             .iter()
             .any(|followed| followed == uri)
             .then(|| self.notification("notifications/resources/updated", Some(("uri", json!(uri)))))
+    }
+
+    /// Whether anything this subscription follows is still there for `principal` in
+    /// `realm`: a feature the realm announces, or a resource the principal can read.
+    pub fn still_honoured(&self, realm: &RealmSnapshot, principal: &Principal) -> bool {
+        let announced = Announced::of(realm);
+        (self.tools && announced.tools)
+            || (self.prompts && announced.prompts)
+            || (self.resources && announced.resources)
+            || self.uris.iter().any(|uri| {
+                matches!(dispatch::resolve_resource(realm, principal, ADAPTER, uri), ResourceResolution::Visible { .. })
+            })
     }
 
     /// The graceful close: the listen request's own (complete) result.
