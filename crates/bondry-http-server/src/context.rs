@@ -21,6 +21,14 @@ impl Cancellation for TokenCancellation {
     }
 }
 
+/// The emitter of a request that asked for no notifications: everything is dropped.
+pub struct SilentEmitter;
+
+impl Emitter for SilentEmitter {
+    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
+    fn log(&self, _level: LogLevel, _logger: Option<String>, _data: Value) {}
+}
+
 /// Progress and log messages a client asked for, rendered by the adapter and queued for
 /// the request's event stream. They are lossy by nature: when the queue is full (the
 /// client reads slower than the handler talks) the newest is dropped, and when the client

@@ -31,7 +31,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::admission::{self, OriginPolicy};
 use crate::auth::Authenticator;
-use crate::context::{EMITTED_QUEUE, StreamEmitter, TokenCancellation};
+use crate::context::{EMITTED_QUEUE, SilentEmitter, StreamEmitter, TokenCancellation};
 use crate::cors;
 use crate::gauges::{Gauge, Gauges};
 use crate::limits::{self, Bucket, Cidr};
@@ -509,21 +509,32 @@ fn reply(endpoint: &Endpoint, reply: Reply) -> Response {
 /// Runs a dispatched call. If the client goes away the future is dropped: the guard then
 /// cancels the handler's token and records the call as cancelled.
 async fn run(endpoint: &Arc<Endpoint>, call: Call) -> Response {
+    // Only a request that asked for notifications can get an event stream; the others
+    // are answered with the reply itself, with no queue to set up.
+    if !call.notifier().wants_any() {
+        let reply = work(Arc::clone(endpoint), call, Arc::new(SilentEmitter)).await;
+        return self::reply(endpoint, reply);
+    }
     let (queue, feed) = mpsc::channel(EMITTED_QUEUE);
     let emitter = Arc::new(StreamEmitter::new(call.notifier().clone(), queue));
-    let work_endpoint = Arc::clone(endpoint);
-    let work: Work = Box::pin(async move {
-        let endpoint = work_endpoint;
-        let _running = endpoint.gauges.hold(Gauge::Calls);
-        let token = CancellationToken::new();
-        let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
-        let publisher = endpoint.publisher(&call);
-        let request = call.handler_request(Arc::new(TokenCancellation(token.clone())), emitter, publisher);
-        let outcome = CancelOnDrop { token, work: call.invoke(request), done: false }.await;
-        drop(guard.disarm());
-        Some(endpoint.adapter.complete(call, outcome, SystemTime::now(), &mut OsRandom))
+    let work: Work = Box::pin({
+        let endpoint = Arc::clone(endpoint);
+        async move { Some(work(endpoint, call, emitter).await) }
     });
     answer(endpoint, work, feed).await
+}
+
+/// A modern call from dispatch to reply. Dropped before it finished (the client went
+/// away), it cancels the handler and records the call as cancelled.
+async fn work(endpoint: Arc<Endpoint>, call: Call, emitter: Arc<dyn bondry_core::handler::Emitter>) -> Reply {
+    let _running = endpoint.gauges.hold(Gauge::Calls);
+    let token = CancellationToken::new();
+    let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
+    let publisher = endpoint.publisher(&call);
+    let request = call.handler_request(Arc::new(TokenCancellation(token.clone())), emitter, publisher);
+    let outcome = CancelOnDrop { token, work: call.invoke(request), done: false }.await;
+    drop(guard.disarm());
+    endpoint.adapter.complete(call, outcome, SystemTime::now(), &mut OsRandom)
 }
 
 /// A handler's future that, dropped before it finished, cancels the call's token first:
