@@ -234,7 +234,12 @@ fn subscribe(
     let later = stream::unfold(state, move |(feed, shutdown, listening, open, closed)| async move {
         let mut feed = feed?;
         tokio::select! {
-            message = feed.recv() => message.map(|message| (event(message), (Some(feed), shutdown, listening, open, closed))),
+            message = feed.recv() => Some(match message {
+                Some(message) => (event(message), (Some(feed), shutdown, listening, open, closed)),
+                // The table let go of the stream (a swap left it nothing to follow): it
+                // closes gracefully, after whatever was queued.
+                None => (event(closed.clone()), (None, shutdown, listening, open, closed)),
+            }),
             () = shutdown.cancelled() => Some((event(closed.clone()), (None, shutdown, listening, open, closed))),
         }
     });

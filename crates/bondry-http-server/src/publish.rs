@@ -121,10 +121,9 @@ impl Publications {
             .filter(|(_, s)| s.realm == realm && !s.subscription.still_honoured(new, &s.principal))
             .map(|(key, _)| *key)
             .collect();
+        // Letting go of its sender ends the stream with its graceful close.
         for key in emptied {
-            if let Some(subscriber) = subscribers.remove(&key) {
-                let _ = subscriber.sender.try_send(subscriber.subscription.closed());
-            }
+            subscribers.remove(&key);
         }
         let mut verdicts: Vec<(Principal, CapabilityKind, bool)> = Vec::new();
         for subscriber in subscribers.values().filter(|s| s.realm == realm) {
