@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bondry_core::capability::{CapabilityId, CapabilityKind, Descriptor};
+use bondry_core::policy::{Grant, Policy, Subject};
 use bondry_core::realm::Registry;
 use bondry_core::registry::Registration;
 use bondry_http_server::gauges::Reading;
@@ -419,6 +420,19 @@ async fn list_changes_reach_only_streams_that_asked_and_can_see_the_change() {
     reconfigure_keeping(&registry, |_| true);
     alice.quiet().await;
     tools.quiet().await;
+    prompts.quiet().await;
+
+    // A policy change alone: anonymous callers are granted admin.*, which Alice already
+    // sees, so only the anonymous tools stream hears of it.
+    let mut grants: Vec<Grant> = Vec::new();
+    for (role, pattern) in
+        [("demo", "demo.*"), ("demo", "test.*"), ("demo", "admin.*"), ("admin", "admin.*"), ("admin", "hidden.*")]
+    {
+        grants.push(Grant::parse(Subject::Role(role.into()), pattern, "mcp").unwrap());
+    }
+    registry.reconfigure(registry.configured(), Policy::new(grants)).unwrap();
+    assert_eq!(tools.message().await, tools_changed(&tools_id));
+    alice.quiet().await;
     prompts.quiet().await;
 }
 
