@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use bondry_core::capability::CapabilityKind;
 use bondry_core::handler::LogLevel;
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
@@ -23,7 +22,7 @@ use crate::jsonrpc::Id;
 use crate::request::Request;
 use crate::revision::Revision;
 use crate::session::{self, Effect, LiveSession, SessionRef};
-use crate::{Adapter, Csprng, Inbound, Reply, Step, completion, listing, prompts, resources, tools};
+use crate::{Adapter, Csprng, Inbound, Reply, Step, methods, resources};
 
 /// Server capabilities announced in the handshake era, computed per realm. Tool list
 /// changes reach sessions on their event stream, so `listChanged` is announced for tools.
@@ -153,6 +152,9 @@ pub fn receive(
         session: Some(session),
     };
     let announced = Announced::of(realm);
+    if methods::is_shared(method, &announced) {
+        return methods::shared(request, rng);
+    }
     match method {
         "initialize" => Step::Reply(request.error(Error::AlreadyInitialized { id: request.id.clone() })),
         "ping" => Step::Reply(request.result(&json!({}))),
@@ -166,18 +168,8 @@ pub fn receive(
                 detail: "params.level must be a log level: debug, info, notice, warning, error, critical, alert or emergency",
             })),
         },
-        "tools/list" if announced.tools => Step::Reply(listing::list(&request, CapabilityKind::Tool)),
-        "tools/call" if announced.tools => tools::call(request, rng),
-        "prompts/list" if announced.prompts => Step::Reply(listing::list(&request, CapabilityKind::Prompt)),
-        "prompts/get" if announced.prompts => prompts::get(request, rng),
-        "resources/list" if announced.resources => Step::Reply(listing::list(&request, CapabilityKind::Resource)),
-        "resources/templates/list" if announced.resources => {
-            Step::Reply(listing::list(&request, CapabilityKind::ResourceTemplate))
-        }
-        "resources/read" if announced.resources => resources::read(request, rng),
         "resources/subscribe" if announced.resources => Step::Reply(resources::subscribe(&request, subscriptions)),
         "resources/unsubscribe" if announced.resources => Step::Reply(resources::unsubscribe(&request)),
-        "completion/complete" if announced.completions => completion::complete(request, rng),
         _ => Step::Reply(request.error(Error::MethodNotFound { id: request.id.clone(), method: method.to_owned() })),
     }
 }

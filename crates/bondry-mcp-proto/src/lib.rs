@@ -24,6 +24,7 @@ pub mod jsonrpc;
 pub mod lint;
 pub mod listen;
 pub mod listing;
+mod methods;
 mod modern;
 pub mod notify;
 pub mod prompts;

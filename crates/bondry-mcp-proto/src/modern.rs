@@ -12,8 +12,7 @@ use crate::error::{Error, HeaderFault};
 use crate::headers::{self, METHOD, NAME, PROTOCOL_VERSION};
 use crate::jsonrpc::Id;
 use crate::request::Request;
-use crate::{Adapter, Csprng, Step, completion, discover, listen, listing, prompts, resources, tools};
-use bondry_core::capability::CapabilityKind;
+use crate::{Adapter, Csprng, Step, discover, listen, methods};
 
 /// The modern pipeline for a request that carries a claim.
 #[allow(clippy::too_many_arguments)]
@@ -58,18 +57,11 @@ pub fn receive(
     let request =
         Request { adapter, headers, body_len, id, method, params, envelope, realm, principal, now, session: None };
     let announced = discover::Announced::of(realm);
+    if methods::is_shared(method, &announced) {
+        return methods::shared(request, rng);
+    }
     match method {
         "server/discover" => Step::Reply(request.result(&discover::result(adapter, realm))),
-        "tools/list" if announced.tools => Step::Reply(listing::list(&request, CapabilityKind::Tool)),
-        "tools/call" if announced.tools => tools::call(request, rng),
-        "prompts/list" if announced.prompts => Step::Reply(listing::list(&request, CapabilityKind::Prompt)),
-        "prompts/get" if announced.prompts => prompts::get(request, rng),
-        "resources/list" if announced.resources => Step::Reply(listing::list(&request, CapabilityKind::Resource)),
-        "resources/templates/list" if announced.resources => {
-            Step::Reply(listing::list(&request, CapabilityKind::ResourceTemplate))
-        }
-        "resources/read" if announced.resources => resources::read(request, rng),
-        "completion/complete" if announced.completions => completion::complete(request, rng),
         "subscriptions/listen" if announced.any() => match listen::subscribe(&request) {
             Ok(subscription) => Step::Subscribe(Box::new(subscription)),
             Err(error) => Step::Reply(request.error(error)),
