@@ -28,6 +28,9 @@ pub trait Handler: Send + Sync + 'static {
 
 /// Everything a handler is called with.
 pub struct HandlerRequest {
+    /// The capability being served: one handler may serve several (its configured ones
+    /// and the dynamic ones it published).
+    pub capability: crate::capability::CapabilityId,
     pub arguments: Value,
     pub realm: String,
     pub principal: Principal,

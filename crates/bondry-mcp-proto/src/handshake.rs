@@ -24,8 +24,8 @@ use crate::revision::Revision;
 use crate::session::{self, Effect, LiveSession, SessionRef};
 use crate::{Adapter, Csprng, Inbound, Reply, Step, methods, resources};
 
-/// Server capabilities announced in the handshake era, computed per realm. Tool list
-/// changes reach sessions on their event stream, so `listChanged` is announced for tools.
+/// Server capabilities announced in the handshake era, computed per realm. List changes
+/// and updates of subscribed resources reach sessions on their event stream.
 pub fn capabilities(realm: &RealmSnapshot) -> Value {
     let announced = Announced::of(realm);
     let mut capabilities = Map::new();

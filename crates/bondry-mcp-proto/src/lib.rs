@@ -395,8 +395,6 @@ impl Adapter {
             (Outcome::Answered(Answer::InputRequired { .. }), Ok(_)) if era == Era::Modern => {
                 AuditOutcome::InputRequired
             }
-            // A session call that still asks once its rounds are over.
-            (Outcome::Answered(Answer::InputRequired { .. }), _) => AuditOutcome::HandlerFailed,
             // A resource whose handler found nothing there.
             (Outcome::Answered(_), Err(Error::ResourceNotFound { .. })) => AuditOutcome::NotFound,
             (Outcome::Answered(_), Err(_)) => AuditOutcome::HandlerFailed,
@@ -576,6 +574,7 @@ impl Call {
         publisher: Arc<dyn Publisher>,
     ) -> HandlerRequest {
         HandlerRequest {
+            capability: self.capability.id().clone(),
             arguments: self.arguments.clone(),
             realm: self.realm.realm.clone(),
             principal: self.principal.clone(),

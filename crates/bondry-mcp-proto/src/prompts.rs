@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::error::Error;
 use crate::request::Request;
 use crate::revision::Era;
-use crate::tools::{INPUT_REQUIRED_UNAVAILABLE, MISSING_CLIENT_CAPABILITY, stable_code};
+use crate::tools::{MISSING_CLIENT_CAPABILITY, stable_code};
 use crate::{ADAPTER, Admitted, Call, Csprng, Step, shape};
 
 pub fn get(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
@@ -68,7 +68,6 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
             return Err(Error::InvalidPromptArguments { id: id(), violations });
         }
         Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => return Err(failed(code)),
-        Outcome::Answered(Answer::InputRequired { .. }) => return Err(failed(INPUT_REQUIRED_UNAVAILABLE)),
         _ => return Err(failed(failure::WRONG_ANSWER_KIND)),
     };
     let messages: Vec<Value> = messages

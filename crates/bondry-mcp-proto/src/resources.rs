@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::request::Request;
 use crate::revision::Era;
 use crate::session::{Effect, MAX_SUBSCRIPTIONS};
-use crate::tools::{INPUT_REQUIRED_UNAVAILABLE, MISSING_CLIENT_CAPABILITY, stable_code};
+use crate::tools::{MISSING_CLIENT_CAPABILITY, stable_code};
 use crate::{ADAPTER, Admitted, Call, Csprng, Reply, Step, shape};
 
 pub fn read(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
@@ -97,7 +97,6 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
         }
         Outcome::InvalidInput(_) => return Err(Error::InvalidResourceVariables { id: id(), uri }),
         Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => return Err(failed(code)),
-        Outcome::Answered(Answer::InputRequired { .. }) => return Err(failed(INPUT_REQUIRED_UNAVAILABLE)),
         _ => return Err(failed(failure::WRONG_ANSWER_KIND)),
     };
     let descriptor = &call.capability.descriptor;

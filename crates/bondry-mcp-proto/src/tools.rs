@@ -34,8 +34,6 @@ pub const TOO_MANY_PENDING_INPUTS: &str = "too_many_pending_inputs";
 pub const EMPTY_INPUT_REQUIRED: &str = "empty_input_required";
 /// A session call that kept asking for input past the allowed rounds.
 pub const TOO_MANY_ROUNDS: &str = "too_many_input_rounds";
-/// Until multi-round-trip requests land (issue 6), a handler asking for input fails.
-pub const INPUT_REQUIRED_UNAVAILABLE: &str = "input_required_unavailable";
 
 /// Whether `principal`'s tool list differs between two snapshots of a realm: what a
 /// `notifications/tools/list_changed` announces.
@@ -274,11 +272,11 @@ pub fn call_result(
             failure("invalid_input", false, vec![json!({"type": "text", "text": text})])
         }
         Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => failure(code, false, generic()),
-        Outcome::Answered(Answer::InputRequired { .. }) => failure(INPUT_REQUIRED_UNAVAILABLE, false, generic()),
-        // The core only answers a tool with the kinds above; anything else is a failure.
-        Outcome::Answered(Answer::Messages { .. } | Answer::Contents { .. }) | Outcome::Completed(_) => {
-            failure(dispatch::failure::WRONG_ANSWER_KIND, false, generic())
-        }
+        // Input requests are answered before a result is shaped (`Adapter::complete` in the
+        // modern era, the runtime's rounds in a session); and the core only answers a tool
+        // with the kinds above.
+        Outcome::Answered(Answer::InputRequired { .. } | Answer::Messages { .. } | Answer::Contents { .. })
+        | Outcome::Completed(_) => failure(dispatch::failure::WRONG_ANSWER_KIND, false, generic()),
     };
     if era == Era::Modern {
         result["resultType"] = json!("complete");

@@ -128,15 +128,14 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
         for (_, addr) in running.local_addrs() {
             eprintln!("listening on http://{addr}/mcp");
         }
-        match path {
-            // The embedded default has no file to watch.
-            Some(path) => {
-                let reloader =
-                    Reloader { path, builtins: Builtins::bundled(), overrides: Overrides { listen }, registries };
-                reload::watch(reloader, signal).await?;
-            }
-            None => signal.await,
-        }
+        // Serves until SIGINT or SIGTERM, reloading the file (if there is one) meanwhile.
+        let reloader = path.map(|path| Reloader {
+            path,
+            builtins: Builtins::bundled(),
+            overrides: Overrides { listen },
+            registries,
+        });
+        reload::watch(reloader, signal).await;
         tracing::info!("shutting down");
         if !running.shutdown().await {
             tracing::warn!("some requests did not finish within shutdown_grace_ms");

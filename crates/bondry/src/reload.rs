@@ -67,12 +67,55 @@ impl Reloader {
     }
 }
 
-/// Reloads on every change of the file and on SIGHUP, until `stop` resolves.
-pub async fn watch(reloader: Reloader, stop: impl Future<Output = ()>) -> anyhow::Result<()> {
+/// Reloads on every change of the file and on SIGHUP, until `stop` resolves. Without a
+/// file (the embedded default) SIGHUP is acknowledged in the log and changes nothing; if
+/// the watch cannot be set up, the server goes on serving without reloads.
+pub async fn watch(reloader: Option<Reloader>, stop: impl Future<Output = ()>) {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut hangup = signal(SignalKind::hangup())?;
+    tokio::pin!(stop);
+    let mut hangup = match signal(SignalKind::hangup()) {
+        Ok(hangup) => Some(hangup),
+        Err(error) => {
+            tracing::error!(%error, "cannot listen for SIGHUP; the configuration is not reloaded on it");
+            None
+        }
+    };
     let (changed, mut changes) = mpsc::channel::<()>(16);
-    let name = reloader.path.file_name().map(ToOwned::to_owned);
+    // Kept alive for as long as changes are watched.
+    let _watcher = reloader.as_ref().and_then(|reloader| match file_watch(&reloader.path, changed) {
+        Ok(watcher) => Some(watcher),
+        Err(error) => {
+            tracing::error!(%error, "cannot watch the configuration file; send SIGHUP to reload it");
+            None
+        }
+    });
+    loop {
+        let hangup = async {
+            match hangup.as_mut() {
+                Some(hangup) => hangup.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = &mut stop => return,
+            _ = hangup => match &reloader {
+                Some(reloader) => reloader.apply("SIGHUP"),
+                None => tracing::info!("SIGHUP: the embedded default configuration has nothing to reload"),
+            },
+            Some(()) = changes.recv() => {
+                tokio::time::sleep(SETTLE).await;
+                while changes.try_recv().is_ok() {}
+                if let Some(reloader) = &reloader {
+                    reloader.apply("the file changed");
+                }
+            }
+        }
+    }
+}
+
+/// A watch on `path`'s directory that signals every event about `path`'s name.
+fn file_watch(path: &Path, changed: mpsc::Sender<()>) -> notify::Result<notify::RecommendedWatcher> {
+    let name = path.file_name().map(ToOwned::to_owned);
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let ours = event.is_ok_and(|event| {
             !event.kind.is_access() && event.paths.iter().any(|path| path.file_name() == name.as_deref())
@@ -81,21 +124,10 @@ pub async fn watch(reloader: Reloader, stop: impl Future<Output = ()>) -> anyhow
             let _ = changed.try_send(());
         }
     })?;
-    let directory = match reloader.path.parent() {
+    let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => Path::new(".").to_path_buf(),
     };
     watcher.watch(&directory, RecursiveMode::NonRecursive)?;
-    tokio::pin!(stop);
-    loop {
-        tokio::select! {
-            () = &mut stop => return Ok(()),
-            _ = hangup.recv() => reloader.apply("SIGHUP"),
-            Some(()) = changes.recv() => {
-                tokio::time::sleep(SETTLE).await;
-                while changes.try_recv().is_ok() {}
-                reloader.apply("the file changed");
-            }
-        }
-    }
+    Ok(watcher)
 }

@@ -249,6 +249,20 @@ fn serve_exits_cleanly_on_sigint() {
 }
 
 #[test]
+fn sighup_without_a_file_changes_nothing() {
+    let (server, _port) = serve(&["--listen", "127.0.0.1:0"], &[("RUST_LOG", "info")]);
+    server.signal("HUP");
+    let deadline = Instant::now() + EXIT;
+    while !server.stderr_so_far().contains("nothing to reload") {
+        assert!(Instant::now() < deadline, "SIGHUP was not acknowledged:\n{}", server.stderr_so_far());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.signal("TERM");
+    let finished = server.finish(EXIT);
+    assert_eq!(finished.status.code(), Some(0), "exit status {}; stderr:\n{}", finished.status, finished.stderr);
+}
+
+#[test]
 fn environment_overrides_the_bind_address_of_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_config(dir.path(), &MINIMAL.replace("127.0.0.1:0", "127.0.0.1:1"));

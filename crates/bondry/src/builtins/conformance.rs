@@ -656,6 +656,16 @@ impl Toggle {
 
 impl Handler for Toggle {
     fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        // Called as the dynamic capability it published: it answers as one, changing nothing.
+        if request.capability.as_str() == self.id {
+            let answer = match self.kind {
+                CapabilityKind::Prompt => {
+                    Answer::Messages { description: None, messages: vec![user(text("A dynamic prompt"))] }
+                }
+                _ => blocks(vec![text("A dynamic tool")]),
+            };
+            return Box::pin(std::future::ready(answer));
+        }
         let present = !self.present.fetch_xor(true, std::sync::atomic::Ordering::SeqCst);
         let dynamic = present.then(|| Descriptor {
             id: CapabilityId::new(self.id).expect("a valid id"),
