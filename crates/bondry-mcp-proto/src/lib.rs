@@ -395,6 +395,10 @@ impl Adapter {
             (Outcome::Answered(Answer::InputRequired { .. }), Ok(_)) if era == Era::Modern => {
                 AuditOutcome::InputRequired
             }
+            // Input the request cannot supply: the caller's refusal, as before dispatch.
+            (Outcome::Answered(Answer::InputRequired { .. }), Err(Error::MissingClientCapability { .. })) => {
+                AuditOutcome::InvalidInput
+            }
             // A resource whose handler found nothing there.
             (Outcome::Answered(_), Err(Error::ResourceNotFound { .. })) => AuditOutcome::NotFound,
             (Outcome::Answered(_), Err(_)) => AuditOutcome::HandlerFailed,

@@ -532,6 +532,10 @@ fn keys(loaded: &Loaded, name: &str, raw: &RawRealm, persist: bool) -> Result<Ke
         |why: String| loaded.error(format!("data_dir: the keys of realm {name} in {:?}: {why}", path.display()));
     match std::fs::read_to_string(&path) {
         Ok(text) => {
+            use std::os::unix::fs::PermissionsExt;
+            if std::fs::metadata(&path).is_ok_and(|meta| meta.permissions().mode() & 0o077 != 0) {
+                tracing::warn!(realm = name, path = %path.display(), "the key file is readable by others than its owner; chmod 600 it");
+            }
             let stored: StoredKeys =
                 serde_json::from_str(&text).map_err(|e| unreadable(format!("not a key file ({e})")))?;
             let mut keys = Vec::new();

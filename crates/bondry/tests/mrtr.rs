@@ -466,7 +466,11 @@ async fn input_the_client_did_not_declare_is_refused() {
         let method = if arguments["kind"] == "roots" { "roots/list" } else { "elicitation/create" };
         assert_eq!(requests["input"]["method"], method, "{arguments} declaring {declared}");
     }
-    server.stop().await;
+    // A refusal is the caller's, as one before dispatch would be; asking is recorded as such.
+    let outcomes: Vec<String> =
+        server.stop().await.iter().map(|record| record["outcome"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(outcomes[..6], ["invalid_input"; 6]);
+    assert_eq!(outcomes[6..], ["input_required"; 3]);
 }
 
 #[tokio::test]
