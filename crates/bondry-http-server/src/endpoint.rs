@@ -45,6 +45,8 @@ pub struct Endpoint {
     pub origins: OriginPolicy,
     pub loopback: bool,
     pub max_body_bytes: usize,
+    /// How long a client may take to send a request's body.
+    pub body_read_timeout: Duration,
     pub realms: Arc<std::collections::HashMap<String, RealmEntry>>,
     pub audit: Arc<dyn AuditSink>,
     /// Cancelled when shutdown begins: event streams end so connections can drain.
@@ -158,7 +160,9 @@ async fn handle(
     endpoint.adapter.admit(&parts.method, &parts.headers)?;
     // GET and DELETE carry nothing the endpoint reads.
     let body = if parts.method == Method::POST {
-        read_body(&parts.headers, body, endpoint.max_body_bytes).await?
+        tokio::time::timeout(endpoint.body_read_timeout, read_body(&parts.headers, body, endpoint.max_body_bytes))
+            .await
+            .map_err(|_| Error::BodyTimeout)??
     } else {
         Bytes::new()
     };

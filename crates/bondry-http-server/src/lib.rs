@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::any;
-use axum::serve::ListenerExt;
 use bondry_core::audit::AuditSink;
 use bondry_core::realm::Registry;
 use bondry_mcp_proto::{Adapter, ListenerSettings, NoRevision};
@@ -50,6 +49,27 @@ pub struct RealmEntry {
     pub limits: SessionLimits,
 }
 
+/// Bounds on one listener's connections, against clients that hold them open.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// Connections served at once; past it, new ones wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's head (line and headers).
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request's body.
+    pub body_read_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
 /// One listener to bind.
 pub struct ListenerConfig {
     pub name: String,
@@ -63,6 +83,7 @@ pub struct ListenerConfig {
     pub trusted_proxies: Vec<limits::Cidr>,
     /// Requests per client address; `None` when off.
     pub per_address: Option<limits::Rate>,
+    pub connections: ConnectionLimits,
 }
 
 /// Everything the runtime serves.
@@ -132,6 +153,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             origins: listener.origins,
             loopback: addr.ip().is_loopback(),
             max_body_bytes: listener.max_body_bytes,
+            body_read_timeout: listener.connections.body_read_timeout,
             realms: Arc::clone(&realms),
             audit: Arc::clone(&config.audit),
             shutdown: shutdown.clone(),
@@ -143,9 +165,10 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             publications: Arc::clone(&publications),
             gauges: Arc::clone(&gauges),
         });
-        bound.push((listener.name, addr, socket, endpoint));
+        let connections = listener.connections;
+        bound.push((listener.name, addr, socket, endpoint, connections));
     }
-    publications.attach(bound.iter().map(|(_, _, _, endpoint)| Arc::clone(&endpoint.sessions)).collect());
+    publications.attach(bound.iter().map(|(_, _, _, endpoint, _)| Arc::clone(&endpoint.sessions)).collect());
     let mut tasks = JoinSet::new();
     let mut addrs = Vec::new();
     for (name, entry) in realms.iter() {
@@ -153,7 +176,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
         let (realm, publications) = (name.clone(), Arc::clone(&publications));
         entry.registry.observe(Box::new(move |old, new| publications.swapped(&realm, old, new)));
     }
-    for (name, addr, socket, endpoint) in bound {
+    for (name, addr, socket, endpoint, connections) in bound {
         tasks.spawn(sweep(Arc::clone(&endpoint), shutdown.clone()));
         let router = Router::new()
             .route("/mcp", any(endpoint::default_realm))
@@ -162,20 +185,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             .route(&format!("{METADATA}/mcp"), any(metadata::default_realm))
             .route(&format!("{METADATA}/mcp/realm/{{realm}}"), any(metadata::named_realm))
             .with_state(endpoint);
-        let signal = shutdown.clone().cancelled_owned();
-        tasks.spawn(async move {
-            // Responses are written whole; Nagle's algorithm would only hold their last
-            // segment back waiting for an acknowledgement.
-            let socket = socket.tap_io(|tcp| {
-                if let Err(error) = tcp.set_nodelay(true) {
-                    tracing::debug!(%error, "cannot set TCP_NODELAY");
-                }
-            });
-            let service = router.into_make_service_with_connect_info::<SocketAddr>();
-            if let Err(error) = axum::serve(socket, service).with_graceful_shutdown(signal).await {
-                tracing::error!(%error, "listener stopped");
-            }
-        });
+        tasks.spawn(serve_listener(socket, router, connections, shutdown.clone()));
         addrs.push((name, addr));
     }
     Ok(Running { addrs, realms, shutdown, hard_stop, tasks, calls, grace: config.shutdown_grace, gauges })
@@ -232,6 +242,59 @@ impl Running {
 
 /// How long stopped requests get to send their 503 before their connections are dropped.
 const HARD_STOP_WAIT: Duration = Duration::from_secs(1);
+
+/// Serves one listener: every connection through hyper with a deadline on the request
+/// head, at most `max_connections` at once; at shutdown it stops accepting and lets each
+/// connection finish its requests.
+async fn serve_listener(socket: TcpListener, router: Router, limits: ConnectionLimits, shutdown: CancellationToken) {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+    use tower_service::Service;
+
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = shutdown.cancelled() => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = socket.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors, most likely: back off instead of spinning.
+                    tracing::warn!(%error, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = shutdown.cancelled() => break,
+        };
+        // Responses are written whole; Nagle's algorithm would only hold their last
+        // segment back waiting for an acknowledgement.
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+            let mut request = request.map(axum::body::Body::new);
+            request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+            router.clone().call(request)
+        });
+        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(socket);
+    graceful.shutdown().await;
+}
 
 /// Ends idle and expired sessions and forgets idle rate-limit buckets, until shutdown.
 async fn sweep(endpoint: Arc<endpoint::Endpoint>, shutdown: CancellationToken) {

@@ -67,6 +67,8 @@ pub enum Error {
     NotAcceptable,
     /// The body exceeds the listener's limit.
     PayloadTooLarge,
+    /// The client did not finish sending the body in time.
+    BodyTimeout,
     /// A credential was presented and not accepted, or one is required.
     Unauthenticated { challenges: Vec<String> },
     /// The body is not JSON.
@@ -171,6 +173,7 @@ impl Error {
                 None,
             ),
             Self::PayloadTooLarge => (S::PAYLOAD_TOO_LARGE, INVALID_REQUEST, "Payload too large".into(), None),
+            Self::BodyTimeout => (S::REQUEST_TIMEOUT, INVALID_REQUEST, "Request timeout".into(), None),
             Self::Unauthenticated { .. } => {
                 return Row { status: S::UNAUTHORIZED, code: None, message: String::new(), data: None };
             }
@@ -351,6 +354,7 @@ impl Error {
             Self::UnsupportedMediaType,
             Self::NotAcceptable,
             Self::PayloadTooLarge,
+            Self::BodyTimeout,
             Self::Unauthenticated { challenges: vec!["Bearer realm=\"default\"".into()] },
             Self::Parse,
             Self::InvalidRequest { id: None, reason: "batches are not supported" },

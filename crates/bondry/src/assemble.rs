@@ -22,7 +22,8 @@ use bondry_http_server::audit::{AuditWriter, NoAudit};
 use bondry_http_server::auth::oauth::{IssuerSpec, KeySource, OAuth, OAuthSpec};
 use bondry_http_server::limits::{Bucket, Cidr, FailureLimit, Rate, RealmLimits};
 use bondry_http_server::{
-    Authenticator, Credentials, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig, SessionLimits, Ticket, User,
+    Authenticator, ConnectionLimits, Credentials, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig,
+    SessionLimits, Ticket, User,
 };
 use bondry_mcp_proto::lint::McpLint;
 use bondry_mcp_proto::{ADAPTER, ListenerSettings, Revision};
@@ -175,7 +176,25 @@ fn listener_config(
         .ok()
         .filter(|size| (1..=10_000).contains(size))
         .ok_or_else(|| loaded.error(format!("{}: {} must be between 1 and 10000", key("page_size"), raw.page_size)))?;
+    let positive = |k: &str, value: u64, unit: &str| {
+        (value > 0).then_some(value).ok_or_else(|| loaded.error(format!("{}: 0 must be a positive {unit}", key(k))))
+    };
+    let connections = ConnectionLimits {
+        max_connections: usize::try_from(positive("max_connections", raw.max_connections, "count, e.g. 1024")?)
+            .unwrap_or(usize::MAX),
+        header_read_timeout: Duration::from_millis(positive(
+            "header_read_timeout_ms",
+            raw.header_read_timeout_ms,
+            "number of milliseconds, e.g. 10000",
+        )?),
+        body_read_timeout: Duration::from_millis(positive(
+            "body_read_timeout_ms",
+            raw.body_read_timeout_ms,
+            "number of milliseconds, e.g. 30000",
+        )?),
+    };
     Ok(ListenerConfig {
+        connections,
         name: name.to_owned(),
         bind,
         settings: ListenerSettings {

@@ -71,6 +71,24 @@ pub struct RawListener {
     pub session_lifetime_ms: u64,
     #[serde(default)]
     pub rate_limits: RawListenerRateLimits,
+    #[serde(default = "default_max_connections")]
+    pub max_connections: u64,
+    #[serde(default = "default_header_read_timeout")]
+    pub header_read_timeout_ms: u64,
+    #[serde(default = "default_body_read_timeout")]
+    pub body_read_timeout_ms: u64,
+}
+
+fn default_max_connections() -> u64 {
+    1024
+}
+
+fn default_header_read_timeout() -> u64 {
+    10_000
+}
+
+fn default_body_read_timeout() -> u64 {
+    30_000
 }
 
 /// `[listeners.NAME.rate_limits]`: each limit is off unless given.
