@@ -426,12 +426,21 @@ async fn answer(endpoint: &Arc<Endpoint>, mut work: Work, mut feed: mpsc::Receiv
             let queued: Vec<String> = std::iter::from_fn(|| feed.try_recv().ok()).collect();
             return match done {
                 Some(reply) if queued.is_empty() => self::reply(endpoint, reply),
-                done => event_stream(endpoint, queued, Streaming::Finished(done)),
+                // Recorded now: the stream that carries the reply may never be read.
+                done => event_stream(endpoint, queued, Streaming::Finished(done.map(|reply| recorded(endpoint, reply)))),
             };
         }
         Some(first) = feed.recv() => first,
     };
     event_stream(endpoint, vec![first], Streaming::Running { work, feed })
+}
+
+/// Writes `reply`'s audit record now, and returns the reply without it.
+fn recorded(endpoint: &Endpoint, mut reply: Reply) -> Reply {
+    if let Some(record) = reply.audit.take() {
+        endpoint.audit.record(*record);
+    }
+    reply
 }
 
 /// Where a call's event stream stands.
@@ -466,6 +475,9 @@ fn event_stream(endpoint: &Arc<Endpoint>, sent: Vec<String>, state: Streaming) -
             let next = match state {
                 Streaming::Running { mut work, mut feed } => tokio::select! {
                     biased;
+                    // Past the grace period the call stops, however much it still says;
+                    // its guard records it.
+                    () = endpoint.hard_stop.cancelled() => Streaming::Closed,
                     Some(message) = feed.recv() => {
                         events.push(message);
                         Streaming::Running { work, feed }
@@ -475,8 +487,6 @@ fn event_stream(endpoint: &Arc<Endpoint>, sent: Vec<String>, state: Streaming) -
                         events.extend(last(&endpoint, done));
                         Streaming::Closed
                     }
-                    // Past the grace period the call stops; the guard records it.
-                    () = endpoint.hard_stop.cancelled() => Streaming::Closed,
                 },
                 Streaming::Finished(done) => {
                     events.extend(last(&endpoint, done));

@@ -243,18 +243,20 @@ impl Running {
 /// How long stopped requests get to send their 503 before their connections are dropped.
 const HARD_STOP_WAIT: Duration = Duration::from_secs(1);
 
-/// Serves one listener: every connection through hyper with a deadline on the request
-/// head, at most `max_connections` at once; at shutdown it stops accepting and lets each
-/// connection finish its requests.
+/// Serves one listener: HTTP/1.1 connections through hyper with a deadline on every
+/// request head (the first included, so a silent socket cannot hold a slot), at most
+/// `max_connections` at once; at shutdown it stops accepting and lets each connection
+/// finish its requests. HTTP/2 is not served: clients and the proxies in front speak
+/// HTTP/1.1 to an MCP endpoint, and its detection phase would be one more place for a
+/// slow client to sit without a deadline.
 async fn serve_listener(socket: TcpListener, router: Router, limits: ConnectionLimits, shutdown: CancellationToken) {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::rt::{TokioIo, TokioTimer};
     use tower_service::Service;
 
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
     loop {
         let slot = tokio::select! {
             slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
@@ -283,8 +285,7 @@ async fn serve_listener(socket: TcpListener, router: Router, limits: ConnectionL
             request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
             router.clone().call(request)
         });
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
-        let connection = graceful.watch(connection);
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");

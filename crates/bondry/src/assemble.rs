@@ -549,28 +549,23 @@ fn keys(loaded: &Loaded, name: &str, raw: &RawRealm, persist: bool) -> Result<Ke
     let path = loaded.base_dir.join(data_dir).join("keys").join(format!("{name}.json"));
     let unreadable =
         |why: String| loaded.error(format!("data_dir: the keys of realm {name} in {:?}: {why}", path.display()));
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
+    match read_stored(&path) {
+        Ok(keys) => {
             use std::os::unix::fs::PermissionsExt;
             if std::fs::metadata(&path).is_ok_and(|meta| meta.permissions().mode() & 0o077 != 0) {
                 tracing::warn!(realm = name, path = %path.display(), "the key file is readable by others than its owner; chmod 600 it");
             }
-            let stored: StoredKeys =
-                serde_json::from_str(&text).map_err(|e| unreadable(format!("not a key file ({e})")))?;
-            let mut keys = Vec::new();
-            for stored in std::iter::once(&stored.active).chain(&stored.retired) {
-                let secret = secret_of(&stored.secret).ok_or_else(|| unreadable("a secret is not 32 bytes".into()))?;
-                keys.push(Key { id: stored.id.clone(), secret });
-            }
-            let active = keys.remove(0);
-            Ok(KeySet { active, retired: keys })
+            Ok(keys)
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             let keys = generated("k1");
-            if persist {
-                store(&path, &keys).map_err(|e| unreadable(format!("cannot write ({e})")))?;
+            if !persist {
+                return Ok(keys);
             }
-            Ok(keys)
+            match store(&path, &keys).map_err(|e| unreadable(format!("cannot write ({e})")))? {
+                Some(published) => Ok(published),
+                None => Ok(keys),
+            }
         }
         Err(error) => Err(unreadable(error.to_string())),
     }
@@ -589,19 +584,48 @@ struct StoredKeys {
     retired: Vec<StoredKey>,
 }
 
-/// Writes a realm's keys readable by the owner only, whole or not at all.
-fn store(path: &Path, keys: &KeySet) -> std::io::Result<()> {
+/// Writes a realm's keys readable by the owner only, whole or not at all, and never over
+/// keys already there: when another process published its keys first, those are the
+/// realm's, and are returned instead.
+fn store(path: &Path, keys: &KeySet) -> std::io::Result<Option<KeySet>> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let directory = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(directory)?;
     let encode = |key: &Key| StoredKey { id: key.id.clone(), secret: URL_SAFE_NO_PAD.encode(key.secret) };
     let stored = StoredKeys { active: encode(&keys.active), retired: keys.retired.iter().map(encode).collect() };
-    let fresh = path.with_extension("json.new");
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&fresh)?;
+    let fresh = path.with_extension(format!("json.{}.new", std::process::id()));
+    // A leftover (or planted) file is removed, never written through: `create_new` fails
+    // on anything at the path, a symbolic link included.
+    match std::fs::remove_file(&fresh) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&fresh)?;
     file.write_all(serde_json::to_string_pretty(&stored).unwrap_or_default().as_bytes())?;
     file.sync_all()?;
-    std::fs::rename(&fresh, path)
+    // A hard link publishes the file only where none is: two first starts cannot both win.
+    let published = std::fs::hard_link(&fresh, path);
+    let _ = std::fs::remove_file(&fresh);
+    match published {
+        Ok(()) => Ok(None),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(Some(read_stored(path)?)),
+        Err(error) => Err(error),
+    }
+}
+
+/// The keys stored at `path`.
+fn read_stored(path: &Path) -> std::io::Result<KeySet> {
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let stored: StoredKeys =
+        serde_json::from_str(&std::fs::read_to_string(path)?).map_err(|e| invalid(format!("not a key file ({e})")))?;
+    let mut keys = Vec::new();
+    for stored in std::iter::once(&stored.active).chain(&stored.retired) {
+        let secret = secret_of(&stored.secret).ok_or_else(|| invalid("a secret is not 32 bytes".into()))?;
+        keys.push(Key { id: stored.id.clone(), secret });
+    }
+    let active = keys.remove(0);
+    Ok(KeySet { active, retired: keys })
 }
 
 /// 32 bytes from base64 (standard or url-safe, padded or not).

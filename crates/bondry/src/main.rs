@@ -116,7 +116,10 @@ fn new_ticket(realm: &str, principal: &str, roles: Option<Vec<String>>) -> anyho
 
 fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()> {
     let loaded = config::load(path.as_deref(), std::env::vars())?;
-    let assembled = assemble(&loaded, &Builtins::bundled(), &Overrides { listen }, true)?;
+    // One set of handler objects for the start and every reload: a handler's state (and
+    // the dynamic capabilities it published) stays with the one instance.
+    let builtins = Builtins::bundled();
+    let assembled = assemble(&loaded, &builtins, &Overrides { listen }, true)?;
     let registries =
         assembled.server.realms.iter().map(|(name, entry)| (name.clone(), Arc::clone(&entry.registry))).collect();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

@@ -388,6 +388,14 @@ fn check_refuses_oauth_it_cannot_serve_safely() {
         &issuer(&format!("{ed25519}\nroles = [\"root\"]")),
         &["realms.default.oauth[0].roles", "\"root\" is not defined"],
     );
+    let twin = format!(
+        "{}namespace = \"corp\"\n[[realms.default.oauth]]\nissuer = \"https://other.example\"\n{ed25519}\nnamespace = \"corp\"\n",
+        issuer(ed25519)
+    );
+    assert_check_refuses(
+        &twin,
+        &["realms.default.oauth[1].namespace", "\"corp\" is already another issuer's namespace"],
+    );
     let accepted = issuer(ed25519);
     let dir = tempfile::tempdir().unwrap();
     let path = write_config(dir.path(), &accepted);

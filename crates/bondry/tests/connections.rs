@@ -68,3 +68,24 @@ async fn past_the_cap_a_connection_waits_for_a_slot() {
     drop(second);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_silent_connection_gives_its_slot_back_after_the_head_deadline() {
+    let server = TestServer::with_config(&config("max_connections = 1\nheader_read_timeout_ms = 300")).await;
+    let mut silent = TcpStream::connect(server.addr).await.unwrap();
+    let mut one_byte = TcpStream::connect(server.addr).await.unwrap();
+    one_byte.write_all(b"P").await.unwrap();
+    let client = reqwest::Client::new();
+    let request = Req::modern("tools/list", json!({}));
+    let served = tokio::time::timeout(
+        Duration::from_secs(5),
+        request.builder(&client, &server.url()).body(request.body.clone()).send(),
+    )
+    .await
+    .expect("served once the silent connections are cut")
+    .unwrap();
+    assert_eq!(served.status(), 200);
+    assert!(read_until_closed(&mut silent, Duration::from_secs(5)).await.is_some(), "the silent socket is closed");
+    assert!(read_until_closed(&mut one_byte, Duration::from_secs(5)).await.is_some(), "so is the one-byte one");
+    server.stop().await;
+}

@@ -122,7 +122,7 @@ struct Issuer {
 
 enum Keys {
     Static(Arc<[VerifyKey]>),
-    Fetched(Box<Jwks>),
+    Fetched(Arc<Jwks>),
 }
 
 struct VerifyKey {
@@ -141,6 +141,8 @@ struct Jwks {
     state: RwLock<Fetched>,
     /// One fetch at a time; the others wait and use its result.
     fetching: tokio::sync::Mutex<()>,
+    /// Whether a background refresh of stale keys is under way.
+    refreshing: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -186,6 +188,12 @@ impl OAuth {
             let error = |key: &str, message: String| SpecError { key: format!("oauth[{index}].{key}"), message };
             if spec.issuers[..index].iter().any(|earlier| earlier.issuer == issuer_spec.issuer) {
                 return Err(error("issuer", format!("{:?} is configured twice", issuer_spec.issuer)));
+            }
+            // Two issuers under one namespace would mint the same principal ids.
+            if let Some(namespace) = &issuer_spec.namespace
+                && spec.issuers[..index].iter().any(|earlier| earlier.namespace.as_ref() == Some(namespace))
+            {
+                return Err(error("namespace", format!("{namespace:?} is already another issuer's namespace")));
             }
             issuers.push(Issuer::new(issuer_spec, &spec, &mut client, &error)?);
         }
@@ -362,13 +370,14 @@ impl Issuer {
                         client.insert(built).clone()
                     }
                 };
-                Keys::Fetched(Box::new(Jwks {
+                Keys::Fetched(Arc::new(Jwks {
                     url,
                     client,
                     max_age: spec.jwks_max_age,
                     refresh_interval: spec.jwks_refresh_interval,
                     state: RwLock::new(Fetched::default()),
                     fetching: tokio::sync::Mutex::new(()),
+                    refreshing: std::sync::atomic::AtomicBool::new(false),
                 }))
             }
         };
@@ -406,14 +415,27 @@ impl Jwks {
         self.state.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The keys in use, fetched first when none were fetched yet or they are too old.
-    async fn current(&self) -> Option<Arc<[VerifyKey]>> {
-        let fresh = {
+    /// The keys in use. Fetched first only when there are none yet; stale ones keep
+    /// serving while one background fetch replaces them, so a slow issuer never holds up
+    /// tokens signed with keys already known.
+    async fn current(self: &Arc<Self>) -> Option<Arc<[VerifyKey]>> {
+        use std::sync::atomic::Ordering;
+        let (keys, fresh) = {
             let state = self.read();
-            state.fetched_at.is_some_and(|at| at.elapsed() < self.max_age).then(|| state.keys.clone()).flatten()
+            (state.keys.clone(), state.fetched_at.is_some_and(|at| at.elapsed() < self.max_age))
         };
-        match fresh {
-            Some(keys) => Some(keys),
+        match keys {
+            Some(keys) if fresh => Some(keys),
+            Some(stale) => {
+                if !self.refreshing.swap(true, Ordering::AcqRel) {
+                    let jwks = Arc::clone(self);
+                    tokio::spawn(async move {
+                        jwks.refresh().await;
+                        jwks.refreshing.store(false, Ordering::Release);
+                    });
+                }
+                Some(stale)
+            }
             None => self.refresh().await.or_else(|| self.read().keys.clone()),
         }
     }
