@@ -97,21 +97,10 @@ impl Publications {
     /// After a swap of `realm`'s catalogue: every session and listen stream whose view of a
     /// kind changed hears of it, each principal's views compared once.
     pub fn swapped(&self, realm: &str, old: &RealmSnapshot, new: &RealmSnapshot) {
-        const KINDS: [(CapabilityKind, &str); 3] = [
-            (CapabilityKind::Tool, r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#),
-            (CapabilityKind::Prompt, r#"{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}"#),
-            (CapabilityKind::Resource, r#"{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}"#),
-        ];
-        let changed = |principal: &Principal, kind: CapabilityKind| match kind {
-            CapabilityKind::Resource | CapabilityKind::ResourceTemplate => {
-                listing::list_changed(old, new, principal, CapabilityKind::Resource)
-                    || listing::list_changed(old, new, principal, CapabilityKind::ResourceTemplate)
-            }
-            kind => listing::list_changed(old, new, principal, kind),
-        };
-        for (kind, message) in KINDS {
+        for kind in listing::ANNOUNCED_LISTS {
+            let message = listing::list_changed_notification(kind);
             for table in self.tables.get().into_iter().flatten() {
-                table.notify(realm, |principal| changed(principal, kind), message);
+                table.notify(realm, |principal| listing::list_changed(old, new, principal, kind), &message);
             }
         }
         let mut subscribers = self.lock();
@@ -127,13 +116,13 @@ impl Publications {
         }
         let mut verdicts: Vec<(Principal, CapabilityKind, bool)> = Vec::new();
         for subscriber in subscribers.values().filter(|s| s.realm == realm) {
-            for (kind, _) in KINDS {
+            for kind in listing::ANNOUNCED_LISTS {
                 if !subscriber.subscription.wants_list(kind) {
                     continue;
                 }
                 let known = verdicts.iter().find(|(p, k, _)| p == &subscriber.principal && *k == kind).map(|v| v.2);
                 let differs = known.unwrap_or_else(|| {
-                    let differs = changed(&subscriber.principal, kind);
+                    let differs = listing::list_changed(old, new, &subscriber.principal, kind);
                     verdicts.push((subscriber.principal.clone(), kind, differs));
                     differs
                 });

@@ -9,11 +9,11 @@ use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
 use serde_json::{Map, Value, json};
 
-use crate::ADAPTER;
 use crate::discover::Announced;
 use crate::error::Error;
 use crate::jsonrpc::Id;
 use crate::request::Request;
+use crate::{ADAPTER, listing};
 
 /// `_meta` key naming the subscription a notification belongs to.
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -92,14 +92,7 @@ impl Subscription {
 
     /// The list-changed notification for `kind`, if this subscription asked for it.
     pub fn list_changed(&self, kind: CapabilityKind) -> Option<String> {
-        let (on, method) = match kind {
-            CapabilityKind::Tool => (self.tools, "notifications/tools/list_changed"),
-            CapabilityKind::Prompt => (self.prompts, "notifications/prompts/list_changed"),
-            CapabilityKind::Resource | CapabilityKind::ResourceTemplate => {
-                (self.resources, "notifications/resources/list_changed")
-            }
-        };
-        on.then(|| self.notification(method, None))
+        self.wants_list(kind).then(|| self.notification(listing::list_changed_method(kind), None))
     }
 
     /// Whether this subscription asked for list changes of `kind`.

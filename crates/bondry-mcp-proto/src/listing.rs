@@ -129,8 +129,33 @@ fn view_hash(view: &[&Arc<Capability>]) -> ViewHash {
     ViewHash::of(view.iter().flat_map(|capability| [capability.id().as_str(), hash(capability)]))
 }
 
+/// The kinds whose list changes are announced: one notification covers resources and
+/// resource templates alike.
+pub const ANNOUNCED_LISTS: [CapabilityKind; 3] =
+    [CapabilityKind::Tool, CapabilityKind::Prompt, CapabilityKind::Resource];
+
+/// The method announcing a change of `kind`'s list.
+pub fn list_changed_method(kind: CapabilityKind) -> &'static str {
+    match kind {
+        CapabilityKind::Tool => "notifications/tools/list_changed",
+        CapabilityKind::Prompt => "notifications/prompts/list_changed",
+        CapabilityKind::Resource | CapabilityKind::ResourceTemplate => "notifications/resources/list_changed",
+    }
+}
+
+/// The list-changed notification of `kind`, as a session's stream carries it.
+pub fn list_changed_notification(kind: CapabilityKind) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "method": list_changed_method(kind)}).to_string()
+}
+
 /// Whether `principal`'s view of `kind` differs between two snapshots of a realm: what a
-/// list-changed notification announces.
+/// list-changed notification announces (for resources, templates count too).
 pub fn list_changed(old: &RealmSnapshot, new: &RealmSnapshot, principal: &Principal, kind: CapabilityKind) -> bool {
-    view_hash(&view(old, principal, kind)) != view_hash(&view(new, principal, kind))
+    let differs = |kind| view_hash(&view(old, principal, kind)) != view_hash(&view(new, principal, kind));
+    match kind {
+        CapabilityKind::Resource | CapabilityKind::ResourceTemplate => {
+            differs(CapabilityKind::Resource) || differs(CapabilityKind::ResourceTemplate)
+        }
+        kind => differs(kind),
+    }
 }

@@ -4,8 +4,6 @@
 use bondry_core::capability::CapabilityKind;
 use bondry_core::dispatch::{self, Outcome, Resolution};
 use bondry_core::handler::Answer;
-use bondry_core::policy::Principal;
-use bondry_core::realm::RealmSnapshot;
 use http::HeaderMap;
 use serde_json::{Map, Value, json};
 
@@ -34,12 +32,6 @@ pub const TOO_MANY_PENDING_INPUTS: &str = "too_many_pending_inputs";
 pub const EMPTY_INPUT_REQUIRED: &str = "empty_input_required";
 /// A session call that kept asking for input past the allowed rounds.
 pub const TOO_MANY_ROUNDS: &str = "too_many_input_rounds";
-
-/// Whether `principal`'s tool list differs between two snapshots of a realm: what a
-/// `notifications/tools/list_changed` announces.
-pub fn list_changed(old: &RealmSnapshot, new: &RealmSnapshot, principal: &Principal) -> bool {
-    crate::listing::list_changed(old, new, principal, CapabilityKind::Tool)
-}
 
 /// A `tools/call`: refused before dispatch, or a [`Call`] to run.
 pub fn call(request: Request<'_>, rng: &mut dyn Csprng) -> Step {

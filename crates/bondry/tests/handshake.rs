@@ -7,35 +7,13 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Req, TestServer, default_config};
+use support::{Req, TestServer, default_config, in_session, initialize_request, open_at};
 
 const SESSION: &str = "Mcp-Session-Id";
 
-fn initialize_request(version: &str, capabilities: Value) -> Req {
-    Req::post().json(json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}
-    }))
-}
-
 /// Opens a session at `version`; returns its id.
 async fn open(server: &TestServer, version: &str) -> String {
-    open_with(server, version, json!({})).await
-}
-
-async fn open_with(server: &TestServer, version: &str, capabilities: Value) -> String {
-    let response = server.send(initialize_request(version, capabilities)).await;
-    assert_eq!(response.status, 200, "{}", response.text());
-    let sid = response.header("mcp-session-id").expect("a session id").to_owned();
-    let initialized =
-        server.send(in_session(&sid, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))).await;
-    assert_eq!(initialized.status, 202);
-    sid
-}
-
-/// A POST inside session `sid`.
-fn in_session(sid: &str, body: Value) -> Req {
-    Req::post().header(SESSION, sid).json(body)
+    open_at(server, version, json!({})).await
 }
 
 /// A GET opening session `sid`'s event stream.
@@ -289,7 +267,7 @@ async fn tools_in_the_handshake_era() {
     let result = send(request("tools/call", json!({"name": "test.elicits"}))).await.assert_result();
     assert_eq!(result["isError"], true);
     assert_eq!(result["_meta"]["dev.bondry/errorCode"], "missing_client_capability");
-    let capable = open_with(&server, "2025-11-25", json!({"elicitation": {}})).await;
+    let capable = open_at(&server, "2025-11-25", json!({"elicitation": {}})).await;
     let result =
         server.send(in_session(&capable, request("tools/call", json!({"name": "test.elicits"})))).await.assert_result();
     assert_eq!(result["structuredContent"], json!({"ok": true}));

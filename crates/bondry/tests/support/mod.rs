@@ -695,7 +695,13 @@ pub async fn open(server: &TestServer) -> String {
 
 /// Opens a 2025-11-25 session declaring `capabilities`; returns its id.
 pub async fn open_with(server: &TestServer, capabilities: Value) -> String {
-    let response = server.send(initialize_request("2025-11-25", capabilities)).await;
+    open_at(server, "2025-11-25", capabilities).await
+}
+
+/// Opens a session at `version` declaring `capabilities`, and sends
+/// `notifications/initialized`; returns its id.
+pub async fn open_at(server: &TestServer, version: &str, capabilities: Value) -> String {
+    let response = server.send(initialize_request(version, capabilities)).await;
     assert_eq!(response.status, 200, "{}", response.text());
     let sid = response.header("mcp-session-id").expect("a session id").to_owned();
     let initialized =
