@@ -124,21 +124,19 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
         assembled.server.realms.iter().map(|(name, entry)| (name.clone(), Arc::clone(&entry.registry))).collect();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        // Listen for signals before announcing readiness: a signal sent right after the
-        // banner must start a graceful shutdown, not kill the process.
+        // Listen for signals and file changes before announcing readiness: a signal sent
+        // right after the banner must start a graceful shutdown or a reload, not kill the
+        // process, and a change made right after it must not be missed.
         let signal = shutdown_signal()?;
+        let reloader =
+            path.map(|path| Reloader { path, builtins: builtins.clone(), overrides: Overrides { listen }, registries });
+        let watch = reload::Watch::install(reloader);
         let running = bondry_http_server::start(assembled.server).await?;
         for (_, addr) in running.local_addrs() {
             eprintln!("listening on http://{addr}/mcp");
         }
         // Serves until SIGINT or SIGTERM, reloading the file (if there is one) meanwhile.
-        let reloader = path.map(|path| Reloader {
-            path,
-            builtins: Builtins::bundled(),
-            overrides: Overrides { listen },
-            registries,
-        });
-        reload::watch(reloader, signal).await;
+        watch.run(signal).await;
         tracing::info!("shutting down");
         if !running.shutdown().await {
             tracing::warn!("some requests did not finish within shutdown_grace_ms");

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use bondry_core::realm::Registry;
 use notify::{RecursiveMode, Watcher};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::assemble::{Overrides, assemble};
@@ -67,46 +68,63 @@ impl Reloader {
     }
 }
 
-/// Reloads on every change of the file and on SIGHUP, until `stop` resolves. Without a
-/// file (the embedded default) SIGHUP is acknowledged in the log and changes nothing; if
-/// the watch cannot be set up, the server goes on serving without reloads.
-pub async fn watch(reloader: Option<Reloader>, stop: impl Future<Output = ()>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    tokio::pin!(stop);
-    let mut hangup = match signal(SignalKind::hangup()) {
-        Ok(hangup) => Some(hangup),
-        Err(error) => {
-            tracing::error!(%error, "cannot listen for SIGHUP; the configuration is not reloaded on it");
-            None
-        }
-    };
-    let (changed, mut changes) = mpsc::channel::<()>(16);
-    // Kept alive for as long as changes are watched.
-    let _watcher = reloader.as_ref().and_then(|reloader| match file_watch(&reloader.path, changed) {
-        Ok(watcher) => Some(watcher),
-        Err(error) => {
-            tracing::error!(%error, "cannot watch the configuration file; send SIGHUP to reload it");
-            None
-        }
-    });
-    loop {
-        let hangup = async {
-            match hangup.as_mut() {
-                Some(hangup) => hangup.recv().await,
-                None => std::future::pending().await,
+/// What triggers a reload: SIGHUP and changes of the file. Installed before readiness is
+/// announced (SIGHUP's default action ends the process, and a change made right after the
+/// banner must not be missed), then run until the server stops.
+pub struct Watch {
+    reloader: Option<Reloader>,
+    hangup: Option<Signal>,
+    changes: mpsc::Receiver<()>,
+    /// Kept alive for as long as changes are watched.
+    _watcher: Option<notify::RecommendedWatcher>,
+}
+
+impl Watch {
+    /// Installs the SIGHUP handler and the file watch (if there is a file). A trigger that
+    /// cannot be set up is logged and the server goes on serving without it. Needs a
+    /// running Tokio runtime.
+    pub fn install(reloader: Option<Reloader>) -> Watch {
+        let hangup = match signal(SignalKind::hangup()) {
+            Ok(hangup) => Some(hangup),
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGHUP; the configuration is not reloaded on it");
+                None
             }
         };
-        tokio::select! {
-            () = &mut stop => return,
-            _ = hangup => match &reloader {
-                Some(reloader) => reloader.apply("SIGHUP"),
-                None => tracing::info!("SIGHUP: the embedded default configuration has nothing to reload"),
-            },
-            Some(()) = changes.recv() => {
-                tokio::time::sleep(SETTLE).await;
-                while changes.try_recv().is_ok() {}
-                if let Some(reloader) = &reloader {
-                    reloader.apply("the file changed");
+        let (changed, changes) = mpsc::channel::<()>(16);
+        let watcher = reloader.as_ref().and_then(|reloader| match file_watch(&reloader.path, changed) {
+            Ok(watcher) => Some(watcher),
+            Err(error) => {
+                tracing::error!(%error, "cannot watch the configuration file; send SIGHUP to reload it");
+                None
+            }
+        });
+        Watch { reloader, hangup, changes, _watcher: watcher }
+    }
+
+    /// Reloads on every change of the file and on SIGHUP, until `stop` resolves. Without a
+    /// file (the embedded default) SIGHUP is acknowledged in the log and changes nothing.
+    pub async fn run(mut self, stop: impl Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            let hangup = async {
+                match self.hangup.as_mut() {
+                    Some(hangup) => hangup.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = &mut stop => return,
+                _ = hangup => match &self.reloader {
+                    Some(reloader) => reloader.apply("SIGHUP"),
+                    None => tracing::info!("SIGHUP: the embedded default configuration has nothing to reload"),
+                },
+                Some(()) = self.changes.recv() => {
+                    tokio::time::sleep(SETTLE).await;
+                    while self.changes.try_recv().is_ok() {}
+                    if let Some(reloader) = &self.reloader {
+                        reloader.apply("the file changed");
+                    }
                 }
             }
         }
