@@ -152,12 +152,18 @@ async fn listed(server: &TestServer, token: &str) -> Vec<String> {
     result["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
 }
 
+/// A presented token that fails: the challenge names the error (RFC 6750 §3.1).
 #[track_caller]
 fn assert_refused(response: &support::Resp, case: &str) {
+    assert_challenged(response, &format!("{CHALLENGE}, error=\"invalid_token\""), case);
+}
+
+#[track_caller]
+fn assert_challenged(response: &support::Resp, challenge: &str, case: &str) {
     assert_eq!(response.status, 401, "{case}: {}", response.text());
     assert!(response.body.is_empty(), "{case}: the body is empty");
     let challenges: Vec<_> = response.headers.get_all("www-authenticate").iter().collect();
-    assert_eq!(challenges, [CHALLENGE], "{case}");
+    assert_eq!(challenges, [challenge], "{case}");
 }
 
 #[tokio::test]
@@ -328,8 +334,9 @@ async fn protected_resource_metadata_is_served_where_oauth_is_configured() {
     let posted = server.send(Req::post().path("/.well-known/oauth-protected-resource")).await;
     assert_eq!(posted.status, 405);
     assert_eq!(posted.header("allow"), Some("GET, HEAD, OPTIONS"));
-    // Without credentials the realm answers with the challenge that names the metadata.
-    assert_refused(&server.send(Req::modern("tools/list", json!({}))).await, "no credentials");
+    // Without credentials the realm answers with the challenge that names the metadata,
+    // and no error: nothing was wrong with a token.
+    assert_challenged(&server.send(Req::modern("tools/list", json!({}))).await, CHALLENGE, "no credentials");
     server.stop().await;
 
     let plain = TestServer::start().await;

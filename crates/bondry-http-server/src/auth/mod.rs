@@ -69,6 +69,10 @@ pub struct Authenticator {
     /// Password checks running at once: each takes tens of milliseconds and megabytes.
     checks: tokio::sync::Semaphore,
     challenges: Vec<String>,
+    /// The challenges after a Bearer token that failed, in a realm that takes tokens: RFC
+    /// 6750 §3.1 names the error (`invalid_token`) only when a token was presented, so a
+    /// client knows to get a new one rather than to start authorizing.
+    token_challenges: Vec<String>,
     /// Keys the verification cache, so its entries reveal nothing outside this process.
     salt: [u8; 32],
     verified: Mutex<HashMap<[u8; 32], Instant>>,
@@ -77,6 +81,7 @@ pub struct Authenticator {
 impl Authenticator {
     pub fn new(realm: &str, credentials: Credentials) -> Self {
         let mut challenges = Vec::new();
+        let accepts_tokens = credentials.oauth.is_some() || !credentials.tickets.is_empty();
         if let Some(oauth) = &credentials.oauth {
             challenges.push(format!("Bearer realm=\"{realm}\", resource_metadata=\"{}\"", oauth.metadata_url()));
         } else if !credentials.tickets.is_empty() {
@@ -88,6 +93,13 @@ impl Authenticator {
         if challenges.is_empty() {
             challenges.push(format!("Bearer realm=\"{realm}\""));
         }
+        let token_challenges = challenges
+            .iter()
+            .map(|challenge| match accepts_tokens && challenge.starts_with("Bearer ") {
+                true => format!("{challenge}, error=\"invalid_token\""),
+                false => challenge.clone(),
+            })
+            .collect();
         let mut salt = [0; 32];
         getrandom::fill(&mut salt).expect("the operating system random source is available");
         Self {
@@ -96,6 +108,7 @@ impl Authenticator {
             decoy: std::sync::OnceLock::new(),
             checks: tokio::sync::Semaphore::new(CONCURRENT_CHECKS),
             challenges,
+            token_challenges,
             salt,
             verified: Mutex::new(HashMap::new()),
         }
@@ -108,6 +121,10 @@ impl Authenticator {
 
     fn refused(&self) -> Error {
         Error::Unauthenticated { challenges: self.challenges.clone() }
+    }
+
+    fn refused_token(&self) -> Error {
+        Error::Unauthenticated { challenges: self.token_challenges.clone() }
     }
 
     /// Whether the request presents a credential at all (a failed one is audited).
@@ -131,7 +148,7 @@ impl Authenticator {
         if scheme.eq_ignore_ascii_case("bearer") {
             match &self.credentials.oauth {
                 Some(oauth) if oauth::peek(credential).is_some() => {
-                    oauth.authenticate(credential, &self.realm).await.ok_or_else(|| self.refused())
+                    oauth.authenticate(credential, &self.realm).await.ok_or_else(|| self.refused_token())
                 }
                 _ => self.ticket(credential),
             }
@@ -155,7 +172,7 @@ impl Authenticator {
                 found = Some(ticket);
             }
         }
-        let ticket = found.ok_or_else(|| self.refused())?;
+        let ticket = found.ok_or_else(|| self.refused_token())?;
         Ok(Principal::new(&ticket.principal, PrincipalKind::Ticket, Arc::clone(&ticket.roles)))
     }
 
