@@ -173,7 +173,7 @@ async fn handle(
             .check(&client_key)
             .map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs })?;
     }
-    let principal = realm.auth.authenticate(&parts.headers).await.inspect_err(|_| {
+    let authenticated = realm.auth.authenticate(&parts.headers).await.inspect_err(|_| {
         if presents_credential {
             endpoint.audit.record(AuditRecord::unauthenticated(SystemTime::now(), realm_name, ADAPTER));
             if let Some(failures) = &realm.rate_limits.auth_failures {
@@ -181,6 +181,7 @@ async fn handle(
             }
         }
     })?;
+    let principal = authenticated.principal;
     let owner = Owner::of(&principal, client);
     if let Some(bucket) = &realm.rate_limits.per_principal {
         bucket
@@ -204,22 +205,41 @@ async fn handle(
         }
         Step::Dispatch(call) if call.session().is_some() => run_in_session(endpoint, *call).await?,
         Step::Dispatch(call) => run(endpoint, *call).await,
-        Step::Listen(session) => listen(endpoint, &session)?,
+        Step::Listen(session) => listen(endpoint, &session, authenticated.valid_until)?,
         Step::Subscribe(subscription) => {
             let cap = realm.limits.listen_streams_per_principal;
-            subscribe(endpoint, realm_name, &owner, &principal, *subscription, cap)?
+            let caller = Caller { owner: &owner, principal: &principal, valid_until: authenticated.valid_until };
+            subscribe(endpoint, realm_name, caller, *subscription, cap)?
         }
     })
 }
 
+/// Who opens a listen stream.
+struct Caller<'a> {
+    owner: &'a Owner,
+    principal: &'a bondry_core::policy::Principal,
+    /// When the caller's credential expires.
+    valid_until: Option<SystemTime>,
+}
+
+/// About thirty years: as good as never for a stream, and far from the clock's overflow.
+const NEVER: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// The instant `until` (wall clock) falls at on Tokio's clock; `None` is never.
+fn deadline(until: Option<SystemTime>) -> tokio::time::Instant {
+    let left = until.map_or(NEVER, |until| until.duration_since(SystemTime::now()).unwrap_or_default());
+    tokio::time::Instant::now() + left.min(NEVER)
+}
+
 /// Opens a `subscriptions/listen` stream: the acknowledgement first, then the changes
-/// the subscription follows. At shutdown it ends with the listen request's own result; it
-/// also ends when the client goes away (noticed at the next keep-alive or message).
+/// the subscription follows. At shutdown, and when the caller's credential expires, it
+/// ends with the listen request's own result (the client listens again, with a fresh
+/// credential); it also ends when the client goes away (noticed at the next keep-alive or
+/// message).
 fn subscribe(
     endpoint: &Endpoint,
     realm: &str,
-    owner: &Owner,
-    principal: &bondry_core::policy::Principal,
+    caller: Caller<'_>,
     subscription: Subscription,
     cap: usize,
 ) -> Result<Response, Error> {
@@ -228,10 +248,11 @@ fn subscribe(
     let closed = subscription.closed();
     let (listening, feed) = endpoint
         .publications
-        .listen(realm, owner, principal, subscription, cap)
+        .listen(realm, caller.owner, caller.principal, subscription, cap)
         .ok_or(Error::TooManyRequests { id: Some(id), retry_after_secs: 1 })?;
     let event = |message: String| Ok::<_, Infallible>(Event::default().event("message").data(message));
     let first = stream::once(std::future::ready(event(acknowledged)));
+    let expiry = deadline(caller.valid_until);
     // The table entry and the gauge unit travel with the stream's state: both are given
     // back when the body drops, however the stream ends.
     let state = (Some(feed), endpoint.shutdown.clone(), listening, endpoint.gauges.hold(Gauge::Streams), closed);
@@ -245,6 +266,7 @@ fn subscribe(
                 None => (event(closed.clone()), (None, shutdown, listening, open, closed)),
             }),
             () = shutdown.cancelled() => Some((event(closed.clone()), (None, shutdown, listening, open, closed))),
+            () = tokio::time::sleep_until(expiry) => Some((event(closed.clone()), (None, shutdown, listening, open, closed))),
         }
     });
     let mut response = Sse::new(first.chain(later)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
@@ -252,9 +274,10 @@ fn subscribe(
     Ok(response)
 }
 
-/// Opens a session's event stream. It ends when the session ends, at shutdown, or when
-/// the client goes away (noticed at the next keep-alive).
-fn listen(endpoint: &Endpoint, session: &SessionRef) -> Result<Response, Error> {
+/// Opens a session's event stream. It ends when the session ends, at shutdown, when the
+/// credential that opened it expires, or when the client goes away (noticed at the next
+/// keep-alive).
+fn listen(endpoint: &Endpoint, session: &SessionRef, valid_until: Option<SystemTime>) -> Result<Response, Error> {
     let opened = endpoint.sessions.open_stream(&session.sid).map_err(|refused| match refused {
         Refused::Gone => Error::SessionNotFound { id: None },
         Refused::Conflict => Error::StreamConflict,
@@ -262,7 +285,7 @@ fn listen(endpoint: &Endpoint, session: &SessionRef) -> Result<Response, Error> 
     })?;
     let event = |message: String| Ok::<_, Infallible>(Event::default().event("message").data(message));
     let queued = stream::iter(opened.pending.into_iter().map(event));
-    let expiry = tokio::time::Instant::now() + opened.expires.duration_since(SystemTime::now()).unwrap_or_default();
+    let expiry = deadline(Some(valid_until.map_or(opened.expires, |valid_until| valid_until.min(opened.expires))));
     // The gauge unit travels with the stream's state, so it is given back when the body drops.
     let state = (opened.feed, opened.ended, endpoint.shutdown.clone(), endpoint.gauges.hold(Gauge::Streams));
     let live = stream::unfold(state, move |(mut feed, ended, shutdown, open)| async move {

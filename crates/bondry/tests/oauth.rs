@@ -399,3 +399,60 @@ keys = [{{ kty = "OKP", crv = "Ed25519", x = "{x}" }}]
     assert_eq!(response.assert_result()["tools"][0]["name"], "demo.echo");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn event_streams_end_when_the_token_that_opened_them_expires() {
+    let jwks = Jwks::serve(&["rsa-1"]).await;
+    let config =
+        config(&jwks.url).replace("jwks_refresh_interval_ms = 1500", "jwks_refresh_interval_ms = 1500\nleeway_ms = 0");
+    let server = TestServer::with_config(&config).await;
+    let mut short = claims();
+    short["exp"] = json!(now() + 3);
+    let short = token("rsa-1", &short);
+    let lasting = token("rsa-1", &claims());
+    // Both streams are read whole: each must end on its own once the short token expires.
+    let patience = Duration::from_secs(20);
+
+    let body = json!({
+        "jsonrpc": "2.0", "id": "watch", "method": "subscriptions/listen",
+        "params": {"_meta": support::meta(), "notifications": {"toolsListChanged": true}}
+    });
+    let listen = |token: &str| bearer(Req::modern("subscriptions/listen", json!({})).json(body.clone()), token);
+    let sid = {
+        let response = server.send(bearer(support::initialize_request("2025-11-25", json!({})), &short)).await;
+        assert_eq!(response.status, 200, "{}", response.text());
+        response.header("mcp-session-id").expect("a session id").to_owned()
+    };
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(server.send(bearer(support::in_session(&sid, initialized), &short)).await.status, 202);
+    let session_stream = bearer(
+        Req::post()
+            .method(reqwest::Method::GET)
+            .without("content-type")
+            .replace("accept", "text/event-stream")
+            .header("Mcp-Session-Id", &sid),
+        &short,
+    );
+    let (listened, session) = tokio::join!(
+        tokio::time::timeout(patience, server.send(listen(&short))),
+        tokio::time::timeout(patience, server.send(session_stream)),
+    );
+
+    let listened = listened.expect("the listen stream ends when its token expires");
+    assert_eq!(listened.status, 200);
+    let messages = support::sse_messages(&listened.text());
+    assert_eq!(messages.len(), 2, "the acknowledgement, then the graceful close: {messages:?}");
+    assert_eq!(messages[0]["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        messages[1],
+        json!({"jsonrpc": "2.0", "id": "watch", "result": {"resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": "watch"}}})
+    );
+    let session = session.expect("the session's stream ends when its token expires");
+    assert_eq!(session.status, 200);
+
+    // The client listens again: the expired token is refused, a fresh one is served.
+    assert_refused(&server.send(listen(&short)).await, "expired");
+    let again = tokio::time::timeout(Duration::from_millis(500), server.send(listen(&lasting))).await;
+    assert!(again.is_err(), "a stream opened with a lasting token stays open");
+    server.stop().await;
+}

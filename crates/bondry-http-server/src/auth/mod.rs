@@ -11,7 +11,7 @@ pub mod oauth;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use argon2::{Argon2, PasswordHash, PasswordVerifier};
 use base64::Engine;
@@ -50,6 +50,22 @@ pub struct Credentials {
     pub anonymous_roles: Option<Arc<[String]>>,
     /// The realm's OAuth issuers and public resource URL, when it has them.
     pub oauth: Option<Arc<OAuth>>,
+}
+
+/// Who a request's credential stands for, and until when.
+#[derive(Debug, Clone)]
+pub struct Authenticated {
+    pub principal: Principal,
+    /// When the credential stops being valid (an OAuth token's `exp` plus the leeway), so
+    /// that what outlives the request, like an event stream, ends with it. `None` for
+    /// credentials that do not expire.
+    pub valid_until: Option<SystemTime>,
+}
+
+impl Authenticated {
+    fn lasting(principal: Principal) -> Self {
+        Self { principal, valid_until: None }
+    }
 }
 
 /// How long a verified password is remembered.
@@ -133,11 +149,11 @@ impl Authenticator {
     }
 
     /// The principal of a request, or 401.
-    pub async fn authenticate(self: &Arc<Self>, headers: &HeaderMap) -> Result<Principal, Error> {
+    pub async fn authenticate(self: &Arc<Self>, headers: &HeaderMap) -> Result<Authenticated, Error> {
         let mut values = headers.get_all(AUTHORIZATION).iter();
         let Some(value) = values.next() else {
             let roles = self.credentials.anonymous_roles.as_ref().ok_or_else(|| self.refused())?;
-            return Ok(Principal::anonymous(Arc::clone(roles)));
+            return Ok(Authenticated::lasting(Principal::anonymous(Arc::clone(roles))));
         };
         if values.next().is_some() {
             return Err(self.refused());
@@ -150,14 +166,15 @@ impl Authenticator {
                 Some(oauth) if oauth::peek(credential).is_some() => {
                     oauth.authenticate(credential, &self.realm).await.ok_or_else(|| self.refused_token())
                 }
-                _ => self.ticket(credential),
+                _ => self.ticket(credential).map(Authenticated::lasting),
             }
         } else if scheme.eq_ignore_ascii_case("basic") {
             let this = Arc::clone(self);
             let credential = credential.to_owned();
             let _turn = self.checks.acquire().await.map_err(|_| self.refused())?;
             // argon2 takes tens of milliseconds: never on the async threads.
-            tokio::task::spawn_blocking(move || this.basic(&credential)).await.map_err(|_| self.refused())?
+            let verified = tokio::task::spawn_blocking(move || this.basic(&credential)).await;
+            verified.map_err(|_| self.refused())?.map(Authenticated::lasting)
         } else {
             Err(self.refused())
         }

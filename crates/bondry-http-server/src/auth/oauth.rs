@@ -13,11 +13,13 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 use std::str::FromStr;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bondry_core::policy::{Principal, PrincipalKind};
+
+use super::Authenticated;
 use bytes::Bytes;
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, KeyOperations, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
@@ -234,11 +236,11 @@ impl OAuth {
     }
 
     /// The principal a JWT stands for, or `None` when it is not accepted.
-    pub(crate) async fn authenticate(&self, token: &str, realm: &str) -> Option<Principal> {
+    pub(crate) async fn authenticate(&self, token: &str, realm: &str) -> Option<Authenticated> {
         self.verify(token).await.inspect_err(|refusal| tracing::debug!(realm, %refusal, "bearer JWT refused")).ok()
     }
 
-    async fn verify(&self, token: &str) -> Result<Principal, Refusal> {
+    async fn verify(&self, token: &str) -> Result<Authenticated, Refusal> {
         let claimed = peek(token).and_then(|peeked| peeked.iss).ok_or(Refusal::UnknownIssuer)?;
         let issuer = self.issuers.iter().find(|issuer| issuer.issuer == claimed).ok_or(Refusal::UnknownIssuer)?;
         // Never the token's own `jwk`, `jku` or `x5u`: keys come from the configuration only.
@@ -267,7 +269,17 @@ impl OAuth {
             }
         }
         let id = format!("{}#{subject}", issuer.namespace);
-        Ok(Principal::new(&id, PrincipalKind::OAuth, roles))
+        // `exp` is required and was checked to be a whole number of seconds. The library
+        // accepts a token during the second `exp` names; RFC 7519 §4.1.4 does not ("on or
+        // after"), and neither does a stream opened with it, which ends at `valid_until`.
+        // One too large for the clock bounds nothing.
+        let valid_until = claims.get("exp").and_then(Value::as_u64).and_then(|exp| {
+            UNIX_EPOCH.checked_add(Duration::from_secs(exp))?.checked_add(Duration::from_secs(validation.leeway))
+        });
+        if valid_until.is_some_and(|valid_until| valid_until <= SystemTime::now()) {
+            return Err(Refusal::Invalid("the token has expired"));
+        }
+        Ok(Authenticated { principal: Principal::new(&id, PrincipalKind::OAuth, roles), valid_until })
     }
 }
 
