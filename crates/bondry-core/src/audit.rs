@@ -104,6 +104,17 @@ impl AuditRecord {
         }
     }
 
+    /// A principal refused before any capability was named (a token without a required
+    /// scope): `denied`, with no capability.
+    pub fn refused(time: SystemTime, realm: &str, principal: &Principal, adapter: &'static str) -> Self {
+        Self {
+            principal: Some(principal.id().to_owned()),
+            principal_kind: Some(principal.kind().as_str()),
+            ..Self::unauthenticated(time, realm, adapter)
+        }
+        .with_outcome(AuditOutcome::Denied)
+    }
+
     fn with_outcome(mut self, outcome: AuditOutcome) -> Self {
         self.outcome = outcome;
         self

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admission::{self, OriginPolicy};
-use crate::auth::Authenticator;
+use crate::auth::{Authenticator, Rejected};
 use crate::context::{EMITTED_QUEUE, SilentEmitter, StreamEmitter, TokenCancellation};
 use crate::cors;
 use crate::gauges::{Gauge, Gauges};
@@ -173,12 +173,16 @@ async fn handle(
             .check(&client_key)
             .map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs })?;
     }
-    let authenticated = realm.auth.authenticate(&parts.headers).await.inspect_err(|_| {
-        if presents_credential {
+    let authenticated = realm.auth.authenticate(&parts.headers).await.inspect_err(|refused| match refused {
+        Rejected::Unauthenticated(_) if presents_credential => {
             endpoint.audit.record(AuditRecord::unauthenticated(SystemTime::now(), realm_name, ADAPTER));
             if let Some(failures) = &realm.rate_limits.auth_failures {
                 failures.failed(&client_key);
             }
+        }
+        Rejected::Unauthenticated(_) => {}
+        Rejected::InsufficientScope(principal, _) => {
+            endpoint.audit.record(AuditRecord::refused(SystemTime::now(), realm_name, principal, ADAPTER));
         }
     })?;
     let principal = authenticated.principal;

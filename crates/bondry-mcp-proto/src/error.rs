@@ -71,6 +71,8 @@ pub enum Error {
     BodyTimeout,
     /// A credential was presented and not accepted, or one is required.
     Unauthenticated { challenges: Vec<String> },
+    /// A valid OAuth token that lacks a scope the realm requires (RFC 6750 §3.1).
+    InsufficientScope { challenge: String },
     /// The body is not JSON.
     Parse,
     /// The body is JSON but not one valid JSON-RPC message.
@@ -176,6 +178,9 @@ impl Error {
             Self::BodyTimeout => (S::REQUEST_TIMEOUT, INVALID_REQUEST, "Request timeout".into(), None),
             Self::Unauthenticated { .. } => {
                 return Row { status: S::UNAUTHORIZED, code: None, message: String::new(), data: None };
+            }
+            Self::InsufficientScope { .. } => {
+                return Row { status: S::FORBIDDEN, code: None, message: String::new(), data: None };
             }
             Self::Parse => (S::BAD_REQUEST, PARSE_ERROR, "Parse error".into(), None),
             Self::InvalidRequest { reason, .. } => {
@@ -305,6 +310,9 @@ impl Error {
                 .filter_map(|challenge| HeaderValue::from_str(challenge).ok())
                 .map(|value| (WWW_AUTHENTICATE, value))
                 .collect(),
+            Self::InsufficientScope { challenge } => {
+                HeaderValue::from_str(challenge).map(|value| vec![(WWW_AUTHENTICATE, value)]).unwrap_or_default()
+            }
             _ => Vec::new(),
         }
     }
@@ -356,6 +364,9 @@ impl Error {
             Self::PayloadTooLarge,
             Self::BodyTimeout,
             Self::Unauthenticated { challenges: vec!["Bearer realm=\"default\"".into()] },
+            Self::InsufficientScope {
+                challenge: "Bearer realm=\"default\", scope=\"mcp\", error=\"insufficient_scope\"".into(),
+            },
             Self::Parse,
             Self::InvalidRequest { id: None, reason: "batches are not supported" },
             Self::InvalidEnvelope {

@@ -416,6 +416,12 @@ fn credentials(loaded: &Loaded, name: &str, raw: &RawRealm) -> Result<Credential
 /// The realm's OAuth issuers and public resource URL, which come together.
 fn oauth(loaded: &Loaded, name: &str, raw: &RawRealm) -> Result<Option<OAuth>, ConfigError> {
     let key = |k: &str| format!("realms.{name}.{k}");
+    if raw.oauth.is_empty() && !raw.required_scopes.is_empty() {
+        return Err(loaded.error(format!(
+            "{}: scopes are only checked on OAuth tokens; add [[realms.{name}.oauth]] or remove the key",
+            key("required_scopes")
+        )));
+    }
     let resource_url = match (&raw.resource_url, raw.oauth.is_empty()) {
         (None, true) => return Ok(None),
         (Some(_), true) => {
@@ -474,7 +480,8 @@ fn oauth(loaded: &Loaded, name: &str, raw: &RawRealm) -> Result<Option<OAuth>, C
         });
     }
     let known_roles = raw.roles.iter().map(|role| role.name.clone()).collect();
-    OAuth::new(OAuthSpec { resource_url, issuers, known_roles })
+    let required_scopes = raw.required_scopes.clone();
+    OAuth::new(OAuthSpec { resource_url, issuers, known_roles, required_scopes })
         .map(Some)
         .map_err(|e| loaded.error(format!("{}: {}", key(&e.key), e.message)))
 }

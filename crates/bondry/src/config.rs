@@ -151,6 +151,9 @@ pub struct RawRealm {
     pub capabilities: Vec<RawCapability>,
     /// The realm's public URL, the audience of its OAuth tokens; only with `oauth`.
     pub resource_url: Option<String>,
+    /// Scopes every OAuth token must carry; only with `oauth`.
+    #[serde(default)]
+    pub required_scopes: Vec<String>,
     #[serde(default)]
     pub rate_limits: RawRealmRateLimits,
     #[serde(default)]

@@ -396,6 +396,18 @@ fn check_refuses_oauth_it_cannot_serve_safely() {
         &twin,
         &["realms.default.oauth[1].namespace", "\"corp\" is already another issuer's namespace"],
     );
+    let scoped = |scopes: &str| {
+        issuer(ed25519).replace("[realms.default]\n", &format!("[realms.default]\nrequired_scopes = {scopes}\n"))
+    };
+    assert_check_refuses(
+        &MINIMAL.replace("[realms.default]\n", "[realms.default]\nrequired_scopes = [\"mcp\"]\n"),
+        &["realms.default.required_scopes", "only checked on OAuth tokens"],
+    );
+    assert_check_refuses(
+        &scoped(r#"["mcp read"]"#),
+        &["realms.default.required_scopes", "\"mcp read\" is not a scope"],
+    );
+    assert_check_refuses(&scoped(r#"["say\"hi"]"#), &["realms.default.required_scopes", "is not a scope"]);
     let accepted = issuer(ed25519);
     let dir = tempfile::tempdir().unwrap();
     let path = write_config(dir.path(), &accepted);

@@ -456,3 +456,61 @@ async fn event_streams_end_when_the_token_that_opened_them_expires() {
     assert!(again.is_err(), "a stream opened with a lasting token stays open");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_token_without_the_required_scopes_is_forbidden_with_a_step_up_challenge() {
+    let jwks = Jwks::serve(&["rsa-1"]).await;
+    let config = config(&jwks.url).replace(
+        &format!("resource_url = \"{RESOURCE}\"\n"),
+        &format!("resource_url = \"{RESOURCE}\"\nrequired_scopes = [\"mcp:tools\", \"mcp:read\"]\n"),
+    );
+    let server = TestServer::with_config(&config).await;
+    let scoped = format!("{CHALLENGE}, scope=\"mcp:tools mcp:read\"");
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut claims = claims();
+        change(&mut claims);
+        token("rsa-1", &claims)
+    };
+
+    // Every required scope, in `scope` or in `scp`, however many others come along.
+    assert_eq!(listed(&server, &with(&|c| c["scope"] = json!("openid mcp:read mcp:tools"))).await, ["demo.echo"]);
+    assert_eq!(listed(&server, &with(&|c| c["scp"] = json!(["mcp:tools", "mcp:read"]))).await, ["demo.echo"]);
+    assert_eq!(
+        listed(&server, &with(&|c| (c["scope"], c["scp"]) = (json!("mcp:tools"), json!("mcp:read")))).await,
+        ["demo.echo"]
+    );
+
+    // A valid token short of a scope: 403, empty body, one challenge naming every scope needed.
+    for (case, token) in [
+        ("one scope of two", with(&|c| c["scope"] = json!("mcp:tools"))),
+        ("no scope claim", token("rsa-1", &claims())),
+        ("a longer scope is not the scope", with(&|c| c["scope"] = json!("mcp:tools mcp:read:all"))),
+    ] {
+        let response = server.send(bearer(Req::modern("tools/list", json!({})), &token)).await;
+        assert_eq!(response.status, 403, "{case}: {}", response.text());
+        assert!(response.body.is_empty(), "{case}: the body is empty");
+        let challenges: Vec<_> = response.headers.get_all("www-authenticate").iter().collect();
+        assert_eq!(challenges, [format!("{scoped}, error=\"insufficient_scope\"").as_str()], "{case}");
+    }
+    // An invalid token is still 401; no credential gets the challenge with the scopes.
+    let expired = with(&|c| (c["exp"], c["scope"]) = (json!(now() - 3600), json!("mcp:tools mcp:read")));
+    let response = server.send(bearer(Req::modern("tools/list", json!({})), &expired)).await;
+    assert_challenged(&response, &format!("{scoped}, error=\"invalid_token\""), "expired");
+    assert_challenged(&server.send(Req::modern("tools/list", json!({}))).await, &scoped, "no credentials");
+
+    // The metadata lists the scopes.
+    let metadata =
+        server.send(Req::post().method(reqwest::Method::GET).path("/.well-known/oauth-protected-resource/mcp")).await;
+    assert_eq!(metadata.json()["scopes_supported"], json!(["mcp:tools", "mcp:read"]));
+
+    // Refused for want of a scope is `denied` to the principal, not a failed authentication.
+    let records = server.stop().await;
+    let denied: Vec<&Value> = records.iter().filter(|record| record["outcome"] == "denied").collect();
+    assert_eq!(denied.len(), 3, "{records:?}");
+    for record in denied {
+        assert_eq!(record["principal"], format!("{ISSUER}#alice"));
+        assert_eq!(record["principal_kind"], "oauth");
+        assert_eq!(record["capability"], "");
+    }
+    assert_eq!(records.iter().filter(|record| record["outcome"] == "unauthenticated").count(), 1);
+}

@@ -68,6 +68,25 @@ impl Authenticated {
     }
 }
 
+/// Why a request's credential is not accepted.
+#[derive(Debug)]
+pub enum Rejected {
+    /// No acceptable credential (401): audited as `unauthenticated` when one was presented,
+    /// and counted against the address's failed authentications.
+    Unauthenticated(Error),
+    /// A valid OAuth token of this principal that lacks a required scope (403): audited as
+    /// `denied` to the principal, and not a failed authentication.
+    InsufficientScope(Principal, Error),
+}
+
+impl From<Rejected> for Error {
+    fn from(refused: Rejected) -> Self {
+        match refused {
+            Rejected::Unauthenticated(error) | Rejected::InsufficientScope(_, error) => error,
+        }
+    }
+}
+
 /// How long a verified password is remembered.
 const REMEMBER: Duration = Duration::from_secs(60);
 /// Password checks that may run at once; others wait their turn.
@@ -89,6 +108,8 @@ pub struct Authenticator {
     /// 6750 §3.1 names the error (`invalid_token`) only when a token was presented, so a
     /// client knows to get a new one rather than to start authorizing.
     token_challenges: Vec<String>,
+    /// The challenge of a 403 for a token that lacks a required scope.
+    insufficient_scope: String,
     /// Keys the verification cache, so its entries reveal nothing outside this process.
     salt: [u8; 32],
     verified: Mutex<HashMap<[u8; 32], Instant>>,
@@ -98,8 +119,15 @@ impl Authenticator {
     pub fn new(realm: &str, credentials: Credentials) -> Self {
         let mut challenges = Vec::new();
         let accepts_tokens = credentials.oauth.is_some() || !credentials.tickets.is_empty();
+        let mut insufficient_scope = String::new();
         if let Some(oauth) = &credentials.oauth {
-            challenges.push(format!("Bearer realm=\"{realm}\", resource_metadata=\"{}\"", oauth.metadata_url()));
+            let mut bearer = format!("Bearer realm=\"{realm}\", resource_metadata=\"{}\"", oauth.metadata_url());
+            // The MCP authorization spec asks for every scope needed in the challenge.
+            if let Some(scope) = oauth.required_scope() {
+                bearer.push_str(&format!(", scope=\"{scope}\""));
+            }
+            insufficient_scope = format!("{bearer}, error=\"insufficient_scope\"");
+            challenges.push(bearer);
         } else if !credentials.tickets.is_empty() {
             challenges.push(format!("Bearer realm=\"{realm}\""));
         }
@@ -125,6 +153,7 @@ impl Authenticator {
             checks: tokio::sync::Semaphore::new(CONCURRENT_CHECKS),
             challenges,
             token_challenges,
+            insufficient_scope,
             salt,
             verified: Mutex::new(HashMap::new()),
         }
@@ -143,41 +172,55 @@ impl Authenticator {
         Error::Unauthenticated { challenges: self.token_challenges.clone() }
     }
 
+    fn insufficient_scope(&self, principal: Principal) -> Rejected {
+        Rejected::InsufficientScope(principal, Error::InsufficientScope { challenge: self.insufficient_scope.clone() })
+    }
+
     /// Whether the request presents a credential at all (a failed one is audited).
     pub fn presents_credential(headers: &HeaderMap) -> bool {
         headers.contains_key(AUTHORIZATION)
     }
 
-    /// The principal of a request, or 401.
-    pub async fn authenticate(self: &Arc<Self>, headers: &HeaderMap) -> Result<Authenticated, Error> {
+    /// The principal of a request, or why not.
+    pub async fn authenticate(self: &Arc<Self>, headers: &HeaderMap) -> Result<Authenticated, Rejected> {
         let mut values = headers.get_all(AUTHORIZATION).iter();
         let Some(value) = values.next() else {
-            let roles = self.credentials.anonymous_roles.as_ref().ok_or_else(|| self.refused())?;
-            return Ok(Authenticated::lasting(Principal::anonymous(Arc::clone(roles))));
+            return match &self.credentials.anonymous_roles {
+                Some(roles) => Ok(Authenticated::lasting(Principal::anonymous(Arc::clone(roles)))),
+                None => Err(Rejected::Unauthenticated(self.refused())),
+            };
         };
         if values.next().is_some() {
-            return Err(self.refused());
+            return Err(Rejected::Unauthenticated(self.refused()));
         }
-        let value = value.to_str().map_err(|_| self.refused())?;
-        let (scheme, credential) = value.split_once(' ').ok_or_else(|| self.refused())?;
+        let value = value.to_str().map_err(|_| Rejected::Unauthenticated(self.refused()))?;
+        let (scheme, credential) = value.split_once(' ').ok_or_else(|| Rejected::Unauthenticated(self.refused()))?;
         let credential = credential.trim();
-        if scheme.eq_ignore_ascii_case("bearer") {
+        let verified = if scheme.eq_ignore_ascii_case("bearer") {
             match &self.credentials.oauth {
                 Some(oauth) if oauth::peek(credential).is_some() => {
-                    oauth.authenticate(credential, &self.realm).await.ok_or_else(|| self.refused_token())
+                    return oauth.authenticate(credential, &self.realm).await.map_err(|refused| match refused {
+                        oauth::Refused::Invalid => Rejected::Unauthenticated(self.refused_token()),
+                        oauth::Refused::InsufficientScope(principal) => self.insufficient_scope(principal),
+                    });
                 }
-                _ => self.ticket(credential).map(Authenticated::lasting),
+                _ => self.ticket(credential),
             }
         } else if scheme.eq_ignore_ascii_case("basic") {
-            let this = Arc::clone(self);
-            let credential = credential.to_owned();
-            let _turn = self.checks.acquire().await.map_err(|_| self.refused())?;
-            // argon2 takes tens of milliseconds: never on the async threads.
-            let verified = tokio::task::spawn_blocking(move || this.basic(&credential)).await;
-            verified.map_err(|_| self.refused())?.map(Authenticated::lasting)
+            self.basic_off_thread(credential).await
         } else {
             Err(self.refused())
-        }
+        };
+        verified.map(Authenticated::lasting).map_err(Rejected::Unauthenticated)
+    }
+
+    /// Checks Basic on the blocking pool: argon2 takes tens of milliseconds, never on the
+    /// async threads, and at most [`CONCURRENT_CHECKS`] run at once.
+    async fn basic_off_thread(self: &Arc<Self>, credential: &str) -> Result<Principal, Error> {
+        let this = Arc::clone(self);
+        let credential = credential.to_owned();
+        let _turn = self.checks.acquire().await.map_err(|_| self.refused())?;
+        tokio::task::spawn_blocking(move || this.basic(&credential)).await.map_err(|_| self.refused())?
     }
 
     fn ticket(&self, token: &str) -> Result<Principal, Error> {

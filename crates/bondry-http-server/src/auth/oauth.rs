@@ -36,6 +36,9 @@ pub struct OAuthSpec {
     pub issuers: Vec<IssuerSpec>,
     /// The realm's roles: token roles outside them grant nothing and are dropped.
     pub known_roles: HashSet<String>,
+    /// Scopes every token must carry (in `scope` or `scp`); published as
+    /// `scopes_supported` and named in challenges.
+    pub required_scopes: Vec<String>,
 }
 
 /// One trusted issuer.
@@ -107,6 +110,7 @@ const ASYMMETRIC: [Algorithm; 9] = [
 pub struct OAuth {
     issuers: Vec<Issuer>,
     known_roles: HashSet<String>,
+    required_scopes: Vec<String>,
     metadata_url: String,
     metadata: Bytes,
 }
@@ -170,6 +174,16 @@ enum Refusal {
     Invalid(&'static str),
     #[error("the principal claim is missing, empty, not a string or too long")]
     Principal,
+    #[error("the token lacks a required scope")]
+    Scope(Principal),
+}
+
+/// Why a JWT was not accepted, as far as the client is told.
+pub(crate) enum Refused {
+    /// Not a valid token of this realm: 401.
+    Invalid,
+    /// A valid token of `principal` that lacks a required scope: 403.
+    InsufficientScope(Principal),
 }
 
 impl std::fmt::Debug for OAuth {
@@ -199,18 +213,28 @@ impl OAuth {
             }
             issuers.push(Issuer::new(issuer_spec, &spec, &mut client, &error)?);
         }
+        if let Some(scope) = spec.required_scopes.iter().find(|scope| !is_scope_token(scope)) {
+            return Err(SpecError {
+                key: "required_scopes".into(),
+                message: format!("{scope:?} is not a scope: use printable ASCII without spaces, quotes or backslashes"),
+            });
+        }
         let authorization_servers: Vec<&str> = issuers.iter().map(|issuer| issuer.issuer.as_str()).collect();
-        let metadata = json!({
+        let mut metadata = json!({
             "resource": spec.resource_url,
             "authorization_servers": authorization_servers,
             "bearer_methods_supported": ["header"],
         });
+        if !spec.required_scopes.is_empty() {
+            metadata["scopes_supported"] = json!(spec.required_scopes);
+        }
         let mut metadata_url = resource.clone();
         let path = resource.path().trim_end_matches('/');
         metadata_url.set_path(&format!("/.well-known/oauth-protected-resource{path}"));
         Ok(Self {
             issuers,
             known_roles: spec.known_roles,
+            required_scopes: spec.required_scopes,
             metadata_url: metadata_url.to_string(),
             metadata: Bytes::from(metadata.to_string()),
         })
@@ -219,6 +243,12 @@ impl OAuth {
     /// Where the protected resource metadata is published (named in 401 challenges).
     pub fn metadata_url(&self) -> &str {
         &self.metadata_url
+    }
+
+    /// The scopes every token must carry, space-separated as a challenge's `scope` names
+    /// them; `None` when none are required.
+    pub fn required_scope(&self) -> Option<String> {
+        (!self.required_scopes.is_empty()).then(|| self.required_scopes.join(" "))
     }
 
     /// The protected resource metadata document.
@@ -235,9 +265,15 @@ impl OAuth {
         }
     }
 
-    /// The principal a JWT stands for, or `None` when it is not accepted.
-    pub(crate) async fn authenticate(&self, token: &str, realm: &str) -> Option<Authenticated> {
-        self.verify(token).await.inspect_err(|refusal| tracing::debug!(realm, %refusal, "bearer JWT refused")).ok()
+    /// The principal a JWT stands for, or why it is not accepted.
+    pub(crate) async fn authenticate(&self, token: &str, realm: &str) -> Result<Authenticated, Refused> {
+        self.verify(token).await.map_err(|refusal| {
+            tracing::debug!(realm, %refusal, "bearer JWT refused");
+            match refusal {
+                Refusal::Scope(principal) => Refused::InsufficientScope(principal),
+                _ => Refused::Invalid,
+            }
+        })
     }
 
     async fn verify(&self, token: &str) -> Result<Authenticated, Refusal> {
@@ -279,7 +315,14 @@ impl OAuth {
         if valid_until.is_some_and(|valid_until| valid_until <= SystemTime::now()) {
             return Err(Refusal::Invalid("the token has expired"));
         }
-        Ok(Authenticated { principal: Principal::new(&id, PrincipalKind::OAuth, roles), valid_until })
+        let principal = Principal::new(&id, PrincipalKind::OAuth, roles);
+        if !self.required_scopes.is_empty() {
+            let granted = scopes(&claims);
+            if !self.required_scopes.iter().all(|required| granted.contains(&required.as_str())) {
+                return Err(Refusal::Scope(principal));
+            }
+        }
+        Ok(Authenticated { principal, valid_until })
     }
 }
 
@@ -568,6 +611,26 @@ fn select<'k>(keys: &'k [VerifyKey], header: &Header) -> Option<&'k VerifyKey> {
 }
 
 /// A claim by name, or else by a dotted path into nested objects (`realm_access.roles`).
+/// The scopes a token carries: `scope` (RFC 9068, space-separated) and `scp` (a string or
+/// an array of strings, as some issuers write it), together.
+fn scopes(claims: &Map<String, Value>) -> Vec<&str> {
+    let mut granted = Vec::new();
+    for name in ["scope", "scp"] {
+        match claims.get(name) {
+            Some(Value::String(text)) => granted.extend(text.split(' ').filter(|scope| !scope.is_empty())),
+            Some(Value::Array(items)) => granted.extend(items.iter().filter_map(Value::as_str)),
+            _ => {}
+        }
+    }
+    granted
+}
+
+/// RFC 6749 §3.3 `scope-token`: printable ASCII but for space, `"` and `\`, so it also
+/// fits inside a quoted challenge parameter.
+fn is_scope_token(scope: &str) -> bool {
+    !scope.is_empty() && scope.bytes().all(|b| matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
+}
+
 fn claim<'c>(claims: &'c Map<String, Value>, name: &str) -> Option<&'c Value> {
     claims.get(name).or_else(|| {
         let mut parts = name.split('.');
@@ -690,6 +753,7 @@ mod tests {
             resource_url: "https://mcp.example.com/mcp/realm/ops".into(),
             issuers: vec![issuer("https://a.example.com"), issuer("https://b.example.com/tenant")],
             known_roles: HashSet::new(),
+            required_scopes: Vec::new(),
         })
         .unwrap();
         assert_eq!(oauth.metadata_url(), "https://mcp.example.com/.well-known/oauth-protected-resource/mcp/realm/ops");
@@ -704,6 +768,7 @@ mod tests {
             resource_url: "https://mcp.example.com/mcp".into(),
             issuers: vec![issuer("https://a.example.com"), issuer("https://a.example.com")],
             known_roles: HashSet::new(),
+            required_scopes: Vec::new(),
         });
         assert_eq!(twice.err().unwrap().key, "oauth[1].issuer");
     }
