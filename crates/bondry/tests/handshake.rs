@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Req, TestServer, default_config, in_session, initialize_request, open_at};
+use support::{PATIENCE, Req, TestServer, default_config, in_session, initialize_request, open_at};
 
 const SESSION: &str = "Mcp-Session-Id";
 
@@ -98,8 +98,13 @@ async fn requests_outside_initialize_need_a_session() {
 
 #[tokio::test]
 async fn dead_sessions_answer_404() {
-    let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_lifetime_ms = 300\n");
+    // Long enough for the requests below to reach the session alive on a loaded machine.
+    let lifetime = Duration::from_millis(2000);
+    let config = default_config()
+        .replace("page_size = 3\n", &format!("page_size = 3\nsession_lifetime_ms = {}\n", lifetime.as_millis()));
     let server = TestServer::with_config(&config).await;
+    // The session's lifetime runs from its initialize, sent after this instant.
+    let opened = tokio::time::Instant::now();
     let sid = open(&server, "2025-11-25").await;
     let mut tampered = sid.clone().into_bytes();
     let at = tampered.len() / 2;
@@ -121,21 +126,23 @@ async fn dead_sessions_answer_404() {
     server.send(initialize).await.assert_error(404, Some(json!(1)), -32001, "Session not found");
     // Expiry: the session outlives its lifetime.
     server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep_until(opened + lifetime + Duration::from_millis(100)).await;
     assert_gone(&server, &sid).await;
     server.stop().await;
 }
 
 #[tokio::test]
 async fn idle_sessions_end() {
-    let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_idle_ms = 200\n");
+    // Pings 700 ms apart keep a session with 1200 ms of idle time alive past 1200 ms, with
+    // room for a loaded machine to be late; 1300 ms without one end it.
+    let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_idle_ms = 1200\n");
     let server = TestServer::with_config(&config).await;
     let sid = open(&server, "2025-11-25").await;
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
     server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
     server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
     assert_gone(&server, &sid).await;
     server.stop().await;
 }
@@ -287,14 +294,12 @@ async fn one_event_stream_per_session() {
     second.assert_error(409, None, -32600, "Conflict: the session already has a stream");
     // Once the first stream is gone, a GET replaces it.
     drop(first);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     let mut replaced = false;
-    for _ in 0..50 {
+    while !replaced && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
         let again = get().builder(&client, &server.url()).send().await.unwrap();
-        if again.status() == 200 {
-            replaced = true;
-            break;
-        }
+        replaced = again.status() == 200;
     }
     assert!(replaced, "a GET after a dead stream replaces it");
     let refused = server.send(get().replace("accept", "application/json")).await;
@@ -326,14 +331,14 @@ async fn notifications_cancelled_reaches_a_slow_handler() {
     let server = TestServer::start().await;
     let sid = open(&server, "2025-11-25").await;
     let client = reqwest::Client::new();
-    let call =
-        in_session(&sid, json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": {"name": "test.slow"}}));
+    let params = json!({"name": "test.slow", "arguments": {"ms": 10_000}});
+    let call = in_session(&sid, json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": params}));
     let url = server.url();
     let pending = tokio::spawn(async move {
         let response = call.builder(&client, &url).body(call.body.clone()).send().await.unwrap();
         (response.status().as_u16(), response.headers().get("content-type").cloned(), response.text().await.unwrap())
     });
-    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert!(server.call_running().await, "the call started");
     let cancel =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77, "reason": "test"}});
     assert_eq!(server.send(in_session(&sid, cancel)).await.status, 202);
@@ -349,12 +354,9 @@ async fn notifications_cancelled_reaches_a_slow_handler() {
 async fn a_disconnect_is_not_a_cancellation_in_this_era() {
     let server = TestServer::start().await;
     let sid = open(&server, "2025-11-25").await;
-    let call = in_session(&sid, request("tools/call", json!({"name": "test.slow"})));
-    let quick = reqwest::Client::new();
-    let gave_up =
-        call.builder(&quick, &server.url()).timeout(Duration::from_millis(50)).body(call.body.clone()).send().await;
-    assert!(gave_up.is_err());
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let call = in_session(&sid, request("tools/call", json!({"name": "test.slow", "arguments": {"ms": 1000}})));
+    server.send_and_leave(&reqwest::Client::new(), &call).await;
+    server.audited(1).await;
     let records = server.stop().await;
     assert_eq!(records.len(), 1);
     assert_eq!(records[0]["outcome"], "succeeded", "the call ran to its end");
@@ -368,12 +370,13 @@ async fn caps_on_calls_and_sessions() {
     );
     let server = TestServer::with_config(&config).await;
     let sid = open(&server, "2025-11-25").await;
-    let slow = in_session(&sid, request("tools/call", json!({"name": "test.slow"})));
+    // Long enough to be still running when the second call comes, on a loaded machine too.
+    let slow = in_session(&sid, request("tools/call", json!({"name": "test.slow", "arguments": {"ms": 2000}})));
     let url = server.url();
     let first = tokio::spawn(async move {
         slow.builder(&reqwest::Client::new(), &url).body(slow.body.clone()).send().await.unwrap().status()
     });
-    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert!(server.call_running().await, "the first call started");
     let other_id = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "test.slow"}});
     let second = server.send(in_session(&sid, other_id)).await;
     second.assert_error(429, Some(json!(2)), -32000, "Too many requests");
@@ -402,9 +405,9 @@ async fn modern_requests_ignore_a_stray_session_id() {
     server.stop().await;
 }
 
-/// The next chunk of an event stream as text: `None` if none arrives within 300 ms.
-async fn next_chunk(stream: &mut reqwest::Response) -> Option<String> {
-    let chunk = tokio::time::timeout(Duration::from_millis(300), stream.chunk()).await.ok()?;
+/// The next chunk of an event stream as text: `None` if none arrives within `limit`.
+async fn next_chunk(stream: &mut reqwest::Response, limit: Duration) -> Option<String> {
+    let chunk = tokio::time::timeout(limit, stream.chunk()).await.ok()?;
     Some(String::from_utf8(chunk.unwrap().expect("the stream is open").to_vec()).unwrap())
 }
 
@@ -444,20 +447,21 @@ async fn a_registry_swap_tells_sessions_whose_tool_list_changed() {
     // Removing a tool the session cannot see changes nothing it lists.
     let registry = server.registry("default");
     registry.swap(without(&server, "admin.reset"));
-    assert_eq!(next_chunk(&mut stream).await, None, "no notification for an invisible change");
+    let quiet = Duration::from_millis(300);
+    assert_eq!(next_chunk(&mut stream, quiet).await, None, "no notification for an invisible change");
 
     registry.swap(without(&server, "demo.add"));
-    let text = next_chunk(&mut stream).await.expect("a notification");
+    let text = next_chunk(&mut stream, PATIENCE).await.expect("a notification");
     assert_eq!(text, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n");
     let tools = server.send(in_session(&sid, request("tools/list", json!({"cursor": null})))).await;
     assert_eq!(tools.status, 200);
 
     // Without an open stream the notification waits in the session's queue.
     drop(stream);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(server.settles().await, "the server let go of the stream: {:?}", server.gauges());
     registry.swap(without(&server, "demo.echo"));
     let mut stream = get.builder(&client, &server.url()).send().await.unwrap();
-    let text = next_chunk(&mut stream).await.expect("the queued notification");
+    let text = next_chunk(&mut stream, PATIENCE).await.expect("the queued notification");
     assert!(text.contains("notifications/tools/list_changed"), "{text}");
     server.stop().await;
 }
@@ -494,13 +498,14 @@ async fn shutdown_ends_open_event_streams() {
 
 #[tokio::test]
 async fn an_open_stream_keeps_a_quiet_session_alive() {
-    let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_idle_ms = 150\n");
+    // Idle long enough for the stream to open in time on a loaded machine; then quiet longer.
+    let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_idle_ms = 1000\n");
     let server = TestServer::with_config(&config).await;
     let sid = open(&server, "2025-11-25").await;
     let get = listen(&sid);
     let stream = get.builder(&reqwest::Client::new(), &server.url()).send().await.unwrap();
     assert_eq!(stream.status(), 200);
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     server.send(in_session(&sid, request("ping", json!({})))).await.assert_result();
     drop(stream);
     server.stop().await;
@@ -535,14 +540,14 @@ async fn responses_are_accepted_only_inside_a_live_session() {
 async fn an_id_in_flight_cannot_be_reused_and_delete_cancels_calls() {
     let server = TestServer::start().await;
     let sid = open(&server, "2025-11-25").await;
-    let slow =
-        in_session(&sid, json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "test.slow"}}));
+    let params = json!({"name": "test.slow", "arguments": {"ms": 10_000}});
+    let slow = in_session(&sid, json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}));
     let (url, first) = (server.url(), slow.clone());
     let running = tokio::spawn(async move {
         let response = first.builder(&reqwest::Client::new(), &url).body(first.body.clone()).send().await.unwrap();
         response.text().await.unwrap()
     });
-    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert!(server.call_running().await, "the first call started");
     server.send(slow).await.assert_error(200, Some(json!(7)), -32600, "Invalid request");
     let delete = delete(&sid);
     assert_eq!(server.send(delete).await.status, 204);

@@ -406,8 +406,10 @@ async fn event_streams_end_when_the_token_that_opened_them_expires() {
     let config =
         config(&jwks.url).replace("jwks_refresh_interval_ms = 1500", "jwks_refresh_interval_ms = 1500\nleeway_ms = 0");
     let server = TestServer::with_config(&config).await;
+    // Expiring at least three seconds from now (`exp` is in whole seconds): time enough for
+    // the streams below to open before it, on a loaded machine too.
     let mut short = claims();
-    short["exp"] = json!(now() + 3);
+    short["exp"] = json!(now() + 4);
     let short = token("rsa-1", &short);
     let lasting = token("rsa-1", &claims());
     // Both streams are read whole: each must end on its own once the short token expires.

@@ -1070,13 +1070,11 @@ async fn a_handshake_client_that_leaves_mid_call_does_not_cancel_it() {
     let server = start().await;
     let sid = open(&server).await;
     let key = "handshake-leaves";
+    // Long enough for its start to be seen before it ends.
     let call =
-        in_session(&sid, rpc("tools/call", json!({"name": "test.linger", "arguments": {"key": key, "ms": 250}})));
-    let client = reqwest::Client::new();
-    let gave_up =
-        call.builder(&client, &server.url()).timeout(Duration::from_millis(50)).body(call.body.clone()).send().await;
-    assert!(gave_up.is_err(), "the client gives up first");
-    assert!(wait_for(&format!("finished:{key}"), Duration::from_secs(5)).await, "the handler ran to its end");
+        in_session(&sid, rpc("tools/call", json!({"name": "test.linger", "arguments": {"key": key, "ms": 1000}})));
+    server.send_and_leave(&reqwest::Client::new(), &call).await;
+    assert!(wait_for(&format!("finished:{key}"), Duration::from_secs(10)).await, "the handler ran to its end");
     assert!(!saw(&format!("cancelled:{key}")));
     assert!(server.settles().await, "nothing leaks: {:?}", server.gauges());
     let records = server.stop().await;

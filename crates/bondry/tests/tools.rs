@@ -338,11 +338,9 @@ async fn param_headers_mirror_declared_arguments() {
 #[tokio::test]
 async fn a_caller_that_goes_away_cancels_the_call() {
     let server = TestServer::start().await;
-    let client = reqwest::Client::new();
-    let request = Req::call("test.slow", json!({}));
-    let builder = request.builder(&client, &server.url()).timeout(std::time::Duration::from_millis(50));
-    assert!(builder.body(request.body).send().await.is_err(), "the client gives up first");
-    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let request = Req::call("test.slow", json!({"ms": 10_000}));
+    server.send_and_leave(&reqwest::Client::new(), &request).await;
+    server.audited(1).await;
     let records = server.stop().await;
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0]["capability"], "test.slow");

@@ -206,13 +206,14 @@ async fn credentials_are_refused_until_authentication_exists() {
 async fn shutdown_lets_in_flight_calls_finish() {
     let server = TestServer::start().await;
     let url = server.url();
-    let request = Req::call("test.slow", json!({}));
+    // Long enough for its start to be seen, short enough to end within the grace period.
+    let request = Req::call("test.slow", json!({"ms": 1000}));
     let call = tokio::spawn(async move {
         let builder = request.builder(&reqwest::Client::new(), &url);
         let response = builder.body(request.body).send().await.unwrap();
         response.json::<serde_json::Value>().await.unwrap()
     });
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(server.call_running().await, "the call started before shutdown");
     let records = server.stop().await;
     let body = call.await.unwrap();
     assert_eq!(body["result"]["structuredContent"], json!({"slept": true}));
@@ -225,12 +226,12 @@ async fn calls_still_running_after_the_grace_period_are_stopped() {
     let config = default_config().replace("shutdown_grace_ms = 2000", "shutdown_grace_ms = 50");
     let server = TestServer::with_config(&config).await;
     let url = server.url();
-    let request = Req::call("test.slow", json!({}));
+    let request = Req::call("test.slow", json!({"ms": 10_000}));
     let call = tokio::spawn(async move {
         let response = request.builder(&reqwest::Client::new(), &url).body(request.body).send().await.unwrap();
         (response.status().as_u16(), response.json::<serde_json::Value>().await.unwrap())
     });
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert!(server.call_running().await, "the call started before shutdown");
     let records = server.stop_expecting(false).await;
     let (status, body) = call.await.unwrap();
     assert_eq!(status, 503);

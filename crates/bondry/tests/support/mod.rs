@@ -23,6 +23,24 @@ use serde_json::{Value, json};
 
 pub const PROTOCOL: &str = "2026-07-28";
 
+/// How long a test waits for something that must happen: generous, so a loaded machine
+/// does not fail a test, yet a wait that succeeds ends as soon as it can.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Polls `condition` every 20 ms until it holds (`true`) or [`PATIENCE`] has passed (`false`).
+pub async fn eventually(mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if condition() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A running server with its audit file.
 pub struct TestServer {
     pub addr: SocketAddr,
@@ -105,20 +123,38 @@ impl TestServer {
         self.running.as_ref().unwrap().gauges()
     }
 
-    /// Waits up to five seconds for no call to run and no stream to be open.
+    /// Waits up to [`PATIENCE`] for no call to run and no stream to be open.
     pub async fn settles(&self) -> bool {
         let quiet = bondry_http_server::gauges::Reading { calls: 0, streams: 0 };
-        for _ in 0..250 {
-            if self.gauges() == quiet {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        false
+        eventually(|| self.gauges() == quiet).await
+    }
+
+    /// Waits up to [`PATIENCE`] for a call to be running.
+    pub async fn call_running(&self) -> bool {
+        eventually(|| self.gauges().calls > 0).await
     }
 
     pub fn audit_path(&self) -> PathBuf {
         self.dir.path().join("audit.jsonl")
+    }
+
+    /// Waits up to [`PATIENCE`] for the audit file to hold `count` records (the writer
+    /// flushes whenever it has nothing more to write); the caller checks them after `stop`.
+    pub async fn audited(&self, count: usize) {
+        let path = self.audit_path();
+        eventually(|| std::fs::read_to_string(&path).is_ok_and(|text| text.matches('\n').count() >= count)).await;
+    }
+
+    /// Sends `request` with `client` and goes away (drops it, which closes its connection)
+    /// once a call runs on the server. Panics if the answer comes first or no call starts
+    /// within [`PATIENCE`]; the handler must run long enough for its start to be seen.
+    pub async fn send_and_leave(&self, client: &reqwest::Client, request: &Req) {
+        let url = format!("http://{}{}", self.addr, request.path);
+        let send = request.builder(client, &url).body(request.body.clone()).send();
+        tokio::select! {
+            answered = send => panic!("the client gives up first, yet it was answered: {answered:?}"),
+            running = self.call_running() => assert!(running, "no call started within {PATIENCE:?}"),
+        }
     }
 
     /// Sends a request built by `request` to `path` (default `/mcp`).
@@ -634,15 +670,16 @@ impl Handler for Items {
     }
 }
 
-/// Waits until cancelled, or answers after 300 ms.
+/// Waits until cancelled, or answers after `arguments.ms` milliseconds (300 by default).
 struct Slow;
 
 impl Handler for Slow {
     fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let ms = request.arguments["ms"].as_u64().unwrap_or(300);
         Box::pin(async move {
             tokio::select! {
                 () = request.cancellation.cancelled() => Answer::Failure { code: "cancelled".into() },
-                () = tokio::time::sleep(Duration::from_millis(300)) => Answer::Value(json!({"slept": true})),
+                () = tokio::time::sleep(Duration::from_millis(ms)) => Answer::Value(json!({"slept": true})),
             }
         })
     }
@@ -886,7 +923,8 @@ impl Binary {
                 feed.lock().unwrap().push(line);
             }
         });
-        let deadline = Instant::now() + Duration::from_secs(10);
+        // A debug binary on a loaded machine may take a while to start (as in `tests/cli.rs`).
+        let deadline = Instant::now() + Duration::from_secs(20);
         let port = loop {
             let banner = log.lock().unwrap().iter().find_map(|line| {
                 line.strip_prefix("listening on http://127.0.0.1:")?.strip_suffix("/mcp")?.parse().ok()
