@@ -274,11 +274,11 @@ mod tests {
         }});
         let params = param_headers(&schema).unwrap();
         assert_eq!(params.len(), 2);
-        assert_eq!(params[0].path, ["opts", "n"]);
         assert_eq!(
-            params[1],
+            params[0],
             ParamHeader { name: "Region".into(), path: vec!["region".into()], ty: ParamType::String }
         );
+        assert_eq!(params[1].path, ["opts", "n"]);
     }
 
     #[test]

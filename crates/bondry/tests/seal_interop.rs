@@ -31,13 +31,16 @@ fn other_key(id: &str, fill: u8) -> Key {
     Key { id: id.into(), secret: [fill; 32] }
 }
 
-/// The claims of `FROM_JOSERFC` and `BONDRY_SEALED`.
+/// The claims of `FROM_JOSERFC` and `BONDRY_SEALED`, in the order Bondry serialises them
+/// for `BONDRY_SEALED` (serde_json keeps the order members were written in).
 fn vector_claims() -> Value {
-    json!({"sub": "alice", "n": 7, "list": [1, "two", null], "text": "héllo ✓"})
+    json!({"list": [1, "two", null], "n": 7, "sub": "alice", "text": "héllo ✓"})
 }
 
 /// `joserfc`: `{"alg":"dir","enc":"A256GCM","kid":"vector-key"}` over the UTF-8 of
-/// `json.dumps(vector_claims, separators=(",", ":"), ensure_ascii=False)`.
+/// `json.dumps(claims, separators=(",", ":"), ensure_ascii=False)`, where `claims` holds
+/// the members of `vector_claims` in the order sub, n, list, text (member order does not
+/// matter to opening).
 const FROM_JOSERFC: &str = "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIiwia2lkIjoidmVjdG9yLWtleSJ9..G8ncruVp2_ZvToWJ.\
      WWMQZn7qYWVQF_RcqO3mtEhcM0prhqwx75yDPqJ2QT2ORkwiCqUkaEJacaG8mYE4wL6OSRhwJH8GuiTO-kfN.\
      1GD3KK2NICyq9Gj_LGwITQ";

@@ -3,7 +3,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Req, TestServer};
+use support::{Req, TestServer, default_config};
 
 #[tokio::test]
 async fn discover_announces_modern_revisions_tools_and_caching() {
@@ -392,4 +392,22 @@ async fn every_outcome_is_audited_once_with_its_fields_and_no_raw_arguments() {
         assert_eq!(record["result_sha256"].is_string(), dispatched, "{line}");
     }
     assert_eq!(records[0]["arguments_sha256"], bondry_core::canon::digest(&secret));
+}
+
+#[tokio::test]
+async fn schemas_keep_the_order_their_properties_were_written_in() {
+    // Clients build forms from a tool's schema in property order: it is kept as configured.
+    let config = default_config().replace(
+        "id = \"demo.echo\"\nkind = \"tool\"\nhandler = \"demo.echo\"\n",
+        "id = \"demo.echo\"\nkind = \"tool\"\nhandler = \"demo.echo\"\n\
+         input_schema = '{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"},\
+         \"zeta\":{\"type\":\"integer\"},\"alpha\":{\"type\":\"boolean\"}},\"required\":[\"text\"]}'\n",
+    );
+    let server = TestServer::with_config(&config).await;
+    let (tools, _) = all_tools(&server).await;
+    let echo = tools.iter().find(|tool| tool["name"] == "demo.echo").expect("demo.echo is listed");
+    let properties: Vec<&str> =
+        echo["inputSchema"]["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(properties, ["text", "zeta", "alpha"]);
+    server.stop().await;
 }
