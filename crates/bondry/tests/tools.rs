@@ -350,7 +350,7 @@ async fn a_caller_that_goes_away_cancels_the_call() {
 #[tokio::test]
 async fn a_hidden_tool_and_an_absent_one_are_byte_identical() {
     let hidden = TestServer::start().await;
-    let without_it = support::default_config().replace(
+    let without_it = default_config().replace(
         "\n[[realms.default.capabilities]]\nid = \"admin.reset\"\nkind = \"tool\"\nhandler = \"admin.reset\"\n",
         "",
     );
