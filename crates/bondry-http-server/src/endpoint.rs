@@ -173,18 +173,22 @@ async fn handle(
             .check(&client_key)
             .map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs })?;
     }
-    let authenticated = realm.auth.authenticate(&parts.headers).await.inspect_err(|refused| match refused {
-        Rejected::Unauthenticated(_) if presents_credential => {
-            endpoint.audit.record(AuditRecord::unauthenticated(SystemTime::now(), realm_name, ADAPTER));
-            if let Some(failures) = &realm.rate_limits.auth_failures {
-                failures.failed(&client_key);
+    // Taken before authenticating: what this request opens ends if the credentials
+    // change from those it is checked against.
+    let epoch = realm.auth.epoch();
+    let authenticated =
+        realm.auth.current().authenticate(&parts.headers).await.inspect_err(|refused| match refused {
+            Rejected::Unauthenticated(_) if presents_credential => {
+                endpoint.audit.record(AuditRecord::unauthenticated(SystemTime::now(), realm_name, ADAPTER));
+                if let Some(failures) = &realm.rate_limits.auth_failures {
+                    failures.failed(&client_key);
+                }
             }
-        }
-        Rejected::Unauthenticated(_) => {}
-        Rejected::InsufficientScope(principal, _) => {
-            endpoint.audit.record(AuditRecord::refused(SystemTime::now(), realm_name, principal, ADAPTER));
-        }
-    })?;
+            Rejected::Unauthenticated(_) => {}
+            Rejected::InsufficientScope(principal, _) => {
+                endpoint.audit.record(AuditRecord::refused(SystemTime::now(), realm_name, principal, ADAPTER));
+            }
+        })?;
     let principal = authenticated.principal;
     let owner = Owner::of(&principal, client);
     if let Some(bucket) = &realm.rate_limits.per_principal {
@@ -203,7 +207,7 @@ async fn handle(
     Ok(match step {
         Step::Reply(mut reply) => {
             if let Some(effect) = reply.effect.take() {
-                endpoint.sessions.apply(*effect, &realm.limits, &owner);
+                endpoint.sessions.apply(*effect, &realm.limits, &epoch, &owner);
             }
             self::reply(endpoint, reply)
         }
@@ -212,7 +216,7 @@ async fn handle(
         Step::Listen(session) => listen(endpoint, &session, authenticated.valid_until)?,
         Step::Subscribe(subscription) => {
             let cap = realm.limits.listen_streams_per_principal;
-            let caller = Caller { owner: &owner, principal: &principal, valid_until: authenticated.valid_until };
+            let caller = Caller { owner: &owner, principal: &principal, valid_until: authenticated.valid_until, epoch };
             subscribe(endpoint, realm_name, caller, *subscription, cap)?
         }
     })
@@ -224,6 +228,27 @@ struct Caller<'a> {
     principal: &'a bondry_core::policy::Principal,
     /// When the caller's credential expires.
     valid_until: Option<SystemTime>,
+    /// Cancelled when the realm's credentials change.
+    epoch: CancellationToken,
+}
+
+/// What ends a long-lived stream from the server's side.
+struct Ends {
+    shutdown: CancellationToken,
+    /// The realm's credentials changed.
+    epoch: CancellationToken,
+    /// The credential that opened it expired.
+    expiry: tokio::time::Instant,
+}
+
+impl Ends {
+    async fn reached(&self) {
+        tokio::select! {
+            () = self.shutdown.cancelled() => {}
+            () = self.epoch.cancelled() => {}
+            () = tokio::time::sleep_until(self.expiry) => {}
+        }
+    }
 }
 
 /// About thirty years: as good as never for a stream, and far from the clock's overflow.
@@ -236,8 +261,8 @@ fn deadline(until: Option<SystemTime>) -> tokio::time::Instant {
 }
 
 /// Opens a `subscriptions/listen` stream: the acknowledgement first, then the changes
-/// the subscription follows. At shutdown, and when the caller's credential expires, it
-/// ends with the listen request's own result (the client listens again, with a fresh
+/// the subscription follows. At shutdown, when the caller's credential expires and when
+/// the realm's credentials change, it ends with the listen request's own result (the client listens again, with a fresh
 /// credential); it also ends when the client goes away (noticed at the next keep-alive or
 /// message).
 fn subscribe(
@@ -259,18 +284,18 @@ fn subscribe(
     let expiry = deadline(caller.valid_until);
     // The table entry and the gauge unit travel with the stream's state: both are given
     // back when the body drops, however the stream ends.
-    let state = (Some(feed), endpoint.shutdown.clone(), listening, endpoint.gauges.hold(Gauge::Streams), closed);
-    let later = stream::unfold(state, move |(feed, shutdown, listening, open, closed)| async move {
+    let ends = Ends { shutdown: endpoint.shutdown.clone(), epoch: caller.epoch, expiry };
+    let state = (Some(feed), ends, listening, endpoint.gauges.hold(Gauge::Streams), closed);
+    let later = stream::unfold(state, move |(feed, ends, listening, open, closed)| async move {
         let mut feed = feed?;
         tokio::select! {
             message = feed.recv() => Some(match message {
-                Some(message) => (event(message), (Some(feed), shutdown, listening, open, closed)),
+                Some(message) => (event(message), (Some(feed), ends, listening, open, closed)),
                 // The table let go of the stream (a swap left it nothing to follow): it
                 // closes gracefully, after whatever was queued.
-                None => (event(closed.clone()), (None, shutdown, listening, open, closed)),
+                None => (event(closed.clone()), (None, ends, listening, open, closed)),
             }),
-            () = shutdown.cancelled() => Some((event(closed.clone()), (None, shutdown, listening, open, closed))),
-            () = tokio::time::sleep_until(expiry) => Some((event(closed.clone()), (None, shutdown, listening, open, closed))),
+            () = ends.reached() => Some((event(closed.clone()), (None, ends, listening, open, closed))),
         }
     });
     let mut response = Sse::new(first.chain(later)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();

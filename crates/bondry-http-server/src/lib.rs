@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use admission::OriginPolicy;
-pub use auth::{Authenticator, Credentials, Ticket, User};
+pub use auth::{AuthSlot, Authenticator, Credentials, Ticket, User};
 pub use session::SessionLimits;
 
 /// The realm `/mcp` serves; `/mcp/realm/default` is the same realm.
@@ -42,7 +42,8 @@ const METADATA: &str = "/.well-known/oauth-protected-resource";
 /// One realm as the runtime serves it.
 pub struct RealmEntry {
     pub registry: Arc<Registry>,
-    pub auth: Arc<Authenticator>,
+    /// Who may call: replaced whole on a reload.
+    pub auth: Arc<AuthSlot>,
     /// Failed-authentication and per-principal rate limits.
     pub rate_limits: limits::RealmLimits,
     /// Caps on handshake-era sessions in this realm.
@@ -123,9 +124,8 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
     // time (a second call, from a host that installed it already, changes nothing).
     let _ = jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER.install_default();
     let realms = Arc::new(config.realms);
-    for oauth in realms.values().filter_map(|realm| realm.auth.oauth()) {
+    for oauth in realms.values().filter_map(|realm| realm.auth.current().oauth().cloned()) {
         // Detached: a slow issuer must not hold up shutdown, and a failure is logged.
-        let oauth = Arc::clone(oauth);
         tokio::spawn(async move { oauth.prefetch().await });
     }
     let shutdown = CancellationToken::new();

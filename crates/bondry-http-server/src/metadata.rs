@@ -50,7 +50,7 @@ fn serve(endpoint: &Endpoint, realm: &str, peer: SocketAddr, method: &Method, he
             return response;
         }
     }
-    let Some(oauth) = endpoint.realms.get(realm).and_then(|realm| realm.auth.oauth()) else {
+    let Some(oauth) = endpoint.realms.get(realm).and_then(|realm| realm.auth.current().oauth().cloned()) else {
         *response.status_mut() = StatusCode::NOT_FOUND;
         return response;
     };

@@ -154,11 +154,12 @@ impl Sessions {
         self.entries.lock().unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Applies a reply's effect; `limits` are those of the session's realm, and `owner`
-    /// whose sessions count together.
-    pub fn apply(&self, effect: Effect, limits: &SessionLimits, owner: &Owner) {
+    /// Applies a reply's effect; `limits` are those of the session's realm, `epoch` its
+    /// credentials' (a new session ends with it), and `owner` whose sessions count
+    /// together.
+    pub fn apply(&self, effect: Effect, limits: &SessionLimits, epoch: &CancellationToken, owner: &Owner) {
         match effect {
-            Effect::OpenSession(new) => self.open(new, limits.clone(), owner.clone()),
+            Effect::OpenSession(new) => self.open(new, limits.clone(), epoch, owner.clone()),
             Effect::CloseSession { sid } => {
                 if let Some(entry) = self.lock().remove(&sid) {
                     entry.end();
@@ -193,7 +194,7 @@ impl Sessions {
         }
     }
 
-    fn open(&self, new: NewSession, limits: SessionLimits, owner: Owner) {
+    fn open(&self, new: NewSession, limits: SessionLimits, epoch: &CancellationToken, owner: Owner) {
         let mut entries = self.lock();
         let mut owned: Vec<(Instant, String)> = entries
             .iter()
@@ -228,7 +229,9 @@ impl Sessions {
                 pending: VecDeque::new(),
                 inflight: HashMap::new(),
                 next_call: 0,
-                ended: CancellationToken::new(),
+                // A change of the realm's credentials ends the session: the credential
+                // that opened it may be revoked, and cannot be checked again.
+                ended: epoch.child_token(),
             },
         );
     }
@@ -353,7 +356,7 @@ impl Sessions {
     pub fn sweep(&self) {
         let now = SystemTime::now();
         self.lock().retain(|_, entry| {
-            let alive = entry.expires > now && entry.in_use(self.idle);
+            let alive = entry.expires > now && entry.in_use(self.idle) && !entry.ended.is_cancelled();
             if !alive {
                 entry.end();
             }
@@ -366,7 +369,7 @@ impl SessionLookup for Sessions {
     fn find(&self, sid: &str) -> Option<LiveSession> {
         let mut entries = self.lock();
         let entry = entries.get_mut(sid)?;
-        if entry.expires <= SystemTime::now() || !entry.in_use(self.idle) {
+        if entry.expires <= SystemTime::now() || !entry.in_use(self.idle) || entry.ended.is_cancelled() {
             if let Some(entry) = entries.remove(sid) {
                 entry.end();
             }

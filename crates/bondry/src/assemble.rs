@@ -22,7 +22,7 @@ use bondry_http_server::audit::{AuditWriter, NoAudit};
 use bondry_http_server::auth::oauth::{IssuerSpec, KeySource, OAuth, OAuthSpec};
 use bondry_http_server::limits::{Bucket, Cidr, FailureLimit, Rate, RealmLimits};
 use bondry_http_server::{
-    Authenticator, ConnectionLimits, Credentials, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig,
+    AuthSlot, Authenticator, ConnectionLimits, Credentials, ListenerConfig, OriginPolicy, RealmEntry, ServerConfig,
     SessionLimits, Ticket, User,
 };
 use bondry_mcp_proto::lint::McpLint;
@@ -318,7 +318,7 @@ fn realm_entry(
     Ok(RealmEntry {
         limits,
         registry: Arc::new(registry),
-        auth: Arc::new(Authenticator::new(name, credentials)),
+        auth: Arc::new(AuthSlot::new(Authenticator::new(name, credentials))),
         rate_limits,
     })
 }

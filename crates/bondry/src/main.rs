@@ -9,7 +9,7 @@ use anyhow::Context;
 use bondry::assemble::{Overrides, assemble};
 use bondry::builtins::Builtins;
 use bondry::config;
-use bondry::reload::{self, Reloader};
+use bondry::reload::{self, LiveRealm, Reloader};
 use clap::{Parser, Subcommand};
 
 /// Bondry: an MCP gateway.
@@ -120,8 +120,15 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
     // the dynamic capabilities it published) stays with the one instance.
     let builtins = Builtins::bundled();
     let assembled = assemble(&loaded, &builtins, &Overrides { listen }, true)?;
-    let registries =
-        assembled.server.realms.iter().map(|(name, entry)| (name.clone(), Arc::clone(&entry.registry))).collect();
+    let realms = assembled
+        .server
+        .realms
+        .iter()
+        .map(|(name, entry)| {
+            let live = LiveRealm { registry: Arc::clone(&entry.registry), auth: Arc::clone(&entry.auth) };
+            (name.clone(), live)
+        })
+        .collect();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // Listen for signals and file changes before announcing readiness: a signal sent
@@ -129,7 +136,7 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
         // process, and a change made right after it must not be missed.
         let signal = shutdown_signal()?;
         let reloader =
-            path.map(|path| Reloader { path, builtins: builtins.clone(), overrides: Overrides { listen }, registries });
+            path.map(|path| Reloader { path, builtins: builtins.clone(), overrides: Overrides { listen }, realms });
         let watch = reload::Watch::install(reloader);
         let running = bondry_http_server::start(assembled.server).await?;
         for (_, addr) in running.local_addrs() {

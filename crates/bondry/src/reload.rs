@@ -1,10 +1,11 @@
 //! Configuration reload while serving: when the file changes (a watch on its directory,
 //! since editors save by renaming a new file over the old one) or on SIGHUP, the file is
-//! parsed and checked whole, then each realm's capabilities and grants are swapped in at
-//! once. A file that does not pass keeps the running configuration, and the log says why.
+//! parsed and checked whole, then each realm's capabilities, grants and credentials are
+//! swapped in at once. A file that does not pass keeps the running configuration, and the
+//! log says why.
 //!
-//! What a swap cannot change while serving (listeners, realms added or removed,
-//! credentials, limits, the audit sink) applies at the next start; the log says so.
+//! What a swap cannot change while serving (listeners, realms added or removed, limits,
+//! rate limits, keys, the audit sink) applies at the next start; the log says so.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bondry_core::realm::Registry;
+use bondry_http_server::AuthSlot;
 use notify::{RecursiveMode, Watcher};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
@@ -23,34 +25,45 @@ use crate::config;
 /// How long a burst of file events is left to settle before the file is read.
 const SETTLE: Duration = Duration::from_millis(200);
 
-/// Everything a reload needs: the file, how it was assembled, and the live registries.
+/// What a reload replaces in one served realm.
+pub struct LiveRealm {
+    pub registry: Arc<Registry>,
+    pub auth: Arc<AuthSlot>,
+}
+
+/// Everything a reload needs: the file, how it was assembled, and the live realms.
 pub struct Reloader {
     pub path: PathBuf,
     pub builtins: Builtins,
     pub overrides: Overrides,
-    pub registries: HashMap<String, Arc<Registry>>,
+    pub realms: HashMap<String, LiveRealm>,
 }
 
 impl Reloader {
     /// Reads, checks and applies the file. Returns the realms whose catalogue and grants
-    /// were swapped in.
+    /// were swapped in; every served realm of the file gets its credentials.
     pub fn reload(&self) -> Result<Vec<String>, String> {
         let loaded = config::load(Some(&self.path), std::env::vars()).map_err(|e| e.to_string())?;
         let assembled = assemble(&loaded, &self.builtins, &self.overrides, false).map_err(|e| e.to_string())?;
         let mut applied = Vec::new();
         for (name, entry) in &assembled.server.realms {
-            let Some(live) = self.registries.get(name) else {
+            let Some(live) = self.realms.get(name) else {
                 tracing::warn!(realm = %name, "a new realm is served after a restart");
                 continue;
             };
+            // Credentials first and whatever happens to the catalogue: a revocation must
+            // not wait on it. Roles the old grants do not know grant nothing meanwhile.
+            if live.auth.replace(entry.auth.current()) {
+                tracing::info!(realm = %name, "credentials changed: the realm's sessions and listen streams end");
+            }
             let policy = entry.registry.snapshot().policy.clone();
-            match live.reconfigure(entry.registry.configured(), policy) {
+            match live.registry.reconfigure(entry.registry.configured(), policy) {
                 Ok(()) => applied.push(name.clone()),
                 // A handler's dynamic capability may clash with a newly configured id.
                 Err(error) => tracing::error!(realm = %name, %error, "configuration not applied to this realm"),
             }
         }
-        for name in self.registries.keys().filter(|name| !assembled.server.realms.contains_key(*name)) {
+        for name in self.realms.keys().filter(|name| !assembled.server.realms.contains_key(*name)) {
             tracing::warn!(realm = %name, "a removed realm is served until the next start");
         }
         Ok(applied)
@@ -61,7 +74,7 @@ impl Reloader {
             Ok(realms) => tracing::info!(
                 why,
                 realms = ?realms,
-                "configuration reloaded: capabilities and grants; listeners, credentials and limits apply at the next start"
+                "configuration reloaded: capabilities, grants and credentials; listeners, limits and keys apply at the next start"
             ),
             Err(error) => tracing::error!(why, %error, "configuration not reloaded; the running one stays"),
         }

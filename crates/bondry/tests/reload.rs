@@ -1,6 +1,7 @@
 //! Configuration reload through the real binary: rewriting the file (or SIGHUP) swaps the
-//! catalogue and grants in, listen streams hear of changes to what they can see and of
-//! nothing else, and a broken file keeps the running configuration.
+//! catalogue, grants and credentials in, listen streams hear of changes to what they can
+//! see and of nothing else, a change of credentials ends what the old ones opened, and a
+//! broken file keeps the running configuration.
 
 mod support;
 
@@ -87,4 +88,113 @@ async fn a_rewritten_file_reaches_the_streams_that_can_see_the_change() {
     let status = Command::new("kill").args(["-HUP", &server.child.id().to_string()]).status().unwrap();
     assert!(status.success());
     server.logged("configuration reloaded", 4).await;
+}
+
+/// The SHA-256 (hex) of a ticket, as the configuration stores it.
+fn ticket_hash(ticket: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(ticket.as_bytes()).iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn with_ticket(text: &str, ticket: &str, roles: &str) -> String {
+    format!(
+        "{text}\n[[realms.default.principals]]\nid = \"ops\"\nroles = {roles}\n\
+         [[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"ops\"\n",
+        ticket_hash(ticket)
+    )
+}
+
+#[tokio::test]
+async fn a_reload_revokes_and_grants_credentials_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bondry.toml");
+    let with_admin = with_tool(BASE, "admin.reset", "admin.reset");
+    std::fs::write(&path, with_ticket(&with_admin, "first-ticket", "[\"admin\", \"demo\"]")).unwrap();
+    let server = Binary::serve(&path, &[]);
+    let client = reqwest::Client::new();
+    let names = |listed: Value| -> Vec<String> {
+        listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let as_holder = |ticket: &str| format!("Bearer {ticket}");
+    let post_as = |ticket: &'static str, method: &'static str, params: Value| {
+        let (server, client) = (&server, &client);
+        async move { server.post_with(client, &[("authorization", &as_holder(ticket))], method, params).await }
+    };
+    let first = post_as("first-ticket", "tools/list", json!({})).await;
+    assert_eq!(first.status(), 200);
+    assert_eq!(names(first.json().await.unwrap()), ["admin.reset", "demo.echo"]);
+    assert_eq!(post_as("second-ticket", "tools/list", json!({})).await.status(), 401, "not issued yet");
+    // What the first ticket holds open: a listen stream and a handshake-era session.
+    let filter = json!({"notifications": {"toolsListChanged": true}});
+    let mut listening = Events::new(post_as("first-ticket", "subscriptions/listen", filter.clone()).await);
+    assert_eq!(
+        listening.next(Duration::from_secs(5)).await.expect("the acknowledgement")["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    let session = session_of(&server, &client, &as_holder("first-ticket")).await;
+
+    // The leaked ticket is replaced by a new one with fewer roles: no restart needed.
+    rewrite(&path, &with_ticket(&with_admin, "second-ticket", "[\"demo\"]"));
+    server.logged("configuration reloaded", 1).await;
+    server.logged("credentials changed", 1).await;
+    assert_eq!(post_as("first-ticket", "tools/list", json!({})).await.status(), 401, "revoked by the reload");
+    let second = post_as("second-ticket", "tools/list", json!({})).await;
+    assert_eq!(second.status(), 200);
+    assert_eq!(names(second.json().await.unwrap()), ["demo.echo"]);
+    // What the old credentials opened has ended: the listen stream with its result, the
+    // session for every credential of its principal.
+    let closed = listening.next(Duration::from_secs(5)).await.expect("the graceful close");
+    assert_eq!(closed["result"]["resultType"], "complete", "{closed}");
+    assert_eq!(listening.next(Duration::from_secs(5)).await, None, "and the stream ends");
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let gone = in_session(&server, &client, &as_holder("second-ticket"), &session, ping).await;
+    assert_eq!(gone.status(), 404);
+
+    // A reload that leaves the credentials alone disturbs nobody.
+    let mut listening = Events::new(post_as("second-ticket", "subscriptions/listen", filter).await);
+    listening.next(Duration::from_secs(5)).await.expect("the acknowledgement");
+    rewrite(&path, &with_ticket(&with_tool(&with_admin, "demo.add", "demo.add"), "second-ticket", "[\"demo\"]"));
+    server.logged("configuration reloaded", 2).await;
+    let changed = listening.next(Duration::from_secs(5)).await.expect("a list change, on the same stream");
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    assert_eq!(server.count_logged("credentials changed"), 1);
+}
+
+/// Opens a 2025-11-25 session with `authorization`; returns its id.
+async fn session_of(server: &Binary, client: &reqwest::Client, authorization: &str) -> String {
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    });
+    let response = client
+        .post(format!("http://127.0.0.1:{}/mcp", server.port))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", authorization)
+        .body(initialize.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.headers()["mcp-session-id"].to_str().unwrap().to_owned()
+}
+
+async fn in_session(
+    server: &Binary,
+    client: &reqwest::Client,
+    authorization: &str,
+    session: &str,
+    body: Value,
+) -> reqwest::Response {
+    client
+        .post(format!("http://127.0.0.1:{}/mcp", server.port))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", authorization)
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
 }

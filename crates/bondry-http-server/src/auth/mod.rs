@@ -10,19 +10,22 @@
 pub mod oauth;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use argon2::{Argon2, PasswordHash, PasswordVerifier};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use bondry_core::canon::{digest, hex};
 use bondry_core::policy::{Principal, PrincipalKind};
 use bondry_mcp_proto::Error;
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
 pub use oauth::OAuth;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use tokio_util::sync::CancellationToken;
 
 /// A configured principal.
 #[derive(Debug, Clone)]
@@ -50,6 +53,31 @@ pub struct Credentials {
     pub anonymous_roles: Option<Arc<[String]>>,
     /// The realm's OAuth issuers and public resource URL, when it has them.
     pub oauth: Option<Arc<OAuth>>,
+}
+
+impl Credentials {
+    /// The SHA-256 of everything that decides who may call, in canonical form (password
+    /// hashes and ticket digests included: they are what a revocation changes).
+    fn fingerprint(&self, realm: &str) -> String {
+        let users: std::collections::BTreeMap<&String, Value> = self
+            .users
+            .iter()
+            .map(|(id, user)| (id, json!({"roles": *user.roles, "password_hash": user.password_hash})))
+            .collect();
+        let mut tickets: Vec<Value> = self
+            .tickets
+            .iter()
+            .map(|ticket| json!({"sha256": hex(&ticket.sha256), "principal": ticket.principal, "roles": *ticket.roles}))
+            .collect();
+        tickets.sort_by_key(|ticket| ticket["sha256"].as_str().map(str::to_owned));
+        digest(&json!({
+            "realm": realm,
+            "users": users,
+            "tickets": tickets,
+            "anonymous_roles": self.anonymous_roles.as_deref(),
+            "oauth": self.oauth.as_ref().map(|oauth| oauth.fingerprint()),
+        }))
+    }
 }
 
 /// Who a request's credential stands for, and until when.
@@ -87,6 +115,61 @@ impl From<Rejected> for Error {
     }
 }
 
+/// A realm's authenticator, replaced whole when the configuration is reloaded, so that a
+/// revoked ticket, password or issuer stops working without a restart. A request keeps
+/// the authenticator it began with.
+///
+/// What outlives a request (sessions, their event streams, listen streams) was let in by
+/// a credential that cannot be checked again, since none is kept. So when a reload
+/// changes who may call, the realm's epoch ends: they all end with it, and each client
+/// comes back with its credential. A reload that leaves the credentials as they were
+/// disturbs nobody.
+pub struct AuthSlot(RwLock<InForce>);
+
+struct InForce {
+    authenticator: Arc<Authenticator>,
+    /// Cancelled when the credentials change.
+    epoch: CancellationToken,
+}
+
+impl AuthSlot {
+    pub fn new(authenticator: Authenticator) -> Self {
+        Self(RwLock::new(InForce { authenticator: Arc::new(authenticator), epoch: CancellationToken::new() }))
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, InForce> {
+        self.0.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The authenticator in force.
+    pub fn current(&self) -> Arc<Authenticator> {
+        Arc::clone(&self.read().authenticator)
+    }
+
+    /// Cancelled when the credentials in force now are replaced by different ones.
+    pub fn epoch(&self) -> CancellationToken {
+        self.read().epoch.clone()
+    }
+
+    /// Puts `authenticator` in force for the requests that begin from now on, and ends
+    /// the epoch if it accepts other credentials than the one it replaces. Its OAuth key
+    /// sets are fetched in the background, when there is a runtime to do it on. Returns
+    /// whether the credentials changed.
+    pub fn replace(&self, authenticator: Arc<Authenticator>) -> bool {
+        let mut in_force = self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let changed = in_force.authenticator.fingerprint != authenticator.fingerprint;
+        if changed {
+            if let (Some(oauth), Ok(runtime)) = (authenticator.oauth(), tokio::runtime::Handle::try_current()) {
+                let oauth = Arc::clone(oauth);
+                runtime.spawn(async move { oauth.prefetch().await });
+            }
+            in_force.authenticator = authenticator;
+            std::mem::replace(&mut in_force.epoch, CancellationToken::new()).cancel();
+        }
+        changed
+    }
+}
+
 /// How long a verified password is remembered.
 const REMEMBER: Duration = Duration::from_secs(60);
 /// Password checks that may run at once; others wait their turn.
@@ -110,6 +193,8 @@ pub struct Authenticator {
     token_challenges: Vec<String>,
     /// The challenge of a 403 for a token that lacks a required scope.
     insufficient_scope: String,
+    /// Tells one set of credentials from another: the SHA-256 of their canonical form.
+    fingerprint: String,
     /// Keys the verification cache, so its entries reveal nothing outside this process.
     salt: [u8; 32],
     verified: Mutex<HashMap<[u8; 32], Instant>>,
@@ -144,6 +229,7 @@ impl Authenticator {
                 false => challenge.clone(),
             })
             .collect();
+        let fingerprint = credentials.fingerprint(realm);
         let mut salt = [0; 32];
         getrandom::fill(&mut salt).expect("the operating system random source is available");
         Self {
@@ -154,6 +240,7 @@ impl Authenticator {
             challenges,
             token_challenges,
             insufficient_scope,
+            fingerprint,
             salt,
             verified: Mutex::new(HashMap::new()),
         }

@@ -9,7 +9,7 @@
 //! algorithms are accepted, and a key is used only with an algorithm of its own family,
 //! so neither `alg: none` nor an HMAC signed with a public key gets through.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::str::FromStr;
 use std::sync::{Arc, RwLock};
@@ -17,6 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bondry_core::canon::digest;
 use bondry_core::policy::{Principal, PrincipalKind};
 
 use super::Authenticated;
@@ -24,25 +25,25 @@ use bytes::Bytes;
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, KeyOperations, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use reqwest::Url;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-/// What the configuration says about a realm's OAuth.
-#[derive(Debug, Clone)]
+/// What the configuration says about a realm's OAuth. Serialised only to fingerprint it.
+#[derive(Debug, Clone, Serialize)]
 pub struct OAuthSpec {
     /// The realm's public URL: the audience tokens must name, and the `resource` of the
     /// protected resource metadata.
     pub resource_url: String,
     pub issuers: Vec<IssuerSpec>,
     /// The realm's roles: token roles outside them grant nothing and are dropped.
-    pub known_roles: HashSet<String>,
+    pub known_roles: BTreeSet<String>,
     /// Scopes every token must carry (in `scope` or `scp`); published as
     /// `scopes_supported` and named in challenges.
     pub required_scopes: Vec<String>,
 }
 
 /// One trusted issuer.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct IssuerSpec {
     /// Must equal the tokens' `iss` exactly.
     pub issuer: String,
@@ -66,7 +67,7 @@ pub struct IssuerSpec {
 }
 
 /// Where an issuer's keys come from.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub enum KeySource {
     JwksUrl(String),
     /// JWKs written in the configuration.
@@ -109,7 +110,10 @@ const ASYMMETRIC: [Algorithm; 9] = [
 /// A realm's OAuth verifier and its published metadata.
 pub struct OAuth {
     issuers: Vec<Issuer>,
-    known_roles: HashSet<String>,
+    known_roles: BTreeSet<String>,
+    /// The SHA-256 of the canonical form of the spec: a reload that changes nothing here
+    /// leaves the realm's callers undisturbed.
+    fingerprint: String,
     required_scopes: Vec<String>,
     metadata_url: String,
     metadata: Bytes,
@@ -196,6 +200,7 @@ impl std::fmt::Debug for OAuth {
 impl OAuth {
     /// Checks the configuration and prepares verification; fetches nothing yet.
     pub fn new(spec: OAuthSpec) -> Result<Self, SpecError> {
+        let fingerprint = serde_json::to_value(&spec).map(|value| digest(&value)).unwrap_or_default();
         let resource = public_url(&spec.resource_url, false)
             .map_err(|message| SpecError { key: "resource_url".into(), message })?;
         let mut issuers = Vec::new();
@@ -234,10 +239,16 @@ impl OAuth {
         Ok(Self {
             issuers,
             known_roles: spec.known_roles,
+            fingerprint,
             required_scopes: spec.required_scopes,
             metadata_url: metadata_url.to_string(),
             metadata: Bytes::from(metadata.to_string()),
         })
+    }
+
+    /// Tells one configuration from another (see [`super::Authenticator::fingerprint`]).
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     /// Where the protected resource metadata is published (named in 401 challenges).
@@ -752,7 +763,7 @@ mod tests {
         let oauth = OAuth::new(OAuthSpec {
             resource_url: "https://mcp.example.com/mcp/realm/ops".into(),
             issuers: vec![issuer("https://a.example.com"), issuer("https://b.example.com/tenant")],
-            known_roles: HashSet::new(),
+            known_roles: BTreeSet::new(),
             required_scopes: Vec::new(),
         })
         .unwrap();
@@ -767,7 +778,7 @@ mod tests {
         let twice = OAuth::new(OAuthSpec {
             resource_url: "https://mcp.example.com/mcp".into(),
             issuers: vec![issuer("https://a.example.com"), issuer("https://a.example.com")],
-            known_roles: HashSet::new(),
+            known_roles: BTreeSet::new(),
             required_scopes: Vec::new(),
         });
         assert_eq!(twice.err().unwrap().key, "oauth[1].issuer");

@@ -938,12 +938,16 @@ impl Binary {
         Self { child, port, log }
     }
 
+    /// How many lines logged so far contain `text`.
+    pub fn count_logged(&self, text: &str) -> usize {
+        self.log.lock().unwrap().iter().filter(|line| line.contains(text)).count()
+    }
+
     /// Waits until the log holds `count` lines containing `text`.
     pub async fn logged(&self, text: &str, count: usize) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let seen = self.log.lock().unwrap().iter().filter(|line| line.contains(text)).count();
-            if seen >= count {
+            if self.count_logged(text) >= count {
                 return;
             }
             assert!(Instant::now() < deadline, "{count} × {text:?} not logged: {:?}", self.log.lock().unwrap());
@@ -953,6 +957,17 @@ impl Binary {
 
     /// A modern POST of `method` with `params` (`_meta` added unless given), id 7.
     pub async fn post(&self, client: &reqwest::Client, method: &str, params: Value) -> reqwest::Response {
+        self.post_with(client, &[], method, params).await
+    }
+
+    /// [`Binary::post`] with `headers` added.
+    pub async fn post_with(
+        &self,
+        client: &reqwest::Client,
+        headers: &[(&str, &str)],
+        method: &str,
+        params: Value,
+    ) -> reqwest::Response {
         let mut params = params;
         if params.get("_meta").is_none() {
             params["_meta"] = json!({
@@ -968,6 +983,9 @@ impl Binary {
             .header("Mcp-Method", method);
         if let Some(name) = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str) {
             request = request.header("Mcp-Name", name);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         request
             .body(json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string())
