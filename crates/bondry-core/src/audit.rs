@@ -45,6 +45,10 @@ pub struct AuditRecord {
     pub arguments_sha256: Option<Digest>,
     pub result_sha256: Option<Digest>,
     pub trace_id: Option<String>,
+    /// The exchange of input rounds the call belongs to (the continuation id a
+    /// `requestState` carries), the same on the record of every round.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continuation_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
 }
@@ -100,6 +104,7 @@ impl AuditRecord {
             arguments_sha256: None,
             result_sha256: None,
             trace_id: None,
+            continuation_id: None,
             arguments: None,
         }
     }

@@ -23,16 +23,17 @@ pub enum Unsendable {
 }
 
 /// The modern `input_required` result for a handler's requests and state: each request
-/// under its key, the state sealed into `requestState`. Never cached, so no `ttlMs`.
+/// under its key, the state sealed into `requestState` with the id of the exchange it
+/// continues (`sealing`). Never cached, so no `ttlMs`.
 pub fn required_result(
     call: &Call,
     requests: &BTreeMap<String, InputRequest>,
-    handler_state: Option<&Value>,
+    sealing: Option<(&Value, &str)>,
     server_meta: &Value,
     now: SystemTime,
     rng: &mut dyn Csprng,
 ) -> Result<Value, Unsendable> {
-    if requests.is_empty() && handler_state.is_none() {
+    if requests.is_empty() && sealing.is_none() {
         return Err(Unsendable::Failed(EMPTY_INPUT_REQUIRED));
     }
     let mut missing = Map::new();
@@ -52,16 +53,9 @@ pub fn required_result(
             .collect();
         result.insert("inputRequests".into(), Value::Object(wire));
     }
-    if let Some(handler_state) = handler_state {
-        let sealed = state::seal(
-            &call.realm.keys,
-            &call.binding(),
-            handler_state.clone(),
-            call.continuation.as_deref(),
-            now,
-            rng,
-        )
-        .map_err(|_| Unsendable::Failed(STATE_TOO_LARGE))?;
+    if let Some((handler_state, continuation)) = sealing {
+        let sealed = state::seal(&call.realm.keys, &call.binding(), handler_state.clone(), continuation, now, rng)
+            .map_err(|_| Unsendable::Failed(STATE_TOO_LARGE))?;
         result.insert("requestState".into(), json!(sealed));
     }
     result.insert("_meta".into(), server_meta.clone());

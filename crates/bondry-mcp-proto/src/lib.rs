@@ -355,13 +355,22 @@ impl Adapter {
     }
 
     /// Shapes the outcome of a dispatched call into its reply and audit record.
-    pub fn complete(&self, call: Call, outcome: Outcome, now: SystemTime, rng: &mut dyn Csprng) -> Reply {
+    pub fn complete(&self, mut call: Call, outcome: Outcome, now: SystemTime, rng: &mut dyn Csprng) -> Reply {
         let era = if call.session.is_some() { Era::Handshake } else { Era::Modern };
+        // The first round that keeps state opens an exchange: its id goes into the sealed
+        // state and, like every later round's, onto the audit record.
+        if let (Outcome::Answered(Answer::InputRequired { state: Some(_), .. }), Era::Modern, None) =
+            (&outcome, era, &call.continuation)
+        {
+            call.continuation = Some(state::new_continuation(rng));
+        }
         // A modern handler that needs input answers `input_required`; one that cannot be
         // sent fails as a handler failure of its kind.
         let asked = match (&outcome, era) {
             (Outcome::Answered(Answer::InputRequired { requests, state }), Era::Modern) => {
-                Some(input::required_result(&call, requests, state.as_ref(), &self.server_meta, now, rng))
+                // The state and the exchange it continues (opened above if it begins here).
+                let sealing = state.as_ref().zip(call.continuation.as_deref());
+                Some(input::required_result(&call, requests, sealing, &self.server_meta, now, rng))
             }
             _ => None,
         };
@@ -615,6 +624,7 @@ impl Call {
             &self.trace,
         )
         .finished_at(now);
+        record.continuation_id = self.continuation.clone();
         if self.capability.descriptor.audit_arguments {
             record.arguments = Some(arguments.clone());
         }

@@ -59,21 +59,23 @@ pub struct Opened {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooLarge;
 
-/// Seals `state` for `binding`, continuing exchange `continuation` (a fresh one when
-/// `None`).
+/// A fresh continuation id: 128 random bits in hex.
+pub fn new_continuation(rng: &mut dyn Csprng) -> String {
+    let mut bytes = [0u8; 16];
+    rng.fill(&mut bytes);
+    canon::hex(&bytes)
+}
+
+/// Seals `state` for `binding`, continuing exchange `continuation`.
 pub fn seal(
     keys: &KeySet,
     binding: &Binding<'_>,
     state: Value,
-    continuation: Option<&str>,
+    continuation: &str,
     now: SystemTime,
     rng: &mut dyn Csprng,
 ) -> Result<String, TooLarge> {
-    let continuation = continuation.map(str::to_owned).unwrap_or_else(|| {
-        let mut bytes = [0u8; 16];
-        rng.fill(&mut bytes);
-        canon::hex(&bytes)
-    });
+    let continuation = continuation.to_owned();
     let claims = Claims {
         t: PURPOSE.into(),
         sub: binding.principal.into(),
@@ -136,10 +138,12 @@ mod tests {
             arguments: &arguments,
         };
         let now = SystemTime::now();
-        let token = seal(&keys, &binding, json!({"step": 1}), None, now, &mut Counter(0)).unwrap();
+        let continuation = new_continuation(&mut Counter(0));
+        assert_eq!(continuation.len(), 32);
+        let token = seal(&keys, &binding, json!({"step": 1}), &continuation, now, &mut Counter(0)).unwrap();
         let opened = open(&keys, &binding, &token, now).unwrap();
         assert_eq!(opened.state, json!({"step": 1}));
-        assert_eq!(opened.continuation.len(), 32);
+        assert_eq!(opened.continuation, continuation);
         // Key order does not matter to the arguments' digest; their values do.
         let reordered = json!({"a": [true], "b": 1});
         assert!(open(&keys, &Binding { arguments: &reordered, ..binding.clone() }, &token, now).is_some());
@@ -155,8 +159,7 @@ mod tests {
         }
         assert!(open(&keys, &binding, &token, now + STATE_LIFETIME).is_none(), "expired");
         assert!(open(&keys, &binding, &format!("{token}x"), now).is_none(), "tampered");
-        let next =
-            seal(&keys, &binding, json!({"step": 2}), Some(&opened.continuation), now, &mut Counter(50)).unwrap();
+        let next = seal(&keys, &binding, json!({"step": 2}), &opened.continuation, now, &mut Counter(50)).unwrap();
         assert_ne!(next, token);
         assert_eq!(open(&keys, &binding, &next, now).unwrap().continuation, opened.continuation);
     }
@@ -168,6 +171,6 @@ mod tests {
         let binding =
             Binding { principal: "a", realm: "r", method: "tools/call", capability: "t", arguments: &arguments };
         let big = json!("x".repeat(MAX_STATE_LEN));
-        assert_eq!(seal(&keys, &binding, big, None, SystemTime::now(), &mut Counter(0)), Err(TooLarge));
+        assert_eq!(seal(&keys, &binding, big, "c", SystemTime::now(), &mut Counter(0)), Err(TooLarge));
     }
 }

@@ -230,16 +230,21 @@ async fn three_rounds_of_input_then_a_complete_result() {
 
     // Another exchange gets another continuation id.
     let (_, sealed) = input_required(&server.send(call("test.asks", arguments.clone())).await);
-    let opened = state::open(&keys, &binding, &sealed, SystemTime::now()).unwrap();
-    assert_ne!(Some(opened.continuation), continuation);
+    let second = state::open(&keys, &binding, &sealed, SystemTime::now()).unwrap().continuation;
+    assert_ne!(Some(&second), continuation.as_ref());
 
+    // The audit records of one exchange are linked by its continuation id; the rounds are
+    // separate calls, each with its own invocation id.
     let records = server.stop().await;
-    let outcomes: Vec<&str> = records
-        .iter()
-        .filter(|record| record["capability"] == "test.asks")
-        .map(|record| record["outcome"].as_str().unwrap())
-        .collect();
+    let asks: Vec<&Value> = records.iter().filter(|record| record["capability"] == "test.asks").collect();
+    let outcomes: Vec<&str> = asks.iter().map(|record| record["outcome"].as_str().unwrap()).collect();
     assert_eq!(outcomes, ["input_required", "input_required", "input_required", "succeeded", "input_required"]);
+    let continuations: Vec<&Value> = asks.iter().map(|record| &record["continuation_id"]).collect();
+    let first = json!(continuation.unwrap());
+    assert_eq!(continuations, [&first, &first, &first, &first, &json!(second)]);
+    let invocations: std::collections::HashSet<&str> =
+        asks.iter().map(|record| record["invocation_id"].as_str().unwrap()).collect();
+    assert_eq!(invocations.len(), 5);
 }
 
 #[tokio::test]
@@ -269,7 +274,7 @@ async fn every_unusable_request_state_is_refused_the_same_way() {
     // `STATE_LIFETIME` ago.
     let seal = |keys: &KeySet, binding: &state::Binding<'_>, age: u64| {
         let sealed_at = SystemTime::now() - Duration::from_secs(age);
-        state::seal(keys, binding, json!({"answers": [answer(1)]}), None, sealed_at, &mut OsRandom).unwrap()
+        state::seal(keys, binding, json!({"answers": [answer(1)]}), "forged", sealed_at, &mut OsRandom).unwrap()
     };
     let anonymous = binding("anonymous", "test.asks", &arguments);
     let expired = seal(&default_keys, &anonymous, state::STATE_LIFETIME.as_secs() + 1);

@@ -159,15 +159,15 @@ fn request_states_survive_a_rotation_that_retires_their_key() {
     };
     let now = std::time::SystemTime::now();
     let old = other_key("k-old", 1);
-    let token = state::seal(&only(old.clone()), &binding, json!({"answers": []}), None, now, &mut Counter(0)).unwrap();
+    let token =
+        state::seal(&only(old.clone()), &binding, json!({"answers": []}), "exchange", now, &mut Counter(0)).unwrap();
     assert!(state::open(&only(other_key("k-new", 2)), &binding, &token, now).is_none());
     let rotated = KeySet { active: other_key("k-new", 2), retired: vec![old] };
     let opened = state::open(&rotated, &binding, &token, now).expect("opens under a retired key");
     assert_eq!(opened.state, json!({"answers": []}));
     // The next round is sealed under the new key and keeps the exchange's continuation id.
     let next =
-        state::seal(&rotated, &binding, json!({"answers": [1]}), Some(&opened.continuation), now, &mut Counter(50))
-            .unwrap();
+        state::seal(&rotated, &binding, json!({"answers": [1]}), &opened.continuation, now, &mut Counter(50)).unwrap();
     let header: Value = serde_json::from_slice(&base64_url(next.split('.').next().unwrap())).unwrap();
     assert_eq!(header["kid"], "k-new");
     assert_eq!(state::open(&rotated, &binding, &next, now).unwrap().continuation, opened.continuation);
