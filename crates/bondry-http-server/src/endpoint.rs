@@ -173,29 +173,37 @@ async fn handle(
             .check(&client_key)
             .map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs })?;
     }
-    // Taken before authenticating: what this request opens ends if the credentials
-    // change from those it is checked against.
-    let epoch = realm.auth.epoch();
-    let authenticated =
-        realm.auth.current().authenticate(&parts.headers).await.inspect_err(|refused| match refused {
-            Rejected::Unauthenticated(_) if presents_credential => {
+    // The epoch of the credentials this request is checked against: what it opens ends
+    // when they change.
+    let (authenticator, epoch) = realm.auth.in_force();
+    let per_principal = |owner: &Owner| match &realm.rate_limits.per_principal {
+        Some(bucket) => bucket
+            .take(owner.as_str())
+            .map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs }),
+        None => Ok(()),
+    };
+    let authenticated = match authenticator.authenticate(&parts.headers).await {
+        Ok(authenticated) => authenticated,
+        Err(Rejected::Unauthenticated(error)) => {
+            if presents_credential {
                 endpoint.audit.record(AuditRecord::unauthenticated(SystemTime::now(), realm_name, ADAPTER));
                 if let Some(failures) = &realm.rate_limits.auth_failures {
                     failures.failed(&client_key);
                 }
             }
-            Rejected::Unauthenticated(_) => {}
-            Rejected::InsufficientScope(principal, _) => {
-                endpoint.audit.record(AuditRecord::refused(SystemTime::now(), realm_name, principal, ADAPTER));
-            }
-        })?;
+            return Err(error);
+        }
+        // A valid token short of a scope: its principal is known, so its own limit applies
+        // before the refusal is recorded.
+        Err(Rejected::InsufficientScope(principal, error)) => {
+            per_principal(&Owner::of(&principal, client))?;
+            endpoint.audit.record(AuditRecord::refused(SystemTime::now(), realm_name, &principal, ADAPTER));
+            return Err(error);
+        }
+    };
     let principal = authenticated.principal;
     let owner = Owner::of(&principal, client);
-    if let Some(bucket) = &realm.rate_limits.per_principal {
-        bucket
-            .take(owner.as_str())
-            .map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs })?;
-    }
+    per_principal(&owner)?;
     let mut headers = parts.headers;
     for credential in [AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE] {
         headers.remove(credential);
@@ -337,9 +345,8 @@ fn listen(endpoint: &Endpoint, session: &SessionRef, valid_until: Option<SystemT
 async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response, Error> {
     let session = call.session().cloned().expect("only session calls come here");
     let request_id = call.request_id().clone();
-    let token = CancellationToken::new();
-    let slot = match endpoint.sessions.begin_call(&session.sid, &request_id, token.clone()) {
-        Ok(slot) => slot,
+    let (slot, token) = match endpoint.sessions.begin_call(&session.sid, &request_id) {
+        Ok(begun) => begun,
         Err(refused) => {
             let id = Some(request_id);
             let error = match refused {

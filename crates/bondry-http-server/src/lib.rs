@@ -197,6 +197,11 @@ impl Running {
         self.realms.get(realm).map(|entry| Arc::clone(&entry.registry))
     }
 
+    /// Who may call `realm`, through which a host program replaces its credentials.
+    pub fn auth(&self, realm: &str) -> Option<Arc<AuthSlot>> {
+        self.realms.get(realm).map(|entry| Arc::clone(&entry.auth))
+    }
+
     /// Calls running and event streams open right now.
     pub fn gauges(&self) -> gauges::Reading {
         self.gauges.read()

@@ -236,12 +236,13 @@ impl Sessions {
         );
     }
 
-    /// Registers a call in flight; its token is cancelled by `notifications/cancelled`,
-    /// DELETE or the session's end. An id may not be reused while its call runs: the
+    /// Registers a call in flight and returns its cancellation token, cancelled by
+    /// `notifications/cancelled`, DELETE or the session's end (a change of the realm's
+    /// credentials included, at once). An id may not be reused while its call runs: the
     /// cap and cancellation both count on ids naming one call.
-    pub fn begin_call(&self, sid: &str, request: &Id, token: CancellationToken) -> Result<CallSlot, Refused> {
+    pub fn begin_call(&self, sid: &str, request: &Id) -> Result<(CallSlot, CancellationToken), Refused> {
         let mut entries = self.lock();
-        let entry = entries.get_mut(sid).ok_or(Refused::Gone)?;
+        let entry = entries.get_mut(sid).filter(|entry| !entry.ended.is_cancelled()).ok_or(Refused::Gone)?;
         if entry.inflight.contains_key(request) {
             return Err(Refused::IdInFlight);
         }
@@ -249,8 +250,9 @@ impl Sessions {
             return Err(Refused::TooMany);
         }
         entry.next_call += 1;
-        entry.inflight.insert(request.clone(), (entry.next_call, token));
-        Ok(CallSlot { sid: sid.to_owned(), request: request.clone(), number: entry.next_call })
+        let token = entry.ended.child_token();
+        entry.inflight.insert(request.clone(), (entry.next_call, token.clone()));
+        Ok((CallSlot { sid: sid.to_owned(), request: request.clone(), number: entry.next_call }, token))
     }
 
     /// Mints the id of a request the server is about to send the client in session

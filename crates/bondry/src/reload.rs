@@ -40,8 +40,8 @@ pub struct Reloader {
 }
 
 impl Reloader {
-    /// Reads, checks and applies the file. Returns the realms whose catalogue and grants
-    /// were swapped in; every served realm of the file gets its credentials.
+    /// Reads, checks and applies the file. Returns the realms whose catalogue, grants and
+    /// credentials were swapped in.
     pub fn reload(&self) -> Result<Vec<String>, String> {
         let loaded = config::load(Some(&self.path), std::env::vars()).map_err(|e| e.to_string())?;
         let assembled = assemble(&loaded, &self.builtins, &self.overrides, false).map_err(|e| e.to_string())?;
@@ -51,16 +51,23 @@ impl Reloader {
                 tracing::warn!(realm = %name, "a new realm is served after a restart");
                 continue;
             };
-            // Credentials first and whatever happens to the catalogue: a revocation must
-            // not wait on it. Roles the old grants do not know grant nothing meanwhile.
-            if live.auth.replace(entry.auth.current()) {
-                tracing::info!(realm = %name, "credentials changed: the realm's sessions and listen streams end");
-            }
+            // The grants and the credentials whose roles they interpret go in together or
+            // not at all: new tickets under old grants could hold what the file no longer
+            // gives their roles.
             let policy = entry.registry.snapshot().policy.clone();
             match live.registry.reconfigure(entry.registry.configured(), policy) {
-                Ok(()) => applied.push(name.clone()),
+                Ok(()) => {
+                    if live.auth.replace(entry.auth.current()) {
+                        tracing::info!(realm = %name, "credentials changed: the realm's sessions and listen streams end");
+                    }
+                    applied.push(name.clone());
+                }
                 // A handler's dynamic capability may clash with a newly configured id.
-                Err(error) => tracing::error!(realm = %name, %error, "configuration not applied to this realm"),
+                Err(error) => tracing::error!(
+                    realm = %name,
+                    %error,
+                    "configuration not applied to this realm: its capabilities, grants and credentials stay"
+                ),
             }
         }
         for name in self.realms.keys().filter(|name| !assembled.server.realms.contains_key(*name)) {

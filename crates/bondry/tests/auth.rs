@@ -4,6 +4,8 @@
 
 mod support;
 
+use std::time::Duration;
+
 use argon2::{Algorithm, Argon2, Params, PasswordHasher, Version};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -232,4 +234,52 @@ async fn hidden_tools_with_header_or_capability_rules_answer_like_missing_ones()
     let records = server.stop().await;
     let outcomes: Vec<&str> = records.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
     assert_eq!(outcomes, ["denied", "not_found", "denied", "not_found", "denied", "not_found"]);
+}
+
+#[tokio::test]
+async fn replaced_credentials_end_at_once_what_the_old_ones_opened() {
+    let server = TestServer::with_config(&config()).await;
+    let bob = "Bearer bob-ticket";
+    let opened = server.send(support::initialize_request("2025-11-25", json!({})).header("authorization", bob)).await;
+    assert_eq!(opened.status, 200, "{}", opened.text());
+    let sid = opened.header("mcp-session-id").unwrap().to_owned();
+    let in_session =
+        |body: Value, authorization: &str| support::in_session(&sid, body).header("authorization", authorization);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(server.send(in_session(initialized, bob)).await.status, 202);
+    let ping = || json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+
+    // Credentials that are the same again disturb nothing.
+    let slot = server.auth("default");
+    assert!(!slot.replace(support::authenticator(&config(), "default")), "nothing changed");
+    assert_eq!(server.send(in_session(ping(), bob)).await.status, 200);
+
+    // A call of bob's in flight, then his ticket is replaced by another.
+    let slow = json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": {"name": "test.slow", "arguments": {"ms": 60_000}}});
+    let call = in_session(slow, bob);
+    let (client, url) = (reqwest::Client::new(), server.url());
+    let pending =
+        tokio::spawn(
+            async move { call.builder(&client, &url).body(call.body.clone()).send().await.unwrap().text().await },
+        );
+    assert!(server.call_running().await, "the call started");
+    let reissued = config().replace(&sha256_hex("bob-ticket"), &sha256_hex("bob-new-ticket"));
+    assert!(slot.replace(support::authenticator(&reissued, "default")), "the credentials changed");
+
+    // The call is cancelled at once, the session is gone for every credential of bob's,
+    // and the old ticket is refused.
+    // (Well before the sessions are next swept, every 10 s.)
+    tokio::time::timeout(Duration::from_secs(3), pending).await.expect("the call ends at once").unwrap().unwrap();
+    assert_eq!(server.send(Req::modern("tools/list", json!({})).header("authorization", bob)).await.status, 401);
+    server.send(in_session(ping(), "Bearer bob-new-ticket")).await.assert_error(
+        404,
+        Some(json!(9)),
+        -32001,
+        "Session not found",
+    );
+    assert!(server.settles().await, "nothing left running");
+    let records = server.stop().await;
+    let slow: Vec<&Value> = records.iter().filter(|record| record["capability"] == "test.slow").collect();
+    assert_eq!(slow.len(), 1);
+    assert_eq!(slow[0]["outcome"], "cancelled");
 }

@@ -411,6 +411,10 @@ async fn event_streams_end_when_the_token_that_opened_them_expires() {
     let mut short = claims();
     short["exp"] = json!(now() + 4);
     let short = token("rsa-1", &short);
+    // A fractional `exp`, which the JWT library accepts, bounds a stream as well.
+    let mut fractional = claims();
+    fractional["exp"] = json!(now() as f64 + 4.5);
+    let fractional = token("rsa-1", &fractional);
     let lasting = token("rsa-1", &claims());
     // Both streams are read whole: each must end on its own once the short token expires.
     let patience = Duration::from_secs(20);
@@ -435,9 +439,10 @@ async fn event_streams_end_when_the_token_that_opened_them_expires() {
             .header("Mcp-Session-Id", &sid),
         &short,
     );
-    let (listened, session) = tokio::join!(
+    let (listened, session, listened_fractional) = tokio::join!(
         tokio::time::timeout(patience, server.send(listen(&short))),
         tokio::time::timeout(patience, server.send(session_stream)),
+        tokio::time::timeout(patience, server.send(listen(&fractional))),
     );
 
     let listened = listened.expect("the listen stream ends when its token expires");
@@ -451,6 +456,8 @@ async fn event_streams_end_when_the_token_that_opened_them_expires() {
     );
     let session = session.expect("the session's stream ends when its token expires");
     assert_eq!(session.status, 200);
+    let listened_fractional = listened_fractional.expect("a fractional exp ends the stream too");
+    assert_eq!(support::sse_messages(&listened_fractional.text()).len(), 2);
 
     // The client listens again: the expired token is refused, a fresh one is served.
     assert_refused(&server.send(listen(&short)).await, "expired");
@@ -515,4 +522,41 @@ async fn a_token_without_the_required_scopes_is_forbidden_with_a_step_up_challen
         assert_eq!(record["capability"], "");
     }
     assert_eq!(records.iter().filter(|record| record["outcome"] == "unauthenticated").count(), 1);
+}
+
+#[tokio::test]
+async fn new_credentials_keep_the_keys_of_unchanged_issuers() {
+    let jwks = Jwks::serve(&["rsa-1"]).await;
+    let config = config(&jwks.url);
+    let server = TestServer::with_config(&config).await;
+    let valid = token("rsa-1", &claims());
+    assert_eq!(listed(&server, &valid).await, ["demo.echo"]);
+    assert_eq!(jwks.fetches(), 1);
+
+    // A ticket added: the credentials change, the issuers do not, and their keys stay as
+    // fetched (an issuer down at that moment locks nobody out).
+    let slot = server.auth("default");
+    let with_ticket = format!(
+        "{config}\n[[realms.default.principals]]\nid = \"ci\"\nroles = [\"demo\"]\n\
+         [[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"ci\"\n",
+        "a".repeat(64)
+    );
+    assert!(slot.replace(support::authenticator(&with_ticket, "default")));
+    assert_eq!(listed(&server, &valid).await, ["demo.echo"]);
+    assert_eq!(jwks.fetches(), 1, "the kept issuers' keys were not fetched again");
+
+    // Required scopes added: the issuers' verifier is new, its keys fetched anew, and the
+    // metadata and challenges say so at once.
+    let scoped = with_ticket.replace(
+        &format!("resource_url = \"{RESOURCE}\"\n"),
+        &format!("resource_url = \"{RESOURCE}\"\nrequired_scopes = [\"mcp\"]\n"),
+    );
+    assert!(slot.replace(support::authenticator(&scoped, "default")));
+    let response = server.send(bearer(Req::modern("tools/list", json!({})), &valid)).await;
+    assert_eq!(response.status, 403, "the token has no scope");
+    assert!(jwks.fetches() >= 2, "the new verifier fetched its keys");
+    let metadata =
+        server.send(Req::post().method(reqwest::Method::GET).path("/.well-known/oauth-protected-resource/mcp")).await;
+    assert_eq!(metadata.json()["scopes_supported"], json!(["mcp"]));
+    server.stop().await;
 }

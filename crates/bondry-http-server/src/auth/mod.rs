@@ -107,14 +107,6 @@ pub enum Rejected {
     InsufficientScope(Principal, Error),
 }
 
-impl From<Rejected> for Error {
-    fn from(refused: Rejected) -> Self {
-        match refused {
-            Rejected::Unauthenticated(error) | Rejected::InsufficientScope(_, error) => error,
-        }
-    }
-}
-
 /// A realm's authenticator, replaced whole when the configuration is reloaded, so that a
 /// revoked ticket, password or issuer stops working without a restart. A request keeps
 /// the authenticator it began with.
@@ -146,9 +138,12 @@ impl AuthSlot {
         Arc::clone(&self.read().authenticator)
     }
 
-    /// Cancelled when the credentials in force now are replaced by different ones.
-    pub fn epoch(&self) -> CancellationToken {
-        self.read().epoch.clone()
+    /// The authenticator in force and its epoch, which is cancelled when it is replaced by
+    /// different credentials; read together, so what a request opens after checking its
+    /// credential with this authenticator ends when this authenticator goes.
+    pub fn in_force(&self) -> (Arc<Authenticator>, CancellationToken) {
+        let in_force = self.read();
+        (Arc::clone(&in_force.authenticator), in_force.epoch.clone())
     }
 
     /// Puts `authenticator` in force for the requests that begin from now on, and ends
@@ -159,10 +154,23 @@ impl AuthSlot {
         let mut in_force = self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         let changed = in_force.authenticator.fingerprint != authenticator.fingerprint;
         if changed {
-            if let (Some(oauth), Ok(runtime)) = (authenticator.oauth(), tokio::runtime::Handle::try_current()) {
-                let oauth = Arc::clone(oauth);
-                runtime.spawn(async move { oauth.prefetch().await });
-            }
+            let authenticator = match (in_force.authenticator.oauth(), authenticator.oauth()) {
+                // The same issuers as before: keep their fetched keys, so that a change of
+                // tickets does not make every token wait on (or fail with) the issuers.
+                (Some(kept), Some(new)) if kept.fingerprint() == new.fingerprint() => {
+                    let mut credentials = authenticator.credentials.clone();
+                    credentials.oauth = Some(Arc::clone(kept));
+                    Arc::new(Authenticator::new(&authenticator.realm, credentials))
+                }
+                (_, Some(new)) => {
+                    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                        let new = Arc::clone(new);
+                        runtime.spawn(async move { new.prefetch().await });
+                    }
+                    authenticator
+                }
+                (_, None) => authenticator,
+            };
             in_force.authenticator = authenticator;
             std::mem::replace(&mut in_force.epoch, CancellationToken::new()).cancel();
         }

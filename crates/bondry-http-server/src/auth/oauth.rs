@@ -316,13 +316,16 @@ impl OAuth {
             }
         }
         let id = format!("{}#{subject}", issuer.namespace);
-        // `exp` is required and was checked to be a whole number of seconds. The library
-        // accepts a token during the second `exp` names; RFC 7519 §4.1.4 does not ("on or
-        // after"), and neither does a stream opened with it, which ends at `valid_until`.
-        // One too large for the clock bounds nothing.
-        let valid_until = claims.get("exp").and_then(Value::as_u64).and_then(|exp| {
-            UNIX_EPOCH.checked_add(Duration::from_secs(exp))?.checked_add(Duration::from_secs(validation.leeway))
-        });
+        // `exp` is required and was checked to lie ahead within the leeway. The library
+        // accepts a token during the second `exp` names (and rounds a fractional one);
+        // RFC 7519 §4.1.4 does not ("on or after"), and neither does a stream opened with
+        // it, which ends at `valid_until`. One too large for the clock bounds nothing.
+        let valid_until = match claims.get("exp").and_then(Value::as_f64) {
+            Some(exp) if exp.is_finite() && exp >= 0.0 => Duration::try_from_secs_f64(exp)
+                .ok()
+                .and_then(|exp| UNIX_EPOCH.checked_add(exp)?.checked_add(Duration::from_secs(validation.leeway))),
+            _ => return Err(Refusal::Invalid("exp is not a number of seconds")),
+        };
         if valid_until.is_some_and(|valid_until| valid_until <= SystemTime::now()) {
             return Err(Refusal::Invalid("the token has expired"));
         }

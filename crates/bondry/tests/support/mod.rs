@@ -88,6 +88,24 @@ grants = ["demo.*", "test.*"]
     text
 }
 
+/// The demo builtins and the test ones.
+fn builtins() -> Builtins {
+    let mut builtins = Builtins::demo();
+    for name in test_builtins().names() {
+        builtins.register(name, test_builtins().get(name).unwrap().clone());
+    }
+    builtins
+}
+
+/// The authenticator of `realm` that the configuration `text` makes, as a reload would
+/// put it in force.
+pub fn authenticator(text: &str, realm: &str) -> Arc<bondry_http_server::Authenticator> {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = config::parse("test.toml", text, dir.path().to_owned(), []).unwrap();
+    let assembled = assemble(&loaded, &builtins(), &Overrides::default(), false).unwrap();
+    assembled.server.realms[realm].auth.current()
+}
+
 impl TestServer {
     pub async fn start() -> Self {
         Self::with_config(&default_config()).await
@@ -98,11 +116,7 @@ impl TestServer {
         let dir = tempfile::tempdir().unwrap();
         let text = format!("{text}\n[audit]\nsink = \"file\"\npath = \"audit.jsonl\"\n");
         let loaded = config::parse("test.toml", &text, dir.path().to_owned(), []).unwrap();
-        let mut builtins = Builtins::demo();
-        for name in test_builtins().names() {
-            builtins.register(name, test_builtins().get(name).unwrap().clone());
-        }
-        let assembled = assemble(&loaded, &builtins, &Overrides::default(), true).unwrap();
+        let assembled = assemble(&loaded, &builtins(), &Overrides::default(), true).unwrap();
         let running = bondry_http_server::start(assembled.server).await.unwrap();
         let addr = running.local_addrs()[0].1;
         let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
@@ -116,6 +130,11 @@ impl TestServer {
     /// The live registry of `realm`, as a host program reaches it.
     pub fn registry(&self, realm: &str) -> Arc<bondry_core::realm::Registry> {
         self.running.as_ref().unwrap().registry(realm).unwrap()
+    }
+
+    /// Who may call `realm`, as a host program reaches it.
+    pub fn auth(&self, realm: &str) -> Arc<bondry_http_server::AuthSlot> {
+        self.running.as_ref().unwrap().auth(realm).unwrap()
     }
 
     /// Calls running and event streams open right now.
