@@ -55,9 +55,22 @@ pub struct Opened {
     pub continuation: String,
 }
 
-/// Why a state could not be sealed.
+/// Why a state could not be sealed: past the size cap, or nested past [`MAX_STATE_DEPTH`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooLarge;
+
+/// How deep a handler's state may nest. Opening parses the claims with serde_json, which
+/// stops at 128 levels: a deeper state would seal, then never open.
+pub const MAX_STATE_DEPTH: usize = 64;
+
+/// Whether `value` nests arrays and objects more than `limit` levels deep.
+fn deeper_than(value: &Value, limit: usize) -> bool {
+    match value {
+        Value::Array(items) => limit == 0 || items.iter().any(|item| deeper_than(item, limit - 1)),
+        Value::Object(members) => limit == 0 || members.values().any(|member| deeper_than(member, limit - 1)),
+        _ => false,
+    }
+}
 
 /// A fresh continuation id: 128 random bits in hex.
 pub fn new_continuation(rng: &mut dyn Csprng) -> String {
@@ -75,6 +88,9 @@ pub fn seal(
     now: SystemTime,
     rng: &mut dyn Csprng,
 ) -> Result<String, TooLarge> {
+    if deeper_than(&state, MAX_STATE_DEPTH) {
+        return Err(TooLarge);
+    }
     let continuation = continuation.to_owned();
     let claims = Claims {
         t: PURPOSE.into(),
@@ -172,5 +188,14 @@ mod tests {
             Binding { principal: "a", realm: "r", method: "tools/call", capability: "t", arguments: &arguments };
         let big = json!("x".repeat(MAX_STATE_LEN));
         assert_eq!(seal(&keys, &binding, big, "c", SystemTime::now(), &mut Counter(0)), Err(TooLarge));
+        // As deep as may be sealed opens again; one level more is refused, not sealed to
+        // fail at every retry.
+        let nested = |levels: usize| (0..levels).fold(json!(1), |inner, _| json!({"a": [inner]}));
+        let now = SystemTime::now();
+        let deepest = nested(MAX_STATE_DEPTH / 2);
+        let token = seal(&keys, &binding, deepest.clone(), "c", now, &mut Counter(0)).unwrap();
+        assert_eq!(open(&keys, &binding, &token, now).unwrap().state, deepest);
+        let too_deep = json!([nested(MAX_STATE_DEPTH / 2)]);
+        assert_eq!(seal(&keys, &binding, too_deep, "c", now, &mut Counter(0)), Err(TooLarge));
     }
 }
