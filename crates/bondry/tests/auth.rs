@@ -10,17 +10,12 @@ use argon2::{Algorithm, Argon2, Params, PasswordHasher, Version};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
-use support::{Req, TestServer, default_config};
+use support::{Req, TestServer, default_config, ticket_hash};
 
 /// An argon2id hash with small parameters, so the tests stay fast.
 fn hash(password: &str) -> String {
     let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, Params::new(64, 1, 1, None).unwrap());
     argon2.hash_password_with_salt(password.as_bytes(), b"saltsaltsaltsalt").unwrap().to_string()
-}
-
-fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn config() -> String {
@@ -74,10 +69,10 @@ handler = "demo.echo"
 "#,
         default = default_config(),
         alice = hash("wonderland"),
-        full = sha256_hex("alice-ticket"),
-        capped = sha256_hex("alice-capped"),
-        bob = sha256_hex("bob-ticket"),
-        carol = sha256_hex("carol-ticket"),
+        full = ticket_hash("alice-ticket"),
+        capped = ticket_hash("alice-capped"),
+        bob = ticket_hash("bob-ticket"),
+        carol = ticket_hash("carol-ticket"),
     )
 }
 
@@ -263,7 +258,7 @@ async fn replaced_credentials_end_at_once_what_the_old_ones_opened() {
             async move { call.builder(&client, &url).body(call.body.clone()).send().await.unwrap().text().await },
         );
     assert!(server.call_running().await, "the call started");
-    let reissued = config().replace(&sha256_hex("bob-ticket"), &sha256_hex("bob-new-ticket"));
+    let reissued = config().replace(&ticket_hash("bob-ticket"), &ticket_hash("bob-new-ticket"));
     assert!(slot.replace(support::authenticator(&reissued, "default")), "the credentials changed");
 
     // The call is cancelled at once, the session is gone for every credential of bob's,

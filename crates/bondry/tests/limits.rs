@@ -6,15 +6,12 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{Req, TestServer, default_config};
+use support::{Req, TestServer, default_config, ticket_hash};
 
 /// The default test configuration with `listener` lines added to `[listeners.main]` and
 /// `realm` stanzas added to `[realms.default]`.
 fn config(listener: &str, realm: &str) -> String {
-    let ticket: String = {
-        use sha2::{Digest, Sha256};
-        Sha256::digest(b"good-ticket").iter().map(|b| format!("{b:02x}")).collect()
-    };
+    let ticket = ticket_hash("good-ticket");
     default_config()
         .replace("page_size = 3\n", &format!("page_size = 3\n{listener}\n"))
         .replace(

@@ -15,8 +15,7 @@ use bondry_core::realm::Registry;
 use bondry_core::registry::Registration;
 use bondry_http_server::gauges::Reading;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
-use support::{Req, TestServer, default_config, event_data, meta};
+use support::{Req, TestServer, default_config, event_data, meta, ticket_hash};
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const ALICE: &str = "alice-ticket";
@@ -28,10 +27,6 @@ const PATIENCE: Duration = Duration::from_secs(5);
 // ---------------------------------------------------------------------------------------
 // Configuration
 // ---------------------------------------------------------------------------------------
-
-fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
-}
 
 fn stanza(id: &str, kind: &str, handler: &str, uri: Option<&str>) -> String {
     let uri = uri.map(|uri| format!("uri = \"{uri}\"\n")).unwrap_or_default();
@@ -56,7 +51,7 @@ fn config() -> String {
     text.push_str(&format!(
         "\n[[realms.default.principals]]\nid = \"alice\"\nroles = [\"demo\", \"admin\"]\n\n\
          [[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"alice\"\n",
-        sha256_hex(ALICE)
+        ticket_hash(ALICE)
     ));
     text
 }

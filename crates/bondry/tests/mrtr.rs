@@ -11,8 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bondry_core::realm::KeySet;
 use bondry_mcp_proto::{Csprng, state};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
-use support::{Req, Resp, TestServer, default_config, open};
+use support::{Req, Resp, TestServer, default_config, open, ticket_hash};
 
 const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const INVALID_STATE: &str = "invalid, expired or mismatched requestState";
@@ -21,10 +20,6 @@ const INVALID_RESPONSES: &str = "invalid inputResponses";
 // ---------------------------------------------------------------------------------------
 // Configuration and request helpers
 // ---------------------------------------------------------------------------------------
-
-fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// The default configuration with room for an oversized `requestState`, two ticket
 /// principals (alice and bob, both granted `test.*`), a second tool backed by the
@@ -78,8 +73,8 @@ id = "test.asks"
 kind = "tool"
 handler = "test.asks"
 "#,
-        alice = sha256_hex("alice-ticket"),
-        bob = sha256_hex("bob-ticket"),
+        alice = ticket_hash("alice-ticket"),
+        bob = ticket_hash("bob-ticket"),
     )
 }
 

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Binary, Events};
+use support::{Binary, Events, ticket_hash};
 
 const BASE: &str = r#"
 [listeners.main]
@@ -88,12 +88,6 @@ async fn a_rewritten_file_reaches_the_streams_that_can_see_the_change() {
     let status = Command::new("kill").args(["-HUP", &server.child.id().to_string()]).status().unwrap();
     assert!(status.success());
     server.logged("configuration reloaded", 4).await;
-}
-
-/// The SHA-256 (hex) of a ticket, as the configuration stores it.
-fn ticket_hash(ticket: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(ticket.as_bytes()).iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 fn with_ticket(text: &str, ticket: &str, roles: &str) -> String {

@@ -41,6 +41,11 @@ pub async fn eventually(mut condition: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// The SHA-256 (hex) of a ticket, as the configuration stores it.
+pub fn ticket_hash(ticket: &str) -> String {
+    bondry_core::canon::sha256_hex(ticket.as_bytes())
+}
+
 /// A running server with its audit file.
 pub struct TestServer {
     pub addr: SocketAddr,
