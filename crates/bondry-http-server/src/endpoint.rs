@@ -243,9 +243,10 @@ struct Caller<'a> {
 /// What ends a long-lived stream from the server's side.
 struct Ends {
     shutdown: CancellationToken,
-    /// The realm's credentials changed.
-    epoch: CancellationToken,
-    /// The credential that opened it expired.
+    /// What let the stream in is over: the realm's credentials changed (a listen stream's
+    /// epoch), or its session ended (a child of that epoch).
+    revoked: CancellationToken,
+    /// The credential that opened it expired (or, for a session's stream, the session).
     expiry: tokio::time::Instant,
 }
 
@@ -253,7 +254,7 @@ impl Ends {
     async fn reached(&self) {
         tokio::select! {
             () = self.shutdown.cancelled() => {}
-            () = self.epoch.cancelled() => {}
+            () = self.revoked.cancelled() => {}
             () = tokio::time::sleep_until(self.expiry) => {}
         }
     }
@@ -292,7 +293,7 @@ fn subscribe(
     let expiry = deadline(caller.valid_until);
     // The table entry and the gauge unit travel with the stream's state: both are given
     // back when the body drops, however the stream ends.
-    let ends = Ends { shutdown: endpoint.shutdown.clone(), epoch: caller.epoch, expiry };
+    let ends = Ends { shutdown: endpoint.shutdown.clone(), revoked: caller.epoch, expiry };
     let state = (Some(feed), ends, listening, endpoint.gauges.hold(Gauge::Streams), closed);
     let later = stream::unfold(state, move |(feed, ends, listening, open, closed)| async move {
         let mut feed = feed?;
@@ -323,14 +324,13 @@ fn listen(endpoint: &Endpoint, session: &SessionRef, valid_until: Option<SystemT
     let event = |message: String| Ok::<_, Infallible>(Event::default().event("message").data(message));
     let queued = stream::iter(opened.pending.into_iter().map(event));
     let expiry = deadline(Some(valid_until.map_or(opened.expires, |valid_until| valid_until.min(opened.expires))));
+    let ends = Ends { shutdown: endpoint.shutdown.clone(), revoked: opened.ended, expiry };
     // The gauge unit travels with the stream's state, so it is given back when the body drops.
-    let state = (opened.feed, opened.ended, endpoint.shutdown.clone(), endpoint.gauges.hold(Gauge::Streams));
-    let live = stream::unfold(state, move |(mut feed, ended, shutdown, open)| async move {
+    let state = (opened.feed, ends, endpoint.gauges.hold(Gauge::Streams));
+    let live = stream::unfold(state, move |(mut feed, ends, open)| async move {
         tokio::select! {
-            message = feed.recv() => message.map(|message| (event(message), (feed, ended, shutdown, open))),
-            () = ended.cancelled() => None,
-            () = shutdown.cancelled() => None,
-            () = tokio::time::sleep_until(expiry) => None,
+            message = feed.recv() => message.map(|message| (event(message), (feed, ends, open))),
+            () = ends.reached() => None,
         }
     });
     let mut response = Sse::new(queued.chain(live)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
