@@ -17,7 +17,7 @@ use crate::handler::{Answer, Completion, CompletionQuery, HandlerRequest};
 use crate::policy::Principal;
 use crate::realm::RealmSnapshot;
 use crate::registry::Capability;
-use crate::schema::Violation;
+use crate::schema::Violations;
 use serde_json::{Map, Value};
 
 /// What a caller's name refers to in its view.
@@ -145,7 +145,7 @@ pub enum Outcome {
     /// The handler answered something its kind allows, and it passed the output schema.
     Answered(Answer),
     /// The arguments failed the input schema; the handler was not called.
-    InvalidInput(Vec<Violation>),
+    InvalidInput(Violations),
     /// The handler failed, or answered something the capability may not answer.
     Failed { code: String },
     /// A completion hook answered.

@@ -58,6 +58,35 @@ impl fmt::Display for Violation {
     }
 }
 
+/// How many violations, and how many keys within one, a refusal names; the rest are
+/// counted. An answer about bad input must not grow with the input.
+pub const NAMED: usize = 5;
+
+/// The longest pointer or key a refusal repeats, in bytes; longer ones are cut.
+const LONGEST_NAME: usize = 64;
+
+/// Why an instance failed: the first [`NAMED`] violations, and how many more there were.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violations {
+    pub named: Vec<Violation>,
+    pub more: usize,
+}
+
+impl fmt::Display for Violations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, violation) in self.named.iter().enumerate() {
+            if index > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{violation}")?;
+        }
+        if self.more > 0 {
+            write!(f, " and {} more", self.more)?;
+        }
+        Ok(())
+    }
+}
+
 /// A schema compiled once, shared by every request.
 #[derive(Clone)]
 pub struct CompiledSchema {
@@ -96,21 +125,54 @@ impl CompiledSchema {
         &self.source
     }
 
-    /// Validates `instance`, reporting every violation.
-    pub fn validate(&self, instance: &Value) -> Result<(), Vec<Violation>> {
+    /// Validates `instance`, naming the first [`NAMED`] violations and counting the rest.
+    pub fn validate(&self, instance: &Value) -> Result<(), Violations> {
         if self.validator.is_valid(instance) {
             return Ok(());
         }
-        Err(self
-            .validator
-            .iter_errors(instance)
-            .map(|error| Violation {
-                pointer: error.instance_path().as_str().to_owned(),
-                rule: error.kind().keyword().to_owned(),
-                message: error.masked().to_string(),
-            })
-            .collect())
+        let mut errors = self.validator.iter_errors(instance);
+        let named = errors.by_ref().take(NAMED).map(|error| violation(&error)).collect();
+        Err(Violations { named, more: errors.count() })
     }
+}
+
+/// One violation, in words that never repeat the offending value, and that name at most
+/// [`NAMED`] of the keys a property rule found unexpected.
+fn violation(error: &jsonschema::ValidationError<'_>) -> Violation {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let message = match error.kind() {
+        Kind::AdditionalProperties { unexpected } => {
+            unexpected_keys("Additional properties are not allowed", unexpected)
+        }
+        Kind::UnevaluatedProperties { unexpected } => {
+            unexpected_keys("Unevaluated properties are not allowed", unexpected)
+        }
+        _ => error.masked().to_string(),
+    };
+    Violation {
+        pointer: cut(error.instance_path().as_str()).into_owned(),
+        rule: error.kind().keyword().to_owned(),
+        message,
+    }
+}
+
+fn unexpected_keys(what: &str, keys: &[String]) -> String {
+    let named: Vec<String> = keys.iter().take(NAMED).map(|key| format!("'{}'", cut(key))).collect();
+    let more = match keys.len().saturating_sub(NAMED) {
+        0 => String::new(),
+        more => format!(" and {more} more"),
+    };
+    let verb = if keys.len() == 1 { "was" } else { "were" };
+    format!("{what} ({}{more} {verb} unexpected)", named.join(", "))
+}
+
+/// `name` cut to [`LONGEST_NAME`] bytes at a character boundary, marked with `…` when cut.
+fn cut(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= LONGEST_NAME {
+        return name.into();
+    }
+    let end = (0..=LONGEST_NAME).rev().find(|&end| name.is_char_boundary(end)).unwrap_or(0);
+    format!("{}…", &name[..end]).into()
 }
 
 /// Walks the schema once: refuses nesting past `max_depth` and any `$ref`/`$dynamicRef`
@@ -158,7 +220,7 @@ mod tests {
         }))
         .unwrap();
         assert!(schema.validate(&json!({"a": 1, "c": 0})).is_ok());
-        let mut violations = schema.validate(&json!({"a": "x", "b": "long"})).unwrap_err();
+        let mut violations = schema.validate(&json!({"a": "x", "b": "long"})).unwrap_err().named;
         violations.sort_by(|x, y| (&x.pointer, &x.rule).cmp(&(&y.pointer, &y.rule)));
         let found: Vec<_> = violations.iter().map(|v| (v.pointer.as_str(), v.rule.as_str())).collect();
         assert_eq!(found, [("", "required"), ("/a", "type"), ("/b", "maxLength")]);
@@ -184,7 +246,7 @@ mod tests {
         let schema =
             compile(json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}})).unwrap();
         let violations = schema.validate(&json!({"s": format!("{}b", "a".repeat(40))})).unwrap_err();
-        assert_eq!(violations[0].rule, "pattern");
+        assert_eq!(violations.named[0].rule, "pattern");
     }
 
     #[test]
@@ -192,5 +254,32 @@ mod tests {
         let schema =
             compile(json!({"type": "object", "properties": {"e": {"type": "string", "format": "email"}}})).unwrap();
         assert!(schema.validate(&json!({"e": "not an email"})).is_ok());
+    }
+
+    #[test]
+    fn a_refusal_names_five_violations_and_counts_the_rest() {
+        let schema = compile(json!({"type": "object", "additionalProperties": {"type": "integer"}})).unwrap();
+        let instance: serde_json::Map<String, Value> = (0..12).map(|i| (format!("k{i:02}"), json!("secret"))).collect();
+        let violations = schema.validate(&Value::Object(instance)).unwrap_err();
+        assert_eq!(violations.named.len(), NAMED);
+        assert_eq!(violations.more, 7);
+        let text = violations.to_string();
+        assert!(text.ends_with(" and 7 more"), "{text}");
+        assert!(!text.contains("secret"), "{text}");
+    }
+
+    #[test]
+    fn unexpected_keys_are_named_five_at_most_and_cut_short() {
+        let schema = compile(json!({"type": "object", "properties": {}, "additionalProperties": false})).unwrap();
+        let mut instance: serde_json::Map<String, Value> =
+            (0..60_000).map(|i| (format!("k{i}"), json!("secret"))).collect();
+        instance.insert("x".repeat(10_000), json!(1));
+        let violations = schema.validate(&Value::Object(instance)).unwrap_err();
+        let text = violations.to_string();
+        assert!(text.len() < 1024, "{} bytes: {text}", text.len());
+        assert!(text.contains("'k0', 'k1', 'k2', 'k3', 'k4' and 59996 more were unexpected"), "{text}");
+        let long = compile(json!({"type": "object", "properties": {}, "additionalProperties": false})).unwrap();
+        let text = long.validate(&json!({"é".repeat(100): 1})).unwrap_err().to_string();
+        assert!(text.contains(&format!("'{}…' was unexpected", "é".repeat(32))), "{text}");
     }
 }

@@ -30,8 +30,9 @@ impl OriginPolicy {
     }
 }
 
-/// Checks `Origin`, then `Host` when the listener is bound to loopback. Over HTTP/2 the
-/// host travels as the URI's authority instead of a `Host` header; both are checked.
+/// Checks `Origin`, then that `Host` is present, then, when the listener is bound to
+/// loopback, that it and the URI's authority (if the request line has one) are loopback
+/// names.
 pub fn check(
     headers: &HeaderMap,
     authority: Option<&str>,
@@ -47,6 +48,11 @@ pub fn check(
         if !allowed {
             return Err(Error::OriginNotAllowed);
         }
+    }
+    // Without `Host` there is nothing to check a loopback listener's name against, and
+    // HTTP/1.1 requires one anyway (RFC 9112 §3.2).
+    if !headers.contains_key(HOST) {
+        return Err(Error::HostMissing);
     }
     if loopback_listener {
         if headers.get_all(HOST).iter().nth(1).is_some() {
@@ -100,21 +106,31 @@ mod tests {
     fn local_origins() {
         let local = OriginPolicy::Listed { local: true, exact: vec![] };
         for good in ["http://localhost:3000", "https://127.0.0.1", "http://[::1]:8080", "HTTP://LOCALHOST"] {
-            assert_eq!(check(&headers(Some(good), None), None, &local, false), Ok(()), "{good}");
+            assert_eq!(check(&headers(Some(good), Some("localhost")), None, &local, false), Ok(()), "{good}");
         }
         for bad in ["http://evil.example", "http://localhost.evil.example", "null", "http://user@evil:1", "localhost"] {
-            assert_eq!(check(&headers(Some(bad), None), None, &local, false), Err(Error::OriginNotAllowed), "{bad}");
+            assert_eq!(
+                check(&headers(Some(bad), Some("localhost")), None, &local, false),
+                Err(Error::OriginNotAllowed),
+                "{bad}"
+            );
         }
-        assert_eq!(check(&headers(None, None), None, &local, false), Ok(()));
+        assert_eq!(check(&headers(None, Some("example.com")), None, &local, false), Ok(()));
     }
 
     #[test]
     fn exact_and_any_origins() {
         let exact = OriginPolicy::Listed { local: false, exact: vec!["https://app.example".into()] };
-        assert_eq!(check(&headers(Some("HTTPS://APP.EXAMPLE"), None), None, &exact, false), Ok(()));
-        assert_eq!(check(&headers(Some("http://localhost"), None), None, &exact, false), Err(Error::OriginNotAllowed));
-        assert_eq!(check(&headers(Some("http://anything"), None), None, &OriginPolicy::Any, false), Ok(()));
-        let mut twice = headers(Some("http://localhost"), None);
+        assert_eq!(check(&headers(Some("HTTPS://APP.EXAMPLE"), Some("localhost")), None, &exact, false), Ok(()));
+        assert_eq!(
+            check(&headers(Some("http://localhost"), Some("localhost")), None, &exact, false),
+            Err(Error::OriginNotAllowed)
+        );
+        assert_eq!(
+            check(&headers(Some("http://anything"), Some("localhost")), None, &OriginPolicy::Any, false),
+            Ok(())
+        );
+        let mut twice = headers(Some("http://localhost"), Some("localhost"));
         twice.append(ORIGIN, "http://localhost".parse().unwrap());
         assert_eq!(check(&twice, None, &OriginPolicy::Any, false), Err(Error::OriginNotAllowed));
     }
@@ -127,7 +143,22 @@ mod tests {
         }
         assert_eq!(check(&headers(None, Some("evil.example:7373")), None, &any, true), Err(Error::HostNotAllowed));
         assert_eq!(check(&headers(None, Some("evil.example")), None, &any, false), Ok(()));
-        assert_eq!(check(&headers(None, None), Some("evil.example:7373"), &any, true), Err(Error::HostNotAllowed));
-        assert_eq!(check(&headers(None, None), Some("[::1]:7373"), &any, true), Ok(()));
+        assert_eq!(
+            check(&headers(None, Some("localhost")), Some("evil.example:7373"), &any, true),
+            Err(Error::HostNotAllowed)
+        );
+        assert_eq!(check(&headers(None, Some("localhost")), Some("[::1]:7373"), &any, true), Ok(()));
+    }
+
+    #[test]
+    fn a_request_without_host_is_refused_on_every_listener() {
+        for loopback in [true, false] {
+            assert_eq!(check(&headers(None, None), None, &OriginPolicy::Any, loopback), Err(Error::HostMissing));
+            // An authority in the request line does not stand in for the header.
+            assert_eq!(
+                check(&headers(None, None), Some("localhost"), &OriginPolicy::Any, loopback),
+                Err(Error::HostMissing)
+            );
+        }
     }
 }

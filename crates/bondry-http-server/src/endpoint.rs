@@ -24,7 +24,7 @@ use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use http::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, ORIGIN, PROXY_AUTHORIZATION};
 use http::{HeaderMap, Method, Request};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -105,6 +105,33 @@ pub async fn named_realm(
     request: Request<Body>,
 ) -> Response {
     serve(&endpoint, &realm, peer, request).await
+}
+
+/// Every path the router does not serve (`/mcp/`, `//mcp` and `/MCP` are not `/mcp`):
+/// checked like the endpoint up to the path, then 404 with the table's body.
+pub async fn unrouted(
+    State(endpoint): State<Arc<Endpoint>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request<Body>,
+) -> Response {
+    let (parts, _) = request.into_parts();
+    let client = limits::client_address(peer.ip(), &parts.headers, &endpoint.trusted_proxies);
+    let refusal = match &endpoint.per_address {
+        Some(bucket) => bucket.take(&limits::network_key(client)).err(),
+        None => None,
+    };
+    let error = match refusal {
+        Some(retry_after_secs) => Error::TooManyRequests { id: None, retry_after_secs },
+        None => admission::check(
+            &parts.headers,
+            parts.uri.authority().map(|a| a.as_str()),
+            &endpoint.origins,
+            endpoint.loopback,
+        )
+        .err()
+        .unwrap_or(Error::NotFound),
+    };
+    reply(&endpoint, error.into())
 }
 
 async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, request: Request<Body>) -> Response {
@@ -564,17 +591,31 @@ fn event_stream(endpoint: &Arc<Endpoint>, sent: Vec<String>, state: Streaming) -
 }
 
 /// Reads the body, refusing it as soon as it passes `limit` bytes, declared or streamed.
-async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, Error> {
+/// Reads the body into one buffer as it arrives, within `limit`.
+///
+/// Each frame hyper hands over is a slice of its connection's read buffer, and keeping the
+/// frame keeps the whole buffer: a client sending one byte per packet would pin a read
+/// buffer per byte, thousands of times the body's size. So every frame is copied into one
+/// growing buffer and dropped at once, and the memory a body holds is bounded by its
+/// length whatever the pace or framing of its bytes. The buffer is not reserved from a
+/// declared `Content-Length`: a client that declares much and sends little costs little.
+async fn read_body(headers: &HeaderMap, mut body: Body, limit: usize) -> Result<Bytes, Error> {
     let declared = headers.get(CONTENT_LENGTH).and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit as u64) {
         return Err(Error::PayloadTooLarge);
     }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.is::<LengthLimitError>() => Err(Error::PayloadTooLarge),
+    let mut gathered = Vec::new();
+    while let Some(frame) = body.frame().await {
         // The client broke off mid-body; nobody is left to read a precise answer.
-        Err(_) => Err(Error::Parse),
+        let frame = frame.map_err(|_| Error::Parse)?;
+        if let Some(data) = frame.data_ref() {
+            if data.len() > limit - gathered.len() {
+                return Err(Error::PayloadTooLarge);
+            }
+            gathered.extend_from_slice(data);
+        }
     }
+    Ok(Bytes::from(gathered))
 }
 
 fn reply(endpoint: &Endpoint, reply: Reply) -> Response {

@@ -184,6 +184,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             .route(METADATA, any(metadata::default_realm))
             .route(&format!("{METADATA}/mcp"), any(metadata::default_realm))
             .route(&format!("{METADATA}/mcp/realm/{{realm}}"), any(metadata::named_realm))
+            .fallback(endpoint::unrouted)
             .with_state(endpoint);
         tasks.spawn(serve_listener(socket, router, connections, shutdown.clone()));
         addrs.push((name, addr));

@@ -1,7 +1,8 @@
 //! OAuth 2.0 Protected Resource Metadata (RFC 9728): where a client learns which
 //! issuers grant tokens for a realm. Served for realms with OAuth issuers only, at
 //! `/.well-known/oauth-protected-resource` and `.../mcp` for the default realm and at
-//! `.../mcp/realm/{realm}` for every realm; anything else is 404.
+//! `.../mcp/realm/{realm}` for every realm; anything else is 404 `Not found`, with the
+//! error table's body like every refusal.
 //!
 //! The document is public and the same for everyone, so any page may read it (`*`)
 //! and it carries no credentials.
@@ -12,12 +13,14 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::response::Response;
+use bondry_mcp_proto::Error;
 use http::header::{
     ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_MAX_AGE, ALLOW, CACHE_CONTROL,
-    CONTENT_TYPE, RETRY_AFTER,
+    CONTENT_TYPE,
 };
-use http::{HeaderValue, Method, StatusCode};
+use http::{HeaderValue, Method, StatusCode, Uri};
 
+use crate::admission::{self, OriginPolicy};
 use crate::endpoint::Endpoint;
 use crate::{DEFAULT_REALM, limits};
 
@@ -25,9 +28,10 @@ pub async fn default_realm(
     State(endpoint): State<Arc<Endpoint>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     method: Method,
+    uri: Uri,
     headers: http::HeaderMap,
 ) -> Response {
-    serve(&endpoint, DEFAULT_REALM, peer, &method, &headers)
+    respond(document(&endpoint, DEFAULT_REALM, peer, &method, &uri, &headers))
 }
 
 pub async fn named_realm(
@@ -35,25 +39,40 @@ pub async fn named_realm(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(realm): Path<String>,
     method: Method,
+    uri: Uri,
     headers: http::HeaderMap,
 ) -> Response {
-    serve(&endpoint, &realm, peer, &method, &headers)
+    respond(document(&endpoint, &realm, peer, &method, &uri, &headers))
 }
 
-fn serve(endpoint: &Endpoint, realm: &str, peer: SocketAddr, method: &Method, headers: &http::HeaderMap) -> Response {
-    let mut response = Response::new(Body::empty());
+/// The document, or the refusal from the error table; any page may read either.
+fn respond(document: Result<Response, Error>) -> Response {
+    document.unwrap_or_else(|error| {
+        let mut response = error.to_http().map(Body::from);
+        response.headers_mut().insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+        response
+    })
+}
+
+/// The document, or why not. Any origin may ask; the `Host` rules still hold.
+fn document(
+    endpoint: &Endpoint,
+    realm: &str,
+    peer: SocketAddr,
+    method: &Method,
+    uri: &Uri,
+    headers: &http::HeaderMap,
+) -> Result<Response, Error> {
     if let Some(bucket) = &endpoint.per_address {
         let client = limits::client_address(peer.ip(), headers, &endpoint.trusted_proxies);
-        if let Err(retry_after_secs) = bucket.take(&limits::network_key(client)) {
-            *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-            response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(retry_after_secs));
-            return response;
-        }
+        bucket
+            .take(&limits::network_key(client))
+            .map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs })?;
     }
-    let Some(oauth) = endpoint.realms.get(realm).and_then(|realm| realm.auth.current().oauth().cloned()) else {
-        *response.status_mut() = StatusCode::NOT_FOUND;
-        return response;
-    };
+    admission::check(headers, uri.authority().map(|a| a.as_str()), &OriginPolicy::Any, endpoint.loopback)?;
+    let oauth =
+        endpoint.realms.get(realm).and_then(|realm| realm.auth.current().oauth().cloned()).ok_or(Error::NotFound)?;
+    let mut response = Response::new(Body::empty());
     let headers = response.headers_mut();
     headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     match *method {
@@ -65,15 +84,15 @@ fn serve(endpoint: &Endpoint, realm: &str, peer: SocketAddr, method: &Method, he
             }
         }
         Method::OPTIONS => {
-            headers.insert(ALLOW, HeaderValue::from_static("GET, HEAD, OPTIONS"));
+            headers.insert(ALLOW, HeaderValue::from_static(ALLOWED));
             headers.insert(ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD"));
             headers.insert(ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
             *response.status_mut() = StatusCode::NO_CONTENT;
         }
-        _ => {
-            headers.insert(ALLOW, HeaderValue::from_static("GET, HEAD, OPTIONS"));
-            *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
-        }
+        _ => return Err(Error::MethodNotAllowed { allow: ALLOWED }),
     }
-    response
+    Ok(response)
 }
+
+/// The methods the metadata document answers.
+const ALLOWED: &str = "GET, HEAD, OPTIONS";

@@ -55,6 +55,10 @@ pub enum Error {
     OriginNotAllowed,
     /// A loopback listener was reached under a non-loopback `Host`.
     HostNotAllowed,
+    /// The request has no `Host` header (RFC 9112 §3.2: a server must refuse it).
+    HostMissing,
+    /// The path is not one the server serves (`/mcp`, `/mcp/realm/{realm}`, metadata).
+    NotFound,
     /// The path names a realm that does not exist.
     NoSuchRealm,
     /// The HTTP method is not served on this endpoint.
@@ -117,8 +121,9 @@ pub enum Error {
     UnknownPrompt { id: Id, name: String },
     /// A prompt argument its schema requires is absent.
     MissingPromptArgument { id: Id, name: String },
-    /// Prompt arguments that fail the prompt's schema.
-    InvalidPromptArguments { id: Id, violations: Vec<String> },
+    /// Prompt arguments that fail the prompt's schema: the first few violations, and how
+    /// many more there were.
+    InvalidPromptArguments { id: Id, violations: Vec<String>, more: usize },
     /// A prompt, resource or completion handler failed; its detail never leaks.
     CapabilityFailed { id: Id, code: String },
     /// A list cursor is garbage or was issued for another view.
@@ -155,6 +160,8 @@ impl Error {
         let (status, code, message, data): (_, _, String, _) = match self {
             Self::OriginNotAllowed => (S::FORBIDDEN, INVALID_REQUEST, "Origin not allowed".into(), None),
             Self::HostNotAllowed => (S::FORBIDDEN, INVALID_REQUEST, "Host not allowed".into(), None),
+            Self::HostMissing => (S::BAD_REQUEST, INVALID_REQUEST, "Bad request: Host header required".into(), None),
+            Self::NotFound => (S::NOT_FOUND, INVALID_REQUEST, "Not found".into(), None),
             Self::NoSuchRealm => (S::NOT_FOUND, SERVER_ERROR, "no_such_realm".into(), None),
             Self::MethodNotAllowed { .. } => {
                 (S::METHOD_NOT_ALLOWED, INVALID_REQUEST, "Method not allowed".into(), None)
@@ -254,8 +261,12 @@ impl Error {
             Self::MissingPromptArgument { name, .. } => {
                 (S::OK, INVALID_PARAMS, format!("Missing required argument: {name}"), None)
             }
-            Self::InvalidPromptArguments { violations, .. } => {
-                (S::OK, INVALID_PARAMS, "Invalid params".into(), Some(json!({ "violations": violations })))
+            Self::InvalidPromptArguments { violations, more, .. } => {
+                let mut data = json!({ "violations": violations });
+                if *more > 0 {
+                    data["more"] = json!(more);
+                }
+                (S::OK, INVALID_PARAMS, "Invalid params".into(), Some(data))
             }
             Self::CapabilityFailed { code, .. } => (
                 S::OK,
@@ -356,6 +367,8 @@ impl Error {
         vec![
             Self::OriginNotAllowed,
             Self::HostNotAllowed,
+            Self::HostMissing,
+            Self::NotFound,
             Self::NoSuchRealm,
             Self::MethodNotAllowed { allow: "POST" },
             Self::StreamNotAcceptable,
@@ -387,7 +400,11 @@ impl Error {
             Self::InvalidResourceVariables { id: id(), uri: "test://template/x/data".into() },
             Self::UnknownPrompt { id: id(), name: "nope".into() },
             Self::MissingPromptArgument { id: id(), name: "topic".into() },
-            Self::InvalidPromptArguments { id: id(), violations: vec!["/style: must be one of [\"short\"]".into()] },
+            Self::InvalidPromptArguments {
+                id: id(),
+                violations: vec!["/style: must be one of [\"short\"]".into()],
+                more: 0,
+            },
             Self::CapabilityFailed { id: id(), code: "handler_failed".into() },
             Self::InvalidCursor { id: id() },
             Self::ShuttingDown,

@@ -64,8 +64,8 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
     let (description, messages) = match outcome {
         Outcome::Answered(Answer::Messages { description, messages }) => (description, messages),
         Outcome::InvalidInput(violations) => {
-            let violations = violations.iter().map(ToString::to_string).collect();
-            return Err(Error::InvalidPromptArguments { id: id(), violations });
+            let named = violations.named.iter().map(ToString::to_string).collect();
+            return Err(Error::InvalidPromptArguments { id: id(), violations: named, more: violations.more });
         }
         Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => return Err(failed(code)),
         _ => return Err(failed(failure::WRONG_ANSWER_KIND)),

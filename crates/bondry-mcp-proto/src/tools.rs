@@ -259,8 +259,7 @@ pub fn call_result(
             content.as_ref().map_or_else(generic, |blocks| blocks.iter().map(shape::content_block).collect()),
         ),
         Outcome::InvalidInput(violations) => {
-            let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
-            let text = format!("Invalid arguments for tool {capability}: {}", details.join("; "));
+            let text = format!("Invalid arguments for tool {capability}: {violations}");
             failure("invalid_input", false, vec![json!({"type": "text", "text": text})])
         }
         Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => failure(code, false, generic()),

@@ -35,8 +35,21 @@ fn render() -> String {
             headers.join(" ")
         ));
     }
+    doc.push_str(DEPARTURES);
     doc
 }
+
+/// What the table cannot cover: requests hyper refuses before Bondry sees them.
+const DEPARTURES: &str = "\n## Departures\n\n\
+    Framing errors that hyper refuses while reading a request head, before Bondry sees a request, keep hyper's status and have an empty body, since there is no request to answer in JSON-RPC:\n\n\
+    | Situation | HTTP |\n\
+    |---|---|\n\
+    | `Content-Length` that is not a number, or repeated with different values | 400 |\n\
+    | More than 100 headers, or a head larger than hyper's read buffer | 431 |\n\
+    | A header folded over lines (obs-fold) | 400 |\n\
+    | A NUL or other byte not allowed in a header | 400 |\n\
+    | A request line that is not HTTP/1.x | 400 |\n\n\
+    `crates/bondry/tests/transport.rs` (`framing_errors_keep_hypers_answer`) checks these.\n";
 
 #[test]
 fn docs_errors_md_is_current() {

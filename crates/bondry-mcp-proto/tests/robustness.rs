@@ -34,7 +34,7 @@ use bondry_core::handler::{
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot};
 use bondry_core::registry::{Catalogue, Lint, Registration};
-use bondry_core::schema::{SchemaBounds, Violation};
+use bondry_core::schema::{SchemaBounds, Violation, Violations};
 use bondry_mcp_proto::envelope::{CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION};
 use bondry_mcp_proto::jsonrpc::Id;
 use bondry_mcp_proto::lint::McpLint;
@@ -1434,9 +1434,9 @@ fn canned_outcome(g: &mut Prng) -> Outcome {
         }
         9 => Outcome::Answered(Answer::Failure { code: g.text() }),
         10 => {
-            let violations =
+            let named =
                 (0..g.below(3)).map(|_| Violation { pointer: g.text(), rule: g.text(), message: g.text() }).collect();
-            Outcome::InvalidInput(violations)
+            Outcome::InvalidInput(Violations { named, more: g.below(3) })
         }
         11 => Outcome::Failed { code: g.text() },
         _ => Outcome::Completed(Completion {

@@ -12,6 +12,13 @@ use bondry::config;
 use bondry::reload::{self, LiveRealm, Reloader};
 use clap::{Parser, Subcommand};
 
+/// jemalloc with its background thread, which gives freed memory back to the operating
+/// system within seconds even while the server is idle: under glibc's malloc what a burst
+/// of slow clients or password checks took stayed resident (docs/security.md, "Memory
+/// under attack").
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Bondry: an MCP gateway.
 #[derive(Parser)]
 #[command(name = "bondry", version)]

@@ -411,3 +411,22 @@ async fn schemas_keep_the_order_their_properties_were_written_in() {
     assert_eq!(properties, ["text", "zeta", "alpha"]);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_answer_about_bad_input_does_not_grow_with_the_input() {
+    let server =
+        TestServer::with_config(&default_config().replace("max_body_bytes = 4096", "max_body_bytes = 4194304")).await;
+    let mut arguments: serde_json::Map<String, Value> =
+        (0..60_000).map(|n| (format!("key{n}"), json!("do not repeat me"))).collect();
+    arguments.insert("text".into(), json!("hello"));
+    let result = server.send(Req::call("demo.echo", Value::Object(arguments))).await.assert_result();
+    assert_eq!(result["isError"], true);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.len() < 1024, "{} bytes: {text}", text.len());
+    assert_eq!(
+        text,
+        "Invalid arguments for tool demo.echo: /: additionalProperties: Additional properties are not allowed \
+         ('key0', 'key1', 'key2', 'key3', 'key4' and 59995 more were unexpected)"
+    );
+    server.stop().await;
+}

@@ -282,3 +282,84 @@ async fn browsers_get_cors_preflights_and_readable_responses() {
     assert_eq!(plain_options.header("access-control-allow-origin"), None);
     server.stop().await;
 }
+
+/// Sends `head` (a request line and headers, without the blank line) with an empty body
+/// on a fresh connection; the status and the body of the answer.
+async fn exchange(server: &TestServer, head: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    stream.write_all(format!("{head}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n").as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text.get(9..12).and_then(|code| code.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test]
+async fn paths_not_served_are_404_with_the_tables_body() {
+    let server = TestServer::start().await;
+    let not_found = json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Not found"}});
+    for path in ["/mcp/", "//mcp", "/MCP", "/", "/mcp/realm/default/tools", "/mcp/realm/", "/.well-known/nope"] {
+        for method in ["POST", "GET", "OPTIONS"] {
+            let (status, body) = exchange(&server, &format!("{method} {path} HTTP/1.1\r\nhost: localhost")).await;
+            assert_eq!(status, 404, "{method} {path}");
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&body).unwrap(), not_found, "{method} {path}");
+        }
+    }
+    // A realm without OAuth issuers publishes no metadata, and says so the same way.
+    let (status, body) =
+        exchange(&server, "GET /.well-known/oauth-protected-resource HTTP/1.1\r\nhost: localhost").await;
+    assert_eq!((status, serde_json::from_str::<serde_json::Value>(&body).unwrap()), (404, not_found.clone()));
+    // Unknown paths are still held to the origin and host rules.
+    let (status, _) = exchange(&server, "GET /MCP HTTP/1.1\r\nhost: evil.example").await;
+    assert_eq!(status, 403);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_request_without_host_is_400() {
+    let server = TestServer::start().await;
+    let missing = json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Bad request: Host header required"}});
+    for head in [
+        "POST /mcp HTTP/1.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream",
+        "GET /mcp HTTP/1.1",
+        "POST http://localhost/mcp HTTP/1.1\r\ncontent-type: application/json",
+        "GET /nope HTTP/1.1",
+        "GET /.well-known/oauth-protected-resource HTTP/1.1",
+    ] {
+        let (status, body) = exchange(&server, head).await;
+        assert_eq!(status, 400, "{head}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&body).unwrap(), missing, "{head}");
+    }
+    server.stop().await;
+}
+
+/// Framing hyper refuses before Bondry sees a request keeps hyper's status and an empty
+/// body: the departure `docs/errors.md` records.
+#[tokio::test]
+async fn framing_errors_keep_hypers_answer() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = TestServer::start().await;
+    let many_headers: String = (0..120).map(|n| format!("x-h{n}: v\r\n")).collect();
+    for (request, expected) in [
+        ("POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-length: abc\r\n\r\n".to_owned(), 400),
+        ("POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n".to_owned(), 400),
+        (format!("POST /mcp HTTP/1.1\r\nhost: localhost\r\n{many_headers}\r\n"), 431),
+        ("POST /mcp HTTP/1.1\r\nhost: localhost\r\nx-a: 1\r\n folded\r\n\r\n".to_owned(), 400),
+        ("POST /mcp HTTP/1.1\r\nhost: localhost\r\nx-a: a\0b\r\n\r\n".to_owned(), 400),
+        (format!("POST /mcp HTTP/1.1\r\nhost: localhost\r\nx-big: {}\r\n\r\n", "a".repeat(600_000)), 431),
+        ("GET /mcp HTTP/2.0\r\nhost: localhost\r\n\r\n".to_owned(), 400),
+        ("GARBAGE\r\n\r\n".to_owned(), 400),
+    ] {
+        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = Vec::new();
+        let _ = stream.read_to_end(&mut response).await;
+        let text = String::from_utf8_lossy(&response);
+        assert!(text.starts_with(&format!("HTTP/1.1 {expected} ")), "{request:?} → {text:?}");
+        assert!(text.ends_with("\r\n\r\n"), "an empty body: {text:?}");
+    }
+    server.stop().await;
+}

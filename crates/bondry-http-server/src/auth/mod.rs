@@ -8,12 +8,13 @@
 //! a credential that fails never falls back to anonymous.
 
 pub mod oauth;
+mod password;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use argon2::{Argon2, PasswordHash, PasswordVerifier};
+use argon2::PasswordHash;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bondry_core::canon::{digest, hex};
@@ -26,6 +27,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
+
+use password::{Lease, PasswordPool};
 
 /// A configured principal.
 #[derive(Debug, Clone)]
@@ -180,8 +183,6 @@ impl AuthSlot {
 
 /// How long a verified password is remembered.
 const REMEMBER: Duration = Duration::from_secs(60);
-/// Password checks that may run at once; others wait their turn.
-const CONCURRENT_CHECKS: usize = 4;
 /// Remembered verifications, at most; past it the memory starts over.
 const REMEMBERED: usize = 10_000;
 
@@ -190,10 +191,8 @@ pub struct Authenticator {
     realm: String,
     credentials: Credentials,
     /// Verified against when the principal is unknown, so a refusal takes as long either
-    /// way; made at the first such refusal.
-    decoy: std::sync::OnceLock<String>,
-    /// Password checks running at once: each takes tens of milliseconds and megabytes.
-    checks: tokio::sync::Semaphore,
+    /// way: a hash at the default parameters that no password matches.
+    decoy: String,
     challenges: Vec<String>,
     /// The challenges after a Bearer token that failed, in a realm that takes tokens: RFC
     /// 6750 §3.1 names the error (`invalid_token`) only when a token was presented, so a
@@ -243,8 +242,7 @@ impl Authenticator {
         Self {
             realm: realm.to_owned(),
             credentials,
-            decoy: std::sync::OnceLock::new(),
-            checks: tokio::sync::Semaphore::new(CONCURRENT_CHECKS),
+            decoy: password::decoy(),
             challenges,
             token_challenges,
             insufficient_scope,
@@ -310,12 +308,13 @@ impl Authenticator {
     }
 
     /// Checks Basic on the blocking pool: argon2 takes tens of milliseconds, never on the
-    /// async threads, and at most [`CONCURRENT_CHECKS`] run at once.
+    /// async threads, and at most [`password::CONCURRENT_CHECKS`] run at once in the process, each
+    /// in memory of the process's password pool.
     async fn basic_off_thread(self: &Arc<Self>, credential: &str) -> Result<Principal, Error> {
         let this = Arc::clone(self);
         let credential = credential.to_owned();
-        let _turn = self.checks.acquire().await.map_err(|_| self.refused())?;
-        tokio::task::spawn_blocking(move || this.basic(&credential)).await.map_err(|_| self.refused())?
+        let mut lease = PasswordPool::process().lease().await;
+        tokio::task::spawn_blocking(move || this.basic(&credential, &mut lease)).await.map_err(|_| self.refused())?
     }
 
     fn ticket(&self, token: &str) -> Result<Principal, Error> {
@@ -331,22 +330,15 @@ impl Authenticator {
         Ok(Principal::new(&ticket.principal, PrincipalKind::Ticket, Arc::clone(&ticket.roles)))
     }
 
-    fn basic(&self, credential: &str) -> Result<Principal, Error> {
+    fn basic(&self, credential: &str, lease: &mut Lease) -> Result<Principal, Error> {
         let decoded = STANDARD.decode(credential).map_err(|_| self.refused())?;
         let decoded = String::from_utf8(decoded).map_err(|_| self.refused())?;
         let (id, password) = decoded.split_once(':').ok_or_else(|| self.refused())?;
         let user = self.credentials.users.get(id).filter(|user| user.password_hash.is_some());
         let Some((user, hash)) = user.and_then(|user| Some((user, user.password_hash.as_deref()?))) else {
             // Spend the same work on an unknown principal as on a wrong password.
-            let decoy = self.decoy.get_or_init(|| {
-                let mut password = [0u8; 32];
-                getrandom::fill(&mut password).expect("the operating system random source is available");
-                argon2::PasswordHasher::hash_password(&Argon2::default(), &password)
-                    .map(|hash| hash.to_string())
-                    .unwrap_or_default()
-            });
-            if let Ok(decoy) = PasswordHash::new(decoy) {
-                let _ = Argon2::default().verify_password(password.as_bytes(), &decoy);
+            if let Ok(decoy) = PasswordHash::new(&self.decoy) {
+                lease.verify(password.as_bytes(), &decoy);
             }
             return Err(self.refused());
         };
@@ -355,7 +347,9 @@ impl Authenticator {
             self.verified.lock().unwrap_or_else(|p| p.into_inner()).get(&key).is_some_and(|t| t.elapsed() < REMEMBER);
         if !remembered {
             let parsed = PasswordHash::new(hash).map_err(|_| self.refused())?;
-            Argon2::default().verify_password(password.as_bytes(), &parsed).map_err(|_| self.refused())?;
+            if !lease.verify(password.as_bytes(), &parsed) {
+                return Err(self.refused());
+            }
             let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
             if verified.len() >= REMEMBERED {
                 verified.clear();
