@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::capability::{MAX_ID_LEN, is_valid_id};
+use crate::capability::{id_prefix, is_valid_id};
 use crate::handler::{InvocationId, TraceContext};
 use crate::policy::Principal;
 
@@ -70,11 +70,7 @@ impl AuditRecord {
         let (capability, capability_sha256) = if is_valid_id(capability) {
             (capability.to_owned(), None)
         } else {
-            let mut end = capability.len().min(MAX_ID_LEN);
-            while !capability.is_char_boundary(end) {
-                end -= 1;
-            }
-            (capability[..end].to_owned(), Some(crate::canon::sha256_hex(capability.as_bytes())))
+            (id_prefix(capability).to_owned(), Some(crate::canon::sha256_hex(capability.as_bytes())))
         };
         Self {
             principal: Some(principal.id().to_owned()),

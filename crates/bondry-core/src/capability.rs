@@ -26,6 +26,23 @@ impl CapabilityId {
     }
 }
 
+/// The longest prefix of `text` of at most [`MAX_ID_LEN`] bytes that ends on a character
+/// boundary.
+pub fn id_prefix(text: &str) -> &str {
+    let end = (0..=text.len().min(MAX_ID_LEN)).rev().find(|&end| text.is_char_boundary(end)).unwrap_or(0);
+    &text[..end]
+}
+
+/// A caller's name as an answer may repeat it: at most [`MAX_ID_LEN`] bytes, marked `…`
+/// when cut. No id is longer, so no real name is ever cut, and an answer never grows with
+/// what it repeats.
+pub fn echoed(text: &str) -> std::borrow::Cow<'_, str> {
+    match id_prefix(text) {
+        whole if whole.len() == text.len() => whole.into(),
+        cut => format!("{cut}…").into(),
+    }
+}
+
 /// Whether `raw` satisfies the id rules.
 pub fn is_valid_id(raw: &str) -> bool {
     (1..=MAX_ID_LEN).contains(&raw.len()) && raw.bytes().all(is_id_byte)
@@ -114,6 +131,16 @@ pub struct Descriptor {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn echoed_names_are_cut_to_the_longest_id_at_a_character_boundary() {
+        assert_eq!(echoed("demo.echo"), "demo.echo");
+        assert_eq!(echoed(&"a".repeat(64)), "a".repeat(64));
+        assert_eq!(echoed(&"a".repeat(65)), format!("{}…", "a".repeat(64)));
+        assert_eq!(echoed(&"é".repeat(40)), format!("{}…", "é".repeat(32)));
+        assert_eq!(id_prefix(&format!("{}é", "a".repeat(63))), "a".repeat(63));
+    }
+
     use super::*;
 
     #[test]

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use jsonschema::{Draft, PatternOptions, Validator};
 use serde_json::Value;
 
+use crate::capability::echoed;
+
 /// Limits every schema is held to, whoever wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaBounds {
@@ -61,9 +63,6 @@ impl fmt::Display for Violation {
 /// How many violations, and how many keys within one, a refusal names; the rest are
 /// counted. An answer about bad input must not grow with the input.
 pub const NAMED: usize = 5;
-
-/// The longest pointer or key a refusal repeats, in bytes; longer ones are cut.
-const LONGEST_NAME: usize = 64;
 
 /// Why an instance failed: the first [`NAMED`] violations, and how many more there were.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,29 +149,20 @@ fn violation(error: &jsonschema::ValidationError<'_>) -> Violation {
         _ => error.masked().to_string(),
     };
     Violation {
-        pointer: cut(error.instance_path().as_str()).into_owned(),
+        pointer: echoed(error.instance_path().as_str()).into_owned(),
         rule: error.kind().keyword().to_owned(),
         message,
     }
 }
 
 fn unexpected_keys(what: &str, keys: &[String]) -> String {
-    let named: Vec<String> = keys.iter().take(NAMED).map(|key| format!("'{}'", cut(key))).collect();
+    let named: Vec<String> = keys.iter().take(NAMED).map(|key| format!("'{}'", echoed(key))).collect();
     let more = match keys.len().saturating_sub(NAMED) {
         0 => String::new(),
         more => format!(" and {more} more"),
     };
     let verb = if keys.len() == 1 { "was" } else { "were" };
     format!("{what} ({}{more} {verb} unexpected)", named.join(", "))
-}
-
-/// `name` cut to [`LONGEST_NAME`] bytes at a character boundary, marked with `…` when cut.
-fn cut(name: &str) -> std::borrow::Cow<'_, str> {
-    if name.len() <= LONGEST_NAME {
-        return name.into();
-    }
-    let end = (0..=LONGEST_NAME).rev().find(|&end| name.is_char_boundary(end)).unwrap_or(0);
-    format!("{}…", &name[..end]).into()
 }
 
 /// Walks the schema once: refuses nesting past `max_depth` and any `$ref`/`$dynamicRef`

@@ -4,6 +4,7 @@
 //! request pipeline. [`Error::row`] is the one place that maps an error to its HTTP status,
 //! JSON-RPC code, message and data; `docs/errors.md` is rendered from it by a test.
 
+use bondry_core::capability::echoed;
 use http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
@@ -111,6 +112,7 @@ pub enum Error {
     /// Params failed validation after dispatch (in band).
     InvalidParams { id: Id, detail: &'static str },
     /// The tool does not exist or the caller may not see it: the same bytes either way.
+    /// The name is repeated cut to the longest id, so the answer does not grow with it.
     UnknownTool { id: Id, name: String },
     /// The resource does not exist or the caller may not see it: -32602 in the modern
     /// era, -32002 inside a session, the same bytes either way.
@@ -247,7 +249,7 @@ impl Error {
             Self::InvalidParams { detail, .. } => {
                 (S::OK, INVALID_PARAMS, "Invalid params".into(), Some(json!({ "reason": detail })))
             }
-            Self::UnknownTool { name, .. } => (S::OK, INVALID_PARAMS, format!("Unknown tool: {name}"), None),
+            Self::UnknownTool { name, .. } => (S::OK, INVALID_PARAMS, format!("Unknown tool: {}", echoed(name)), None),
             Self::ResourceNotFound { uri, in_session, .. } => (
                 S::OK,
                 if *in_session { RESOURCE_NOT_FOUND } else { INVALID_PARAMS },
@@ -257,7 +259,9 @@ impl Error {
             Self::InvalidResourceVariables { uri, .. } => {
                 (S::OK, INVALID_PARAMS, "Invalid params".into(), Some(json!({ "uri": uri })))
             }
-            Self::UnknownPrompt { name, .. } => (S::OK, INVALID_PARAMS, format!("Unknown prompt: {name}"), None),
+            Self::UnknownPrompt { name, .. } => {
+                (S::OK, INVALID_PARAMS, format!("Unknown prompt: {}", echoed(name)), None)
+            }
             Self::MissingPromptArgument { name, .. } => {
                 (S::OK, INVALID_PARAMS, format!("Missing required argument: {name}"), None)
             }

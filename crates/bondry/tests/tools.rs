@@ -423,6 +423,10 @@ async fn an_answer_about_bad_input_does_not_grow_with_the_input() {
     assert_eq!(result["isError"], true);
     let text = result["content"][0]["text"].as_str().unwrap();
     assert!(text.len() < 1024, "{} bytes: {text}", text.len());
+    // A name no id can match is repeated cut to the longest id.
+    let long = "x".repeat(100_000);
+    let answer = server.send(Req::call(&long, json!({}))).await;
+    answer.assert_error(200, Some(json!(1)), -32602, &format!("Unknown tool: {}…", "x".repeat(64)));
     assert_eq!(
         text,
         "Invalid arguments for tool demo.echo: /: additionalProperties: Additional properties are not allowed \
