@@ -6,8 +6,9 @@
 //! ending it cancels its calls and closes its stream.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasher, RandomState};
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use bondry_core::handler::LogLevel;
@@ -137,21 +138,73 @@ pub struct Stream {
     pub expires: SystemTime,
 }
 
-/// The sessions of one listener.
+/// Shards of the table: requests of different sessions rarely wait on one another.
+const SHARDS: usize = 32;
+
+/// Whose sessions count together in one realm.
+type OwnerKey = (String, Owner);
+
+/// One shard of the index: each owner's session ids.
+type OwnerShard = HashMap<OwnerKey, HashSet<String>>;
+
+/// The sessions of one listener, sharded by session id, with an index of each owner's
+/// sessions (sharded by owner) for the caps. No lock covers the whole table, and nothing
+/// a request does costs more than its own session, or its owner's at most-`cap` sessions
+/// when it opens a session or a stream: the cost does not grow with the table.
+///
+/// Locks are taken owner shard first, then session shard, never the other way: paths
+/// that remove a session take it out of its shard, let go, and then drop it from the
+/// index, so the index may briefly name a session that is gone (and skips it).
 pub struct Sessions {
     idle: Duration,
-    entries: Mutex<HashMap<String, Entry>>,
+    shards: Box<[Mutex<HashMap<String, Entry>>]>,
+    owners: Box<[Mutex<OwnerShard>]>,
+    hasher: RandomState,
+}
+
+/// Locks a shard. Every critical section leaves its map consistent, so a panic elsewhere
+/// while holding the lock does not make its contents unusable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 impl Sessions {
     pub fn new(idle: Duration) -> Self {
-        Self { idle, entries: Mutex::new(HashMap::new()) }
+        Self {
+            idle,
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            owners: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hasher: RandomState::new(),
+        }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        // Every critical section leaves the map consistent, so a panic elsewhere while
-        // holding the lock does not make its contents unusable.
-        self.entries.lock().unwrap_or_else(|poison| poison.into_inner())
+    fn shard(&self, sid: &str) -> MutexGuard<'_, HashMap<String, Entry>> {
+        lock(&self.shards[self.hasher.hash_one(sid) as usize % SHARDS])
+    }
+
+    fn owner_shard(&self, key: &OwnerKey) -> MutexGuard<'_, OwnerShard> {
+        lock(&self.owners[self.hasher.hash_one(key) as usize % SHARDS])
+    }
+
+    /// Ends the session `sid` if it is in the table.
+    fn remove(&self, sid: &str) {
+        let removed = self.shard(sid).remove(sid);
+        if let Some(entry) = removed {
+            entry.end();
+            self.unindex(sid, entry);
+        }
+    }
+
+    /// Drops a removed session from its owner's index (no session shard is held).
+    fn unindex(&self, sid: &str, entry: Entry) {
+        let key = (entry.realm, entry.owner);
+        let mut owners = self.owner_shard(&key);
+        if let Some(sids) = owners.get_mut(&key) {
+            sids.remove(sid);
+            if sids.is_empty() {
+                owners.remove(&key);
+            }
+        }
     }
 
     /// Applies a reply's effect; `limits` are those of the session's realm, `epoch` its
@@ -160,80 +213,83 @@ impl Sessions {
     pub fn apply(&self, effect: Effect, limits: &SessionLimits, epoch: &CancellationToken, owner: &Owner) {
         match effect {
             Effect::OpenSession(new) => self.open(new, limits.clone(), epoch, owner.clone()),
-            Effect::CloseSession { sid } => {
-                if let Some(entry) = self.lock().remove(&sid) {
-                    entry.end();
-                }
-            }
+            Effect::CloseSession { sid } => self.remove(&sid),
             Effect::Cancel { sid, request } => {
-                if let Some((_, token)) = self.lock().get(&sid).and_then(|entry| entry.inflight.get(&request)) {
+                if let Some((_, token)) = self.shard(&sid).get(&sid).and_then(|entry| entry.inflight.get(&request)) {
                     token.cancel();
                 }
             }
             Effect::SetLogLevel { sid, level } => {
-                if let Some(entry) = self.lock().get_mut(&sid) {
+                if let Some(entry) = self.shard(&sid).get_mut(&sid) {
                     entry.log_level = Some(level);
                 }
             }
             Effect::Subscribe { sid, uri } => {
-                if let Some(entry) = self.lock().get_mut(&sid) {
+                if let Some(entry) = self.shard(&sid).get_mut(&sid) {
                     entry.subscriptions.insert(uri);
                 }
             }
             Effect::Unsubscribe { sid, uri } => {
-                if let Some(entry) = self.lock().get_mut(&sid) {
+                if let Some(entry) = self.shard(&sid).get_mut(&sid) {
                     entry.subscriptions.remove(&uri);
                 }
             }
             // An answer nobody waits for (late, unknown or repeated) is dropped.
             Effect::Respond { sid, id, answer } => {
-                if let Some(waiting) = self.lock().get_mut(&sid).and_then(|entry| entry.awaiting.remove(&id)) {
+                if let Some(waiting) = self.shard(&sid).get_mut(&sid).and_then(|entry| entry.awaiting.remove(&id)) {
                     let _ = waiting.send(answer);
                 }
             }
         }
     }
 
+    /// Opens a session; past the owner's cap its least recently used sessions end first.
+    /// The owner's shard is held throughout, so two opens of one owner cannot both pass.
     fn open(&self, new: NewSession, limits: SessionLimits, epoch: &CancellationToken, owner: Owner) {
-        let mut entries = self.lock();
-        let mut owned: Vec<(Instant, String)> = entries
-            .iter()
-            .filter(|(_, entry)| entry.realm == new.realm && entry.owner == owner)
-            .map(|(sid, entry)| (entry.last_used, sid.clone()))
-            .collect();
+        let key = (new.realm.clone(), owner.clone());
+        let mut owners = self.owner_shard(&key);
+        let owned = owners.entry(key).or_default();
         let cap = limits.sessions_per_principal.max(1);
         if owned.len() >= cap {
-            owned.sort();
-            for (_, sid) in &owned[..=owned.len() - cap] {
-                if let Some(evicted) = entries.remove(sid) {
+            let mut by_use: Vec<(Instant, String)> = Vec::with_capacity(owned.len());
+            owned.retain(|sid| match self.shard(sid).get(sid) {
+                Some(entry) => {
+                    by_use.push((entry.last_used, sid.clone()));
+                    true
+                }
+                None => false,
+            });
+            by_use.sort();
+            for (_, sid) in by_use.iter().take((by_use.len() + 1).saturating_sub(cap)) {
+                owned.remove(sid);
+                if let Some(evicted) = self.shard(sid).remove(sid) {
                     tracing::info!(realm = %evicted.realm, "session evicted: the principal has too many");
                     evicted.end();
                 }
             }
         }
-        entries.insert(
-            new.sid,
-            Entry {
-                realm: new.realm,
-                principal: new.principal,
-                owner,
-                client_capabilities: new.client_capabilities,
-                log_level: None,
-                subscriptions: HashSet::new(),
-                awaiting: HashMap::new(),
-                next_request: 0,
-                expires: new.expires,
-                last_used: Instant::now(),
-                limits,
-                stream: None,
-                pending: VecDeque::new(),
-                inflight: HashMap::new(),
-                next_call: 0,
-                // A change of the realm's credentials ends the session: the credential
-                // that opened it may be revoked, and cannot be checked again.
-                ended: epoch.child_token(),
-            },
-        );
+        owned.insert(new.sid.clone());
+        let entry = Entry {
+            realm: new.realm,
+            principal: new.principal,
+            owner,
+            client_capabilities: new.client_capabilities,
+            log_level: None,
+            subscriptions: HashSet::new(),
+            awaiting: HashMap::new(),
+            next_request: 0,
+            expires: new.expires,
+            last_used: Instant::now(),
+            limits,
+            stream: None,
+            pending: VecDeque::new(),
+            inflight: HashMap::new(),
+            next_call: 0,
+            // A change of the realm's credentials ends the session: the credential
+            // that opened it may be revoked, and cannot be checked again.
+            ended: epoch.child_token(),
+        };
+        self.shard(&new.sid).insert(new.sid, entry);
     }
 
     /// Registers a call in flight and returns its cancellation token, cancelled by
@@ -241,8 +297,8 @@ impl Sessions {
     /// credentials included, at once). An id may not be reused while its call runs: the
     /// cap and cancellation both count on ids naming one call.
     pub fn begin_call(&self, sid: &str, request: &Id) -> Result<(CallSlot, CancellationToken), Refused> {
-        let mut entries = self.lock();
-        let entry = entries.get_mut(sid).filter(|entry| !entry.ended.is_cancelled()).ok_or(Refused::Gone)?;
+        let mut shard = self.shard(sid);
+        let entry = shard.get_mut(sid).filter(|entry| !entry.ended.is_cancelled()).ok_or(Refused::Gone)?;
         if entry.inflight.contains_key(request) {
             return Err(Refused::IdInFlight);
         }
@@ -259,8 +315,8 @@ impl Sessions {
     /// `sid`, and the receiver of its answer; `None` when the session is gone or already
     /// waits for as many answers as it may.
     pub fn expect_answer(&self, sid: &str) -> Option<(Id, oneshot::Receiver<Result<Value, Value>>)> {
-        let mut entries = self.lock();
-        let entry = entries.get_mut(sid)?;
+        let mut shard = self.shard(sid);
+        let entry = shard.get_mut(sid)?;
         if entry.awaiting.len() >= MAX_AWAITING {
             return None;
         }
@@ -273,29 +329,37 @@ impl Sessions {
 
     /// Stops waiting for the answer to `id` (the wait timed out or the call ended).
     pub fn forget_answer(&self, sid: &str, id: &Id) {
-        if let Some(entry) = self.lock().get_mut(sid) {
+        if let Some(entry) = self.shard(sid).get_mut(sid) {
             entry.awaiting.remove(id);
         }
     }
 
     pub fn end_call(&self, slot: &CallSlot) {
-        if let Some(entry) = self.lock().get_mut(&slot.sid)
+        if let Some(entry) = self.shard(&slot.sid).get_mut(&slot.sid)
             && entry.inflight.get(&slot.request).is_some_and(|(number, _)| *number == slot.number)
         {
             entry.inflight.remove(&slot.request);
         }
     }
 
-    /// Opens the session's GET stream: refused while another is alive, replacing a dead one.
+    /// Opens the session's GET stream: refused while another is alive, replacing a dead
+    /// one, and past the owner's cap on open streams. The owner's shard is held while its
+    /// streams are counted and this one is set, so the cap holds under concurrent GETs.
     pub fn open_stream(&self, sid: &str) -> Result<Stream, Refused> {
-        let mut entries = self.lock();
-        let entry = entries.get(sid).ok_or(Refused::Gone)?;
+        let key = {
+            let shard = self.shard(sid);
+            let entry = shard.get(sid).ok_or(Refused::Gone)?;
+            (entry.realm.clone(), entry.owner.clone())
+        };
+        let owners = self.owner_shard(&key);
+        let open = owners.get(&key).map_or(0, |sids| {
+            sids.iter().filter(|other| self.shard(other).get(*other).is_some_and(Entry::has_live_stream)).count()
+        });
+        let mut shard = self.shard(sid);
+        let entry = shard.get_mut(sid).ok_or(Refused::Gone)?;
         if entry.has_live_stream() {
             return Err(Refused::Conflict);
         }
-        let (realm, owner) = (entry.realm.clone(), entry.owner.clone());
-        let open = entries.values().filter(|e| e.realm == realm && e.owner == owner && e.has_live_stream()).count();
-        let entry = entries.get_mut(sid).ok_or(Refused::Gone)?;
         if open >= entry.limits.listen_streams_per_principal {
             return Err(Refused::TooMany);
         }
@@ -329,52 +393,67 @@ impl Sessions {
         message: &str,
     ) {
         let mut principals: Vec<Principal> = Vec::new();
-        for entry in self.lock().values().filter(|entry| entry.realm == realm && selected(entry)) {
-            if !principals.contains(&entry.principal) {
-                principals.push(entry.principal.clone());
+        for shard in &self.shards {
+            for entry in lock(shard).values().filter(|entry| entry.realm == realm && selected(entry)) {
+                if !principals.contains(&entry.principal) {
+                    principals.push(entry.principal.clone());
+                }
             }
         }
         let wanted: Vec<Principal> = principals.into_iter().filter(|principal| wants(principal)).collect();
         if wanted.is_empty() {
             return;
         }
-        for entry in self
-            .lock()
-            .values_mut()
-            .filter(|entry| entry.realm == realm && selected(entry) && wanted.contains(&entry.principal))
-        {
-            let delivered = entry.stream.as_ref().is_some_and(|sender| sender.try_send(message.to_owned()).is_ok());
-            if !delivered {
-                if entry.pending.len() == QUEUE {
-                    entry.pending.pop_front();
-                    tracing::warn!(realm, "session queue full; the oldest notification was dropped");
+        for shard in &self.shards {
+            for entry in lock(shard)
+                .values_mut()
+                .filter(|entry| entry.realm == realm && selected(entry) && wanted.contains(&entry.principal))
+            {
+                let delivered = entry.stream.as_ref().is_some_and(|sender| sender.try_send(message.to_owned()).is_ok());
+                if !delivered {
+                    if entry.pending.len() == QUEUE {
+                        entry.pending.pop_front();
+                        tracing::warn!(realm, "session queue full; the oldest notification was dropped");
+                    }
+                    entry.pending.push_back(message.to_owned());
                 }
-                entry.pending.push_back(message.to_owned());
             }
         }
     }
 
-    /// Ends sessions that are idle too long or past their lifetime.
+    /// Ends sessions that are idle too long or past their lifetime, one shard at a time.
     pub fn sweep(&self) {
         let now = SystemTime::now();
-        self.lock().retain(|_, entry| {
-            let alive = entry.expires > now && entry.in_use(self.idle) && !entry.ended.is_cancelled();
-            if !alive {
-                entry.end();
+        for shard in &self.shards {
+            let mut ended = Vec::new();
+            lock(shard).retain(|sid, entry| {
+                let alive = entry.expires > now && entry.in_use(self.idle) && !entry.ended.is_cancelled();
+                if !alive {
+                    entry.end();
+                    ended.push((sid.clone(), (entry.realm.clone(), entry.owner.clone())));
+                }
+                alive
+            });
+            for (sid, key) in ended {
+                let mut owners = self.owner_shard(&key);
+                if let Some(sids) = owners.get_mut(&key) {
+                    sids.remove(&sid);
+                    if sids.is_empty() {
+                        owners.remove(&key);
+                    }
+                }
             }
-            alive
-        });
+        }
     }
 }
 
 impl SessionLookup for Sessions {
     fn find(&self, sid: &str) -> Option<LiveSession> {
-        let mut entries = self.lock();
-        let entry = entries.get_mut(sid)?;
+        let mut shard = self.shard(sid);
+        let entry = shard.get_mut(sid)?;
         if entry.expires <= SystemTime::now() || !entry.in_use(self.idle) || entry.ended.is_cancelled() {
-            if let Some(entry) = entries.remove(sid) {
-                entry.end();
-            }
+            drop(shard);
+            self.remove(sid);
             return None;
         }
         entry.last_used = Instant::now();
@@ -398,5 +477,82 @@ mod tests {
         assert_ne!(owner("192.0.2.1"), owner("192.0.2.2"));
         assert_eq!(owner("2001:db8:1:2:aaaa::1"), owner("2001:db8:1:2:bbbb::2"), "one /64, one owner");
         assert_ne!(owner("2001:db8:1:2::1"), owner("2001:db8:1:3::1"));
+    }
+
+    fn alice() -> Principal {
+        Principal::new("alice", PrincipalKind::User, Vec::<String>::new())
+    }
+
+    fn new_session(sid: &str) -> NewSession {
+        NewSession {
+            sid: sid.into(),
+            realm: "default".into(),
+            principal: alice(),
+            revision: bondry_mcp_proto::Revision::V2025_11_25,
+            client_capabilities: Value::Null,
+            expires: SystemTime::now() + Duration::from_secs(3600),
+        }
+    }
+
+    fn opened(sessions: &Sessions, sid: &str, cap: usize) {
+        let limits =
+            SessionLimits { sessions_per_principal: cap, listen_streams_per_principal: 1, ..Default::default() };
+        let owner = Owner::of(&alice(), "192.0.2.1".parse().unwrap());
+        sessions.apply(Effect::OpenSession(new_session(sid)), &limits, &CancellationToken::new(), &owner);
+    }
+
+    fn indexed(sessions: &Sessions) -> usize {
+        sessions.owners.iter().map(|shard| lock(shard).values().map(HashSet::len).sum::<usize>()).sum()
+    }
+
+    #[test]
+    fn past_the_cap_the_least_recently_used_session_ends() {
+        let sessions = Sessions::new(Duration::from_secs(60));
+        for sid in ["a", "b", "c"] {
+            opened(&sessions, sid, 3);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // "a" is used again, so "b" is now the least recently used.
+        assert!(sessions.find("a").is_some());
+        opened(&sessions, "d", 3);
+        assert!(sessions.find("b").is_none(), "the least recently used one is evicted");
+        for sid in ["a", "c", "d"] {
+            assert!(sessions.find(sid).is_some(), "{sid} stays");
+        }
+        assert_eq!(indexed(&sessions), 3);
+    }
+
+    #[test]
+    fn the_index_forgets_every_session_that_ends() {
+        let sessions = Sessions::new(Duration::from_millis(20));
+        for sid in ["a", "b", "c"] {
+            opened(&sessions, sid, 8);
+        }
+        sessions.apply(
+            Effect::CloseSession { sid: "a".into() },
+            &SessionLimits::default(),
+            &CancellationToken::new(),
+            &Owner::of(&alice(), "192.0.2.1".parse().unwrap()),
+        );
+        assert_eq!(indexed(&sessions), 2);
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(sessions.find("b").is_none(), "idle past its time");
+        assert_eq!(indexed(&sessions), 1);
+        sessions.sweep();
+        assert_eq!(indexed(&sessions), 0);
+        assert!(sessions.owners.iter().all(|shard| lock(shard).is_empty()), "no empty owner sets are kept");
+    }
+
+    #[test]
+    fn an_owners_open_streams_are_capped_across_its_sessions() {
+        let sessions = Sessions::new(Duration::from_secs(60));
+        opened(&sessions, "a", 8);
+        opened(&sessions, "b", 8);
+        let stream = sessions.open_stream("a").unwrap();
+        assert_eq!(sessions.open_stream("a").err(), Some(Refused::Conflict));
+        assert_eq!(sessions.open_stream("b").err(), Some(Refused::TooMany));
+        drop(stream);
+        assert!(sessions.open_stream("b").is_ok(), "a closed stream no longer counts");
+        assert_eq!(sessions.open_stream("nope").err(), Some(Refused::Gone));
     }
 }
