@@ -105,7 +105,7 @@ pub struct Binding {
 }
 
 /// Everything known about a capability before it is compiled into a catalogue.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Descriptor {
     pub id: CapabilityId,
     pub kind: CapabilityKind,

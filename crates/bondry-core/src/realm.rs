@@ -54,12 +54,25 @@ pub struct Sources {
 }
 
 impl Sources {
-    fn build(&self, version: u64) -> Result<Catalogue, CatalogueError> {
-        let registrations = self.configured.iter().chain(self.dynamic.values().flatten()).cloned().collect();
+    /// The catalogue tagged `version`, taking over what did not change from `previous`
+    /// (built from these sources' bounds and lints, as every catalogue of a registry is).
+    fn build(&self, previous: Option<&Catalogue>, version: u64) -> Result<Catalogue, CatalogueError> {
+        let registrations = self.configured.iter().chain(self.dynamic.values().flatten());
         let lints: Vec<&dyn Lint> = self.lints.iter().map(|lint| &**lint).collect();
-        Catalogue::build(version, registrations, &self.bounds, &lints)
+        Catalogue::build_reusing(previous, version, registrations, &self.bounds, &lints)
     }
 }
+
+/// A registry's sources, and the snapshot it last built from them: what a rebuild may
+/// take compiled capabilities from (a snapshot the host swapped in may have been built
+/// under other bounds or lints).
+struct Compiled {
+    sources: Sources,
+    built: Arc<RealmSnapshot>,
+}
+
+/// Puts a registry's sources back as they were before a change that did not compile.
+type Undo = Box<dyn FnOnce(&mut Sources)>;
 
 /// The live snapshot of a realm, swapped whole when configuration or the catalogue changes.
 pub struct Registry {
@@ -67,7 +80,7 @@ pub struct Registry {
     observers: RwLock<Vec<SwapObserver>>,
     /// Present when the registry rebuilds its own catalogue (dynamic capabilities and
     /// reloads); a registry swapped only by its host has none.
-    sources: Mutex<Option<Sources>>,
+    sources: Mutex<Option<Compiled>>,
 }
 
 impl fmt::Debug for Registry {
@@ -83,9 +96,10 @@ impl Registry {
 
     /// A registry whose catalogue is compiled from `sources`, under `policy` and `keys`.
     pub fn compiled(realm: &str, sources: Sources, policy: Policy, keys: KeySet) -> Result<Self, CatalogueError> {
-        let catalogue = sources.build(1)?;
+        let catalogue = sources.build(None, 1)?;
         let registry = Self::new(RealmSnapshot { realm: realm.to_owned(), catalogue, policy, keys });
-        *registry.sources.lock().unwrap_or_else(|poison| poison.into_inner()) = Some(sources);
+        let built = registry.snapshot();
+        *registry.sources.lock().unwrap_or_else(|poison| poison.into_inner()) = Some(Compiled { sources, built });
         Ok(registry)
     }
 
@@ -94,11 +108,20 @@ impl Registry {
     pub fn set_dynamic(&self, owner: &str, registrations: Vec<Registration>) -> Result<(), CatalogueError> {
         self.rebuild(
             |sources| {
-                if registrations.is_empty() {
-                    sources.dynamic.remove(owner);
+                let owner = owner.to_owned();
+                let replaced = if registrations.is_empty() {
+                    sources.dynamic.remove(&owner)
                 } else {
-                    sources.dynamic.insert(owner.to_owned(), registrations);
-                }
+                    sources.dynamic.insert(owner.clone(), registrations)
+                };
+                Box::new(move |sources: &mut Sources| match replaced {
+                    Some(replaced) => {
+                        sources.dynamic.insert(owner, replaced);
+                    }
+                    None => {
+                        sources.dynamic.remove(&owner);
+                    }
+                })
             },
             None,
         )
@@ -107,36 +130,45 @@ impl Registry {
     /// The configured capabilities the catalogue is compiled from, if it is compiled here.
     pub fn configured(&self) -> Vec<Registration> {
         let sources = self.sources.lock().unwrap_or_else(|poison| poison.into_inner());
-        sources.as_ref().map(|sources| sources.configured.clone()).unwrap_or_default()
+        sources.as_ref().map(|compiled| compiled.sources.configured.clone()).unwrap_or_default()
     }
 
     /// Replaces the configured capabilities and the policy (a configuration reload),
     /// keeping every handler's dynamic ones, then rebuilds and swaps. Nothing changes when
     /// the result does not compile.
     pub fn reconfigure(&self, configured: Vec<Registration>, policy: Policy) -> Result<(), CatalogueError> {
-        self.rebuild(|sources| sources.configured = configured, Some(policy))
+        self.rebuild(
+            |sources| {
+                let replaced = std::mem::replace(&mut sources.configured, configured);
+                Box::new(move |sources: &mut Sources| sources.configured = replaced)
+            },
+            Some(policy),
+        )
     }
 
-    fn rebuild(&self, change: impl FnOnce(&mut Sources), policy: Option<Policy>) -> Result<(), CatalogueError> {
+    /// Applies `change` to the sources, rebuilds and swaps; when the result does not
+    /// compile, the undo `change` returned puts the sources back as they were (nothing is
+    /// copied to make that possible, so a rebuild costs what changed).
+    fn rebuild(&self, change: impl FnOnce(&mut Sources) -> Undo, policy: Option<Policy>) -> Result<(), CatalogueError> {
         let mut guard = self.sources.lock().unwrap_or_else(|poison| poison.into_inner());
-        let Some(sources) = guard.as_mut() else {
+        let Some(Compiled { sources, built }) = guard.as_mut() else {
             return Ok(());
         };
-        let (saved_configured, saved_dynamic) = (sources.configured.clone(), sources.dynamic.clone());
-        change(sources);
+        let undo = change(sources);
         let current = self.snapshot();
-        match sources.build(current.catalogue.version() + 1) {
+        let previous = Arc::ptr_eq(&current, built).then_some(&current.catalogue);
+        match sources.build(previous, current.catalogue.version() + 1) {
             Ok(catalogue) => {
                 let policy = policy.unwrap_or_else(|| current.policy.clone());
                 let snapshot =
                     RealmSnapshot { realm: current.realm.clone(), catalogue, policy, keys: current.keys.clone() };
                 // Swapped while the sources are held, so rebuilds apply in order.
-                self.swap(snapshot);
+                *built = Arc::new(snapshot);
+                self.swap_in(Arc::clone(built));
                 Ok(())
             }
             Err(error) => {
-                sources.configured = saved_configured;
-                sources.dynamic = saved_dynamic;
+                undo(sources);
                 Err(error)
             }
         }
@@ -152,7 +184,10 @@ impl Registry {
     /// Replaces the snapshot atomically; requests already running keep the old one.
     /// Observers then see both, so adapters can tell each view what changed.
     pub fn swap(&self, snapshot: RealmSnapshot) {
-        let new = Arc::new(snapshot);
+        self.swap_in(Arc::new(snapshot));
+    }
+
+    fn swap_in(&self, new: Arc<RealmSnapshot>) {
         let old = std::mem::replace(
             &mut *self.current.write().unwrap_or_else(|poison| poison.into_inner()),
             Arc::clone(&new),
@@ -202,5 +237,68 @@ mod tests {
     fn keys_never_print_their_secret() {
         let printed = format!("{:?}", snapshot(1).keys);
         assert!(printed.contains("k1") && printed.contains("redacted") && !printed.contains("7, 7"), "{printed}");
+    }
+
+    struct Nothing;
+
+    impl crate::handler::Handler for Nothing {
+        fn call(&self, _: crate::handler::HandlerRequest) -> crate::BoxFuture<'static, crate::handler::Answer> {
+            Box::pin(std::future::ready(crate::handler::Answer::Failure { code: "nothing".into() }))
+        }
+    }
+
+    fn tool(id: &str, description: &str, handler: &Arc<dyn crate::handler::Handler>) -> Registration {
+        use crate::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+        let descriptor = Descriptor {
+            id: CapabilityId::new(id).unwrap(),
+            kind: CapabilityKind::Tool,
+            title: None,
+            summary: Some(description.into()),
+            uri: None,
+            mime_type: None,
+            input_schema: serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+            output_schema: None,
+            annotations: Annotations::default(),
+            requires_client: None,
+            binding: Binding { kind: "builtin".into(), target: "nothing".into() },
+            audit_arguments: false,
+        };
+        Registration { descriptor, handler: Arc::clone(handler) }
+    }
+
+    fn entry(registry: &Registry, id: &str) -> Arc<crate::registry::Capability> {
+        Arc::clone(registry.snapshot().catalogue.get(id).unwrap())
+    }
+
+    #[test]
+    fn a_rebuild_takes_over_what_did_not_change() {
+        let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
+        let configured = vec![tool("a", "one", &handler), tool("b", "two", &handler), tool("c", "three", &handler)];
+        let sources =
+            Sources { configured, dynamic: BTreeMap::new(), bounds: SchemaBounds::default(), lints: Vec::new() };
+        let registry = Registry::compiled("default", sources, Policy::default(), snapshot(1).keys).unwrap();
+        let (a, b, c) = (entry(&registry, "a"), entry(&registry, "b"), entry(&registry, "c"));
+
+        // One changed descriptor and one new capability: only those are compiled.
+        let changed = vec![tool("a", "one", &handler), tool("b", "TWO", &handler), tool("c", "three", &handler)];
+        registry.reconfigure(changed, Policy::default()).unwrap();
+        registry.set_dynamic("owner", vec![tool("d", "four", &handler)]).unwrap();
+        assert!(Arc::ptr_eq(&a, &entry(&registry, "a")) && Arc::ptr_eq(&c, &entry(&registry, "c")));
+        assert!(!Arc::ptr_eq(&b, &entry(&registry, "b")));
+        assert_eq!(entry(&registry, "b").descriptor.summary.as_deref(), Some("TWO"));
+
+        // Another handler for the same descriptor is another capability.
+        let other: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
+        let moved = vec![tool("a", "one", &other), tool("b", "TWO", &handler), tool("c", "three", &handler)];
+        registry.reconfigure(moved, Policy::default()).unwrap();
+        assert!(!Arc::ptr_eq(&a, &entry(&registry, "a")));
+
+        // After the host swapped in a catalogue of its own, nothing is taken from it.
+        let c = entry(&registry, "c");
+        let host = Catalogue::build(9, vec![tool("c", "three", &handler)], &SchemaBounds::default(), &[]).unwrap();
+        let host_c = Arc::clone(host.get("c").unwrap());
+        registry.swap(RealmSnapshot { catalogue: host, ..snapshot(9) });
+        registry.set_dynamic("owner", Vec::new()).unwrap();
+        assert!(!Arc::ptr_eq(&host_c, &entry(&registry, "c")) && !Arc::ptr_eq(&c, &entry(&registry, "c")));
     }
 }

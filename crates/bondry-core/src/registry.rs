@@ -95,33 +95,30 @@ impl Catalogue {
         bounds: &SchemaBounds,
         lints: &[&dyn Lint],
     ) -> Result<Self, CatalogueError> {
-        let mut entries = Vec::with_capacity(registrations.len());
-        for Registration { descriptor, handler } in registrations {
-            let id = descriptor.id.clone();
-            if descriptor.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
-                return Err(CatalogueError::InputNotObject { id });
-            }
-            let schema_error = |which| {
-                let id = id.clone();
-                move |error| CatalogueError::Schema { id, which, error }
-            };
-            let input = CompiledSchema::compile(&descriptor.input_schema, bounds).map_err(schema_error("input"))?;
-            let output = descriptor
-                .output_schema
-                .as_ref()
-                .map(|schema| CompiledSchema::compile(schema, bounds))
-                .transpose()
-                .map_err(schema_error("output"))?;
-            let template =
-                kind_fields(&descriptor).map_err(|message| CatalogueError::KindField { id: id.clone(), message })?;
-            let mut attachments = HashMap::new();
-            for lint in lints {
-                let attachment = lint
-                    .check(&descriptor)
-                    .map_err(|message| CatalogueError::Lint { id: descriptor.id.clone(), message })?;
-                attachments.insert(lint.adapter(), attachment);
-            }
-            entries.push(Arc::new(Capability { descriptor, input, output, template, handler, attachments }));
+        Self::build_reusing(None, version, &registrations, bounds, lints)
+    }
+
+    /// [`Catalogue::build`], taking over from `previous` every capability whose
+    /// descriptor and handler did not change: its schemas, template and attachments are
+    /// what compiling it again would make, so a rebuild costs what changed, not the whole
+    /// catalogue. `bounds` and `lints` must be those `previous` was built with.
+    pub fn build_reusing<'a>(
+        previous: Option<&Catalogue>,
+        version: u64,
+        registrations: impl IntoIterator<Item = &'a Registration>,
+        bounds: &SchemaBounds,
+        lints: &[&dyn Lint],
+    ) -> Result<Self, CatalogueError> {
+        let mut entries = Vec::new();
+        for registration in registrations {
+            let unchanged =
+                previous.and_then(|previous| previous.get(registration.descriptor.id.as_str())).filter(|entry| {
+                    entry.descriptor == registration.descriptor && Arc::ptr_eq(&entry.handler, &registration.handler)
+                });
+            entries.push(match unchanged {
+                Some(entry) => Arc::clone(entry),
+                None => Arc::new(compile(registration.clone(), bounds, lints)?),
+            });
         }
         entries.sort_by(|a, b| a.id().cmp(b.id()));
         if let Some(pair) = entries.windows(2).find(|pair| pair[0].id() == pair[1].id()) {
@@ -165,6 +162,38 @@ impl Catalogue {
     pub fn has_kind(&self, kind: CapabilityKind) -> bool {
         self.entries.iter().any(|entry| entry.kind() == kind)
     }
+}
+
+/// Compiles one registration: its schemas, its kind's fields and every adapter's lint.
+fn compile(
+    registration: Registration,
+    bounds: &SchemaBounds,
+    lints: &[&dyn Lint],
+) -> Result<Capability, CatalogueError> {
+    let Registration { descriptor, handler } = registration;
+    let id = descriptor.id.clone();
+    if descriptor.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err(CatalogueError::InputNotObject { id });
+    }
+    let schema_error = |which| {
+        let id = id.clone();
+        move |error| CatalogueError::Schema { id, which, error }
+    };
+    let input = CompiledSchema::compile(&descriptor.input_schema, bounds).map_err(schema_error("input"))?;
+    let output = descriptor
+        .output_schema
+        .as_ref()
+        .map(|schema| CompiledSchema::compile(schema, bounds))
+        .transpose()
+        .map_err(schema_error("output"))?;
+    let template = kind_fields(&descriptor).map_err(|message| CatalogueError::KindField { id: id.clone(), message })?;
+    let mut attachments = HashMap::new();
+    for lint in lints {
+        let attachment =
+            lint.check(&descriptor).map_err(|message| CatalogueError::Lint { id: descriptor.id.clone(), message })?;
+        attachments.insert(lint.adapter(), attachment);
+    }
+    Ok(Capability { descriptor, input, output, template, handler, attachments })
 }
 
 /// Checks a descriptor's fields against its kind, so nothing configured is silently
