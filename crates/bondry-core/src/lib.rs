@@ -15,6 +15,7 @@ pub mod realm;
 pub mod registry;
 pub mod schema;
 pub mod template;
+pub mod view;
 
 /// A boxed, sendable future: the one shape every async boundary of the core takes, so
 /// that handlers and backends stay object-safe without tying the core to a runtime.

@@ -156,6 +156,18 @@ impl Policy {
     pub fn permits(&self, principal: &Principal, adapter: &str, id: &CapabilityId) -> bool {
         self.grants.iter().any(|grant| grant.adapter == adapter && grant.pattern.matches(id) && grant.covers(principal))
     }
+
+    /// The indices of the grants through `adapter` that cover `principal`: all that
+    /// decides what it may see, so callers with the same indices see the same.
+    pub fn covering(&self, principal: &Principal, adapter: &str) -> Vec<usize> {
+        let covers = |grant: &Grant| grant.adapter == adapter && grant.covers(principal);
+        self.grants.iter().enumerate().filter(|(_, grant)| covers(grant)).map(|(index, _)| index).collect()
+    }
+
+    /// [`Policy::permits`] for a caller covered by the grants at `covering`.
+    pub fn permits_covered(&self, covering: &[usize], id: &CapabilityId) -> bool {
+        covering.iter().filter_map(|&index| self.grants.get(index)).any(|grant| grant.pattern.matches(id))
+    }
 }
 
 #[cfg(test)]
@@ -176,6 +188,30 @@ mod tests {
         assert!(!policy.permits(&caller, "mcp", &id("demox.echo")));
         assert!(!policy.permits(&caller, "other", &id("demo.echo")));
         assert!(!policy.permits(&Principal::anonymous(vec![]), "mcp", &id("demo.echo")));
+    }
+
+    #[test]
+    fn the_covering_grants_decide_as_permits_does() {
+        let policy = Policy::new(vec![
+            role_grant("demo.*"),
+            Grant::parse(Subject::Principal("alice".into()), "admin.reset", "mcp").unwrap(),
+            Grant::parse(Subject::Role("demo".into()), "other:demo.x", "mcp").unwrap(),
+        ]);
+        let id = |s| CapabilityId::new(s).unwrap();
+        let alice = Principal::new("alice", PrincipalKind::User, vec!["demo".to_owned()]);
+        let bob = Principal::new("bob", PrincipalKind::User, vec!["demo".to_owned()]);
+        assert_eq!(policy.covering(&alice, "mcp"), [0, 1]);
+        assert_eq!(policy.covering(&bob, "mcp"), [0]);
+        assert_eq!(policy.covering(&bob, "other"), [2]);
+        for (caller, adapter) in [(&alice, "mcp"), (&bob, "mcp"), (&bob, "other")] {
+            for capability in ["demo.echo", "admin.reset", "demo.x", "nope"] {
+                assert_eq!(
+                    policy.permits_covered(&policy.covering(caller, adapter), &id(capability)),
+                    policy.permits(caller, adapter, &id(capability)),
+                    "{caller:?} {adapter} {capability}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -4,9 +4,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::policy::Policy;
+use crate::capability::CapabilityKind;
+use crate::policy::{Policy, Principal};
 use crate::registry::{Catalogue, CatalogueError, Lint, Registration};
 use crate::schema::SchemaBounds;
+use crate::view::{View, Views};
 
 /// Everything a request in one realm reads, frozen at one instant.
 ///
@@ -18,6 +20,20 @@ pub struct RealmSnapshot {
     pub catalogue: Catalogue,
     pub policy: Policy,
     pub keys: KeySet,
+    /// The callers' views computed so far, shared by callers with the same grants.
+    views: Views,
+}
+
+impl RealmSnapshot {
+    pub fn new(realm: &str, catalogue: Catalogue, policy: Policy, keys: KeySet) -> Self {
+        Self { realm: realm.to_owned(), catalogue, policy, keys, views: Views::default() }
+    }
+
+    /// What `principal` may list of `kind` through `adapter`, in id order: computed once
+    /// per set of covering grants in this snapshot.
+    pub fn view(&self, principal: &Principal, adapter: &str, kind: CapabilityKind) -> Arc<View> {
+        self.views.get(&self.catalogue, &self.policy, principal, adapter, kind)
+    }
 }
 
 /// A symmetric key with its id: the material that seals tokens issued in a realm.
@@ -97,7 +113,7 @@ impl Registry {
     /// A registry whose catalogue is compiled from `sources`, under `policy` and `keys`.
     pub fn compiled(realm: &str, sources: Sources, policy: Policy, keys: KeySet) -> Result<Self, CatalogueError> {
         let catalogue = sources.build(None, 1)?;
-        let registry = Self::new(RealmSnapshot { realm: realm.to_owned(), catalogue, policy, keys });
+        let registry = Self::new(RealmSnapshot::new(realm, catalogue, policy, keys));
         let built = registry.snapshot();
         *registry.sources.lock().unwrap_or_else(|poison| poison.into_inner()) = Some(Compiled { sources, built });
         Ok(registry)
@@ -160,8 +176,7 @@ impl Registry {
         match sources.build(previous, current.catalogue.version() + 1) {
             Ok(catalogue) => {
                 let policy = policy.unwrap_or_else(|| current.policy.clone());
-                let snapshot =
-                    RealmSnapshot { realm: current.realm.clone(), catalogue, policy, keys: current.keys.clone() };
+                let snapshot = RealmSnapshot::new(&current.realm, catalogue, policy, current.keys.clone());
                 // Swapped while the sources are held, so rebuilds apply in order.
                 *built = Arc::new(snapshot);
                 self.swap_in(Arc::clone(built));
@@ -210,12 +225,12 @@ mod tests {
     use crate::schema::SchemaBounds;
 
     fn snapshot(version: u64) -> RealmSnapshot {
-        RealmSnapshot {
-            realm: "default".into(),
-            catalogue: Catalogue::build(version, Vec::new(), &SchemaBounds::default(), &[]).unwrap(),
-            policy: Policy::default(),
-            keys: KeySet { active: Key { id: "k1".into(), secret: [7; 32] }, retired: Vec::new() },
-        }
+        RealmSnapshot::new(
+            "default",
+            Catalogue::build(version, Vec::new(), &SchemaBounds::default(), &[]).unwrap(),
+            Policy::default(),
+            KeySet { active: Key { id: "k1".into(), secret: [7; 32] }, retired: Vec::new() },
+        )
     }
 
     #[test]
@@ -297,8 +312,62 @@ mod tests {
         let c = entry(&registry, "c");
         let host = Catalogue::build(9, vec![tool("c", "three", &handler)], &SchemaBounds::default(), &[]).unwrap();
         let host_c = Arc::clone(host.get("c").unwrap());
-        registry.swap(RealmSnapshot { catalogue: host, ..snapshot(9) });
+        registry.swap(RealmSnapshot::new("default", host, Policy::default(), snapshot(9).keys));
         registry.set_dynamic("owner", Vec::new()).unwrap();
         assert!(!Arc::ptr_eq(&host_c, &entry(&registry, "c")) && !Arc::ptr_eq(&c, &entry(&registry, "c")));
+    }
+
+    #[test]
+    fn each_kind_is_indexed_in_id_order() {
+        use crate::capability::CapabilityKind;
+        let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
+        let mut prompt = tool("p", "a prompt", &handler);
+        prompt.descriptor.kind = CapabilityKind::Prompt;
+        let registrations = vec![tool("b", "", &handler), prompt, tool("a", "", &handler)];
+        let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &[]).unwrap();
+        let ids = |kind| catalogue.of_kind(kind).map(|entry| entry.id().as_str().to_owned()).collect::<Vec<_>>();
+        assert_eq!(ids(CapabilityKind::Tool), ["a", "b"]);
+        assert_eq!(ids(CapabilityKind::Prompt), ["p"]);
+        assert!(catalogue.has_kind(CapabilityKind::Prompt) && !catalogue.has_kind(CapabilityKind::Resource));
+        assert!(ids(CapabilityKind::ResourceTemplate).is_empty());
+    }
+
+    #[test]
+    fn callers_with_the_same_grants_share_one_view_per_snapshot() {
+        use crate::capability::CapabilityKind;
+        use crate::policy::{Grant, PrincipalKind, Subject};
+        let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
+        let registrations = vec![tool("demo.a", "", &handler), tool("demo.b", "", &handler), tool("x.c", "", &handler)];
+        let grants = vec![
+            Grant::parse(Subject::Role("demo".into()), "demo.*", "mcp").unwrap(),
+            Grant::parse(Subject::Principal("carol".into()), "x.c", "mcp").unwrap(),
+        ];
+        let sources = Sources {
+            configured: registrations,
+            dynamic: BTreeMap::new(),
+            bounds: SchemaBounds::default(),
+            lints: Vec::new(),
+        };
+        let registry = Registry::compiled("default", sources, Policy::new(grants.clone()), snapshot(1).keys).unwrap();
+        let demo = |id: &str| Principal::new(id, PrincipalKind::User, vec!["demo".to_owned()]);
+        let ids = |view: &View| view.entries().iter().map(|entry| entry.id().as_str().to_owned()).collect::<Vec<_>>();
+        let snapshot = registry.snapshot();
+        let (alice, bob, carol) = (demo("alice"), demo("bob"), demo("carol"));
+        let view = snapshot.view(&alice, "mcp", CapabilityKind::Tool);
+        assert_eq!(ids(&view), ["demo.a", "demo.b"]);
+        assert!(Arc::ptr_eq(&view, &snapshot.view(&bob, "mcp", CapabilityKind::Tool)), "the same grants, one view");
+        // Other covering grants, another view; another adapter or kind, another view.
+        assert_eq!(ids(&snapshot.view(&carol, "mcp", CapabilityKind::Tool)), ["demo.a", "demo.b", "x.c"]);
+        assert!(snapshot.view(&alice, "other", CapabilityKind::Tool).entries().is_empty());
+        assert!(snapshot.view(&alice, "mcp", CapabilityKind::Prompt).entries().is_empty());
+        // The digest is made once per view.
+        assert_eq!(view.digest(|entries| entries.len().to_string()), "2");
+        assert_eq!(view.digest(|_| "again".into()), "2");
+        // A swap starts from nothing: a changed catalogue or policy shows at once.
+        registry.reconfigure(vec![tool("demo.a", "", &handler)], Policy::new(grants)).unwrap();
+        assert_eq!(ids(&registry.snapshot().view(&alice, "mcp", CapabilityKind::Tool)), ["demo.a"]);
+        registry.reconfigure(vec![tool("demo.a", "", &handler)], Policy::default()).unwrap();
+        assert!(registry.snapshot().view(&alice, "mcp", CapabilityKind::Tool).entries().is_empty());
+        assert_eq!(ids(&view), ["demo.a", "demo.b"], "a view in use is left as it was");
     }
 }

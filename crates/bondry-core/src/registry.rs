@@ -83,8 +83,21 @@ pub enum CatalogueError {
 pub struct Catalogue {
     version: u64,
     entries: Vec<Arc<Capability>>,
+    /// The entries of each kind, in id order (indexed by [`kind_index`]): listing or
+    /// asking after one kind costs that kind, not the catalogue.
+    by_kind: [Vec<Arc<Capability>>; 4],
     /// Static resources by URI.
     resources: HashMap<String, Arc<Capability>>,
+}
+
+/// Where `kind`'s entries are in [`Catalogue::by_kind`].
+fn kind_index(kind: CapabilityKind) -> usize {
+    match kind {
+        CapabilityKind::Tool => 0,
+        CapabilityKind::Prompt => 1,
+        CapabilityKind::Resource => 2,
+        CapabilityKind::ResourceTemplate => 3,
+    }
 }
 
 impl Catalogue {
@@ -132,7 +145,11 @@ impl Catalogue {
                 return Err(CatalogueError::KindField { id: entry.id().clone(), message });
             }
         }
-        Ok(Self { version, entries, resources })
+        let mut by_kind: [Vec<Arc<Capability>>; 4] = Default::default();
+        for entry in &entries {
+            by_kind[kind_index(entry.kind())].push(Arc::clone(entry));
+        }
+        Ok(Self { version, entries, by_kind, resources })
     }
 
     pub fn version(&self) -> u64 {
@@ -155,12 +172,12 @@ impl Catalogue {
 
     /// Every capability of `kind`, in id order.
     pub fn of_kind(&self, kind: CapabilityKind) -> impl Iterator<Item = &Arc<Capability>> {
-        self.entries.iter().filter(move |entry| entry.kind() == kind)
+        self.by_kind[kind_index(kind)].iter()
     }
 
     /// Whether any capability is of `kind`.
     pub fn has_kind(&self, kind: CapabilityKind) -> bool {
-        self.entries.iter().any(|entry| entry.kind() == kind)
+        !self.by_kind[kind_index(kind)].is_empty()
     }
 }
 

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 /// The hash of a view: the ids a caller can list, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ViewHash(String);
+pub struct ViewHash(pub(crate) String);
 
 impl ViewHash {
     pub fn of<'a>(ids: impl Iterator<Item = &'a str>) -> Self {

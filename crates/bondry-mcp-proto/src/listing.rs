@@ -2,13 +2,11 @@
 //! `resources/templates/list`. Each lists the caller's view of one kind in id order,
 //! one page at a time, behind keyset cursors bound to a hash of that view.
 
-use std::sync::Arc;
-
 use bondry_core::capability::CapabilityKind;
-use bondry_core::dispatch;
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
 use bondry_core::registry::Capability;
+use bondry_core::view::View;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -40,8 +38,9 @@ pub fn list(request: &Request<'_>, kind: CapabilityKind) -> Reply {
                 .error(Error::InvalidParams { id: request.id.clone(), detail: "params.cursor must be a string" });
         }
     };
-    let view = view(request.realm, request.principal, kind);
+    let view = request.realm.view(request.principal, ADAPTER, kind);
     let view_hash = view_hash(&view);
+    let view = view.entries();
     let start = match cursor {
         None => 0,
         Some(cursor) => match cursor::decode(&view_hash, cursor) {
@@ -114,19 +113,15 @@ impl Serialize for ListResult<'_> {
     }
 }
 
-/// The capabilities of `kind` that `principal` can list in `realm`, in id order.
-pub fn view<'a>(realm: &'a RealmSnapshot, principal: &Principal, kind: CapabilityKind) -> Vec<&'a Arc<Capability>> {
-    realm
-        .catalogue
-        .of_kind(kind)
-        .filter(|capability| dispatch::visible(realm, principal, ADAPTER, capability))
-        .collect()
-}
-
 /// A view's hash: its ids and content hashes, so any change to what a caller would list
-/// (a grant, a capability, a definition) changes it.
-fn view_hash(view: &[&Arc<Capability>]) -> ViewHash {
-    ViewHash::of(view.iter().flat_map(|capability| [capability.id().as_str(), hash(capability)]))
+/// (a grant, a capability, a definition) changes it. Computed once per view.
+fn view_hash(view: &View) -> ViewHash {
+    ViewHash(
+        view.digest(|entries| {
+            ViewHash::of(entries.iter().flat_map(|capability| [capability.id().as_str(), hash(capability)])).0
+        })
+        .to_owned(),
+    )
 }
 
 /// The kinds whose list changes are announced: one notification covers resources and
@@ -151,7 +146,8 @@ pub fn list_changed_notification(kind: CapabilityKind) -> String {
 /// Whether `principal`'s view of `kind` differs between two snapshots of a realm: what a
 /// list-changed notification announces (for resources, templates count too).
 pub fn list_changed(old: &RealmSnapshot, new: &RealmSnapshot, principal: &Principal, kind: CapabilityKind) -> bool {
-    let differs = |kind| view_hash(&view(old, principal, kind)) != view_hash(&view(new, principal, kind));
+    let hash = |realm: &RealmSnapshot, kind| view_hash(&realm.view(principal, ADAPTER, kind));
+    let differs = |kind| hash(old, kind) != hash(new, kind);
     match kind {
         CapabilityKind::Resource | CapabilityKind::ResourceTemplate => {
             differs(CapabilityKind::Resource) || differs(CapabilityKind::ResourceTemplate)

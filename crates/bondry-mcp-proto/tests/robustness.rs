@@ -635,7 +635,7 @@ fn snapshot(realm: &str, registrations: Vec<Registration>, lint: bool, keys: Key
         .into_iter()
         .map(|raw| Grant::parse(Subject::Role("user".into()), raw, "mcp").unwrap())
         .collect();
-    RealmSnapshot { realm: realm.into(), catalogue, policy: Policy::new(grants), keys }
+    RealmSnapshot::new(realm, catalogue, Policy::new(grants), keys)
 }
 
 /// The runtime's session table: every session id is live with `live`, or none is.

@@ -427,12 +427,7 @@ fn without(server: &TestServer, drop: &str) -> bondry_core::realm::RealmSnapshot
     let lint = bondry_mcp_proto::lint::McpLint;
     let catalogue =
         Catalogue::build(old.catalogue.version() + 1, registrations, &Default::default(), &[&lint]).unwrap();
-    bondry_core::realm::RealmSnapshot {
-        realm: old.realm.clone(),
-        catalogue,
-        policy: old.policy.clone(),
-        keys: old.keys.clone(),
-    }
+    bondry_core::realm::RealmSnapshot::new(&old.realm, catalogue, old.policy.clone(), old.keys.clone())
 }
 
 #[tokio::test]
