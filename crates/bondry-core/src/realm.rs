@@ -370,4 +370,18 @@ mod tests {
         assert!(registry.snapshot().view(&alice, "mcp", CapabilityKind::Tool).entries().is_empty());
         assert_eq!(ids(&view), ["demo.a", "demo.b"], "a view in use is left as it was");
     }
+
+    #[test]
+    fn capabilities_with_one_schema_share_its_compiled_form() {
+        let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
+        let mut other = tool("c", "", &handler);
+        other.descriptor.input_schema = serde_json::json!({"type": "object", "properties": {"b": {"type": "string"}}});
+        let registrations = vec![tool("a", "", &handler), tool("b", "", &handler), other];
+        let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &[]).unwrap();
+        let source = |id| catalogue.get(id).unwrap().input.source() as *const serde_json::Value;
+        assert_eq!(source("a"), source("b"));
+        assert_ne!(source("a"), source("c"));
+        assert!(catalogue.get("c").unwrap().input.validate(&serde_json::json!({"b": 1})).is_err());
+        assert!(catalogue.get("a").unwrap().input.validate(&serde_json::json!({"a": 1})).is_ok());
+    }
 }

@@ -123,6 +123,7 @@ impl Catalogue {
         lints: &[&dyn Lint],
     ) -> Result<Self, CatalogueError> {
         let mut entries = Vec::new();
+        let mut schemas = Schemas::default();
         for registration in registrations {
             let unchanged =
                 previous.and_then(|previous| previous.get(registration.descriptor.id.as_str())).filter(|entry| {
@@ -130,7 +131,7 @@ impl Catalogue {
                 });
             entries.push(match unchanged {
                 Some(entry) => Arc::clone(entry),
-                None => Arc::new(compile(registration.clone(), bounds, lints)?),
+                None => Arc::new(compile(registration.clone(), bounds, lints, &mut schemas)?),
             });
         }
         entries.sort_by(|a, b| a.id().cmp(b.id()));
@@ -186,6 +187,7 @@ fn compile(
     registration: Registration,
     bounds: &SchemaBounds,
     lints: &[&dyn Lint],
+    schemas: &mut Schemas,
 ) -> Result<Capability, CatalogueError> {
     let Registration { descriptor, handler } = registration;
     let id = descriptor.id.clone();
@@ -196,11 +198,11 @@ fn compile(
         let id = id.clone();
         move |error| CatalogueError::Schema { id, which, error }
     };
-    let input = CompiledSchema::compile(&descriptor.input_schema, bounds).map_err(schema_error("input"))?;
+    let input = schemas.compile(&descriptor.input_schema, bounds).map_err(schema_error("input"))?;
     let output = descriptor
         .output_schema
         .as_ref()
-        .map(|schema| CompiledSchema::compile(schema, bounds))
+        .map(|schema| schemas.compile(schema, bounds))
         .transpose()
         .map_err(schema_error("output"))?;
     let template = kind_fields(&descriptor).map_err(|message| CatalogueError::KindField { id: id.clone(), message })?;
@@ -211,6 +213,26 @@ fn compile(
         attachments.insert(lint.adapter(), attachment);
     }
     Ok(Capability { descriptor, input, output, template, handler, attachments })
+}
+
+/// The schemas one build compiled, by their text: capabilities with the same schema (a
+/// server's many tools taking one argument shape, many copies of one handler) share one
+/// compiled validator instead of holding a copy each.
+#[derive(Default)]
+struct Schemas {
+    compiled: HashMap<String, CompiledSchema>,
+}
+
+impl Schemas {
+    fn compile(&mut self, schema: &serde_json::Value, bounds: &SchemaBounds) -> Result<CompiledSchema, SchemaError> {
+        let text = schema.to_string();
+        if let Some(compiled) = self.compiled.get(&text) {
+            return Ok(compiled.clone());
+        }
+        let compiled = CompiledSchema::compile(schema, bounds)?;
+        self.compiled.insert(text, compiled.clone());
+        Ok(compiled)
+    }
 }
 
 /// Checks a descriptor's fields against its kind, so nothing configured is silently

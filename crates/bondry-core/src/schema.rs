@@ -89,7 +89,7 @@ impl fmt::Display for Violations {
 /// A schema compiled once, shared by every request.
 #[derive(Clone)]
 pub struct CompiledSchema {
-    source: Value,
+    source: Arc<Value>,
     validator: Arc<Validator>,
 }
 
@@ -117,7 +117,7 @@ impl CompiledSchema {
                 let at = error.instance_path().as_str();
                 SchemaError::Invalid(if at.is_empty() { error.to_string() } else { format!("{error} (at {at})") })
             })?;
-        Ok(Self { source: schema.clone(), validator: Arc::new(validator) })
+        Ok(Self { source: Arc::new(schema.clone()), validator: Arc::new(validator) })
     }
 
     pub fn source(&self) -> &Value {
