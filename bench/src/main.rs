@@ -4,6 +4,11 @@
 //! turn with the same keep-alive HTTP/1.1 connections, so the printed ratio (Bondry's
 //! requests per second over the ceiling's) is comparable across machines even though the
 //! absolute numbers are not. Run with `cargo run --release -p bondry-bench [-- SECONDS CONNECTIONS [METHOD]]`.
+//!
+//! `cargo run --release -p bondry-bench -- scale [SECONDS [CONNECTIONS [SESSIONS]]]` runs the
+//! scale scenario instead: see [`scale`].
+
+mod scale;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -23,7 +28,11 @@ const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-0
 
 #[tokio::main]
 async fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|first| first == "scale") {
+        scale::run(args.skip(1)).await;
+        return;
+    }
     let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
     let connections: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(16);
     let only = args.next().unwrap_or_default();
@@ -77,7 +86,8 @@ async fn load(addr: SocketAddr, request: &[u8], duration: Duration, connections:
             tokio::spawn(async move {
                 let mut stream = TcpStream::connect(addr).await.expect("the server accepts");
                 stream.set_nodelay(true).expect("nodelay");
-                let mut buffer = vec![0; 64 * 1024];
+                // Room for a full tools/list page of the scale scenario's large catalogues.
+                let mut buffer = vec![0; 1024 * 1024];
                 let mut done = 0u64;
                 while Instant::now() < deadline {
                     stream.write_all(&request).await.expect("the request is sent");
