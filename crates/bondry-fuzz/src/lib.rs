@@ -198,8 +198,8 @@ pub fn sealed(data: &[u8]) {
 }
 
 /// The longest principal id authentication hands over: an OAuth `NAMESPACE#sub`, with a
-/// namespace of at most 64 bytes and a `sub` of at most 256 (`auth/oauth.rs`); ticket and
-/// Basic principals are shorter.
+/// `sub` of at most 256 bytes (`auth/oauth.rs`) and a namespace of at most 64 (unless the
+/// issuer's URL stands in for it); ticket and Basic principals are shorter.
 const LONGEST_PRINCIPAL_ID: usize = 64 + 1 + 256;
 
 /// How deeply `value` nests arrays and objects; a scalar is 0.
