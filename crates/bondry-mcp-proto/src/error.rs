@@ -29,6 +29,11 @@ pub mod code {
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
 }
 
+/// Where a failure's stable code travels: a tool result's `_meta`, an error's `data`.
+pub const ERROR_CODE_KEY: &str = "dev.bondry/errorCode";
+/// The text of every failure whose detail must not leak.
+pub const FAILURE_TEXT: &str = "Capability execution failed";
+
 /// What is wrong with a routing header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeaderFault {
@@ -272,12 +277,9 @@ impl Error {
                 }
                 (S::OK, INVALID_PARAMS, "Invalid params".into(), Some(data))
             }
-            Self::CapabilityFailed { code, .. } => (
-                S::OK,
-                INTERNAL_ERROR,
-                crate::tools::FAILURE_TEXT.into(),
-                Some(json!({ crate::tools::ERROR_CODE_KEY: code })),
-            ),
+            Self::CapabilityFailed { code, .. } => {
+                (S::OK, INTERNAL_ERROR, FAILURE_TEXT.into(), Some(json!({ ERROR_CODE_KEY: code })))
+            }
             Self::InvalidCursor { .. } => (S::OK, INVALID_PARAMS, "Invalid cursor".into(), None),
             Self::ShuttingDown => (S::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "Server shutting down".into(), None),
         };

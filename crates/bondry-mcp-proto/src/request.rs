@@ -11,7 +11,7 @@ use bondry_core::realm::RealmSnapshot;
 use bondry_core::registry::Capability;
 use http::HeaderMap;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::envelope::Envelope;
 use crate::error::{Context, Error};
@@ -62,7 +62,7 @@ impl Request<'_> {
     /// handshake era, its session's `initialize`) did not declare; `None` when none lack.
     pub fn missing_client_capabilities(&self, capability: &Capability) -> Option<Value> {
         let required = capability.descriptor.requires_client.as_ref()?;
-        let missing = crate::tools::missing_capabilities(required, &self.envelope.client_capabilities);
+        let missing = missing_capabilities(required, &self.envelope.client_capabilities);
         missing.as_object().is_some_and(|missing| !missing.is_empty()).then_some(missing)
     }
 
@@ -121,5 +121,51 @@ impl Request<'_> {
             outcome,
             &self.envelope.trace,
         )
+    }
+}
+
+/// The parts of `required` that `declared` lacks, recursively through objects. A declared
+/// value that is not an object declares nothing, and an empty `elicitation` declares form
+/// mode, as the revision defines it.
+pub(crate) fn missing_capabilities(required: &Value, declared: &Value) -> Value {
+    let mut missing = Map::new();
+    if let Value::Object(required) = required {
+        for (key, needed) in required {
+            let have = match declared.get(key) {
+                Some(Value::Object(have)) if key == "elicitation" && have.is_empty() => &json!({"form": {}}),
+                Some(have @ Value::Object(_)) => have,
+                _ => {
+                    missing.insert(key.clone(), needed.clone());
+                    continue;
+                }
+            };
+            let deeper = missing_capabilities(needed, have);
+            if deeper.as_object().is_some_and(|deeper| !deeper.is_empty()) {
+                missing.insert(key.clone(), deeper);
+            }
+        }
+    }
+    Value::Object(missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_capabilities_lists_only_what_is_absent() {
+        let required = json!({"elicitation": {"form": {}}, "sampling": {}});
+        assert_eq!(missing_capabilities(&required, &json!({"sampling": {}})), json!({"elicitation": {"form": {}}}));
+        assert_eq!(missing_capabilities(&required, &json!({"elicitation": {}, "sampling": {}})), json!({}));
+        assert_eq!(
+            missing_capabilities(&required, &json!({"elicitation": {"url": {}}, "sampling": {}})),
+            json!({"elicitation": {"form": {}}})
+        );
+        assert_eq!(
+            missing_capabilities(&json!({"elicitation": {"url": {}}}), &json!({"elicitation": {}})),
+            json!({"elicitation": {"url": {}}})
+        );
+        assert_eq!(missing_capabilities(&required, &json!({"elicitation": true, "sampling": 1})), required);
+        assert_eq!(missing_capabilities(&required, &json!({"elicitation": {"form": {}}, "sampling": {}})), json!({}));
     }
 }

@@ -7,7 +7,7 @@ use bondry_core::handler::Answer;
 use http::HeaderMap;
 use serde_json::{Map, Value, json};
 
-use crate::error::{Error, HeaderFault};
+use crate::error::{ERROR_CODE_KEY, Error, FAILURE_TEXT, HeaderFault};
 use crate::headers::{self, param_header_display};
 use crate::lint::{ParamHeader, ParamType, ToolWire};
 use crate::request::Request;
@@ -16,10 +16,7 @@ use crate::{ADAPTER, Admitted, Call, Csprng, Reply, Step, shape};
 
 /// `_meta` keys Bondry adds to call results.
 pub const INVOCATION_ID_KEY: &str = "dev.bondry/invocationId";
-pub const ERROR_CODE_KEY: &str = "dev.bondry/errorCode";
 pub const RETRYABLE_KEY: &str = "dev.bondry/retryable";
-/// The text of every failure whose detail must not leak.
-pub const FAILURE_TEXT: &str = "Capability execution failed";
 /// A handshake-era call of a tool needing client capabilities `initialize` did not declare.
 pub const MISSING_CLIENT_CAPABILITY: &str = "missing_client_capability";
 /// A session call whose client did not answer its input requests in time.
@@ -95,30 +92,6 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
     let arguments = Value::Object(arguments);
     let (retry, continuation) = request.retry(&capability, &arguments).map_err(refuse)?;
     Ok(Admitted { retry, continuation, ..Admitted::new(capability, arguments) })
-}
-
-/// The parts of `required` that `declared` lacks, recursively through objects. A declared
-/// value that is not an object declares nothing, and an empty `elicitation` declares form
-/// mode, as the revision defines it.
-pub(crate) fn missing_capabilities(required: &Value, declared: &Value) -> Value {
-    let mut missing = Map::new();
-    if let Value::Object(required) = required {
-        for (key, needed) in required {
-            let have = match declared.get(key) {
-                Some(Value::Object(have)) if key == "elicitation" && have.is_empty() => &json!({"form": {}}),
-                Some(have @ Value::Object(_)) => have,
-                _ => {
-                    missing.insert(key.clone(), needed.clone());
-                    continue;
-                }
-            };
-            let deeper = missing_capabilities(needed, have);
-            if deeper.as_object().is_some_and(|deeper| !deeper.is_empty()) {
-                missing.insert(key.clone(), deeper);
-            }
-        }
-    }
-    Value::Object(missing)
 }
 
 /// Compares every declared `Mcp-Param-*` header with the argument it mirrors.
@@ -343,22 +316,5 @@ mod tests {
         for leaky in ["connect to http://10.0.0.7:80 refused", "Boom", "", &"x".repeat(65)] {
             assert_eq!(code_of(leaky), HANDLER_FAILED, "{leaky}");
         }
-    }
-
-    #[test]
-    fn missing_capabilities_lists_only_what_is_absent() {
-        let required = json!({"elicitation": {"form": {}}, "sampling": {}});
-        assert_eq!(missing_capabilities(&required, &json!({"sampling": {}})), json!({"elicitation": {"form": {}}}));
-        assert_eq!(missing_capabilities(&required, &json!({"elicitation": {}, "sampling": {}})), json!({}));
-        assert_eq!(
-            missing_capabilities(&required, &json!({"elicitation": {"url": {}}, "sampling": {}})),
-            json!({"elicitation": {"form": {}}})
-        );
-        assert_eq!(
-            missing_capabilities(&json!({"elicitation": {"url": {}}}), &json!({"elicitation": {}})),
-            json!({"elicitation": {"url": {}}})
-        );
-        assert_eq!(missing_capabilities(&required, &json!({"elicitation": true, "sampling": 1})), required);
-        assert_eq!(missing_capabilities(&required, &json!({"elicitation": {"form": {}}, "sampling": {}})), json!({}));
     }
 }
