@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bondry::assemble::{Overrides, assemble};
@@ -22,6 +23,9 @@ use crate::{META, load, read_response, request};
 
 /// The catalogue sizes compared; the first is the baseline of every ratio.
 const CATALOGUES: [usize; 3] = [100, 1_000, 10_000];
+/// The listeners' page size: a tools/list answer lists this many tools at most, so the
+/// smallest catalogue's answer is half as long as the others'.
+const PAGE_SIZE: usize = 200;
 /// Sessions are opened and timed in blocks of this many, to show whether opening slows
 /// down as the session table grows.
 const SESSION_BLOCK: usize = 10_000;
@@ -95,7 +99,8 @@ async fn start_measuring_rss(tools: usize) -> Served {
     served
 }
 
-/// tools/list and tools/call rates on each server, with their ratios to the first.
+/// tools/list and tools/call rates on each server, with their ratios to the first; for
+/// tools/list also per tool listed, since a page of the smallest catalogue lists fewer.
 async fn measure_rates(servers: &[&Served], plan: &Plan) {
     let list = request("tools/list", None, &list_body());
     let call = request("tools/call", Some(&tool_id(0)), &call_body(&tool_id(0)));
@@ -103,40 +108,57 @@ async fn measure_rates(servers: &[&Served], plan: &Plan) {
     for (served, tools) in servers.iter().zip(CATALOGUES) {
         let listed = load(served.addr, &list, plan.duration, plan.connections).await;
         let called = load(served.addr, &call, plan.duration, plan.connections).await;
-        let (base_list, base_call) = *baseline.get_or_insert((listed, called));
+        let entries = listed * tools.min(PAGE_SIZE) as f64;
+        let (base_list, base_entries, base_call) = *baseline.get_or_insert((listed, entries, called));
         println!(
-            "{tools:>6} tools  tools/list {listed:>8.0} req/s ({:>4.2})  tools/call {called:>8.0} req/s ({:>4.2})",
+            "{tools:>6} tools  tools/list {listed:>8.0} req/s ({:>4.2}, {:>4.2} per tool listed)  tools/call {called:>8.0} req/s ({:>4.2})",
             listed / base_list,
+            entries / base_entries,
             called / base_call
         );
     }
 }
 
-/// Times a reconfigure that changes one entry's summary, then one that changes every
-/// entry's (so every entry is recompiled), on the server's live registry.
+/// Times a reconfigure that changes one entry's summary and shares every other
+/// descriptor (what a host that keeps its registrations hands over), the same change with
+/// every descriptor a fresh copy (a configuration reload, which parses them all again),
+/// and one that changes every entry's summary (so every entry is recompiled), on the
+/// server's live registry.
 async fn measure_rebuilds(running: &Running) {
     let registry = running.registry("default").expect("the default realm exists");
-    let mut one = Vec::with_capacity(REBUILD_ROUNDS);
-    let mut all = Vec::with_capacity(REBUILD_ROUNDS);
+    let (mut one, mut reloaded, mut all) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..REBUILD_ROUNDS {
         // A new text each round, so every reconfigure really changes what it names.
         let mut configured = registry.configured();
-        configured[0].descriptor.summary = Some(format!("one changed, round {round}"));
+        Arc::make_mut(&mut configured[0].descriptor).summary = Some(format!("one changed, round {round}"));
         one.push(time(|| registry.reconfigure(configured, registry.snapshot().policy.clone())));
 
         let mut configured = registry.configured();
         for registration in &mut configured {
-            registration.descriptor.summary = Some(format!("all changed, round {round}"));
+            registration.descriptor = Arc::new((*registration.descriptor).clone());
+        }
+        Arc::make_mut(&mut configured[0].descriptor).summary = Some(format!("one reloaded, round {round}"));
+        reloaded.push(time(|| registry.reconfigure(configured, registry.snapshot().policy.clone())));
+
+        let mut configured = registry.configured();
+        for registration in &mut configured {
+            Arc::make_mut(&mut registration.descriptor).summary = Some(format!("all changed, round {round}"));
         }
         all.push(time(|| registry.reconfigure(configured, registry.snapshot().policy.clone())));
     }
-    let (one, all) = (median(one), median(all));
+    let (one, reloaded, all) = (median(one), median(reloaded), median(all));
     let entries = registry.configured().len();
+    let ms = |time: Duration| time.as_secs_f64() * 1e3;
     println!(
-        "rebuild of {entries}: one entry {:>8.3} ms  every entry {:>8.3} ms  every/one {:.1}",
-        one.as_secs_f64() * 1e3,
-        all.as_secs_f64() * 1e3,
-        all.as_secs_f64() / one.as_secs_f64()
+        "rebuild of {entries}: one entry {:>8.3} ms  one entry, all reparsed {:>8.3} ms  every entry {:>8.3} ms",
+        ms(one),
+        ms(reloaded),
+        ms(all)
+    );
+    println!(
+        "rebuild: every/one {:.1}  every/one reparsed {:.1}",
+        all.as_secs_f64() / one.as_secs_f64(),
+        all.as_secs_f64() / reloaded.as_secs_f64()
     );
 }
 
@@ -270,13 +292,13 @@ async fn start_catalogue(tools: usize) -> Served {
 /// audit off so disk writes do not set the pace; `sessions` raises the per-principal cap
 /// (every session here is one anonymous loopback client's).
 fn generate_config(tools: usize, sessions: Option<usize>) -> String {
-    let mut text = String::from(
+    let mut text = format!(
         "shutdown_grace_ms = 1000\n\n\
-         [listeners.main]\nbind = \"127.0.0.1:0\"\n\
+         [listeners.main]\nbind = \"127.0.0.1:0\"\npage_size = {PAGE_SIZE}\n\
          protocol_versions = [\"2026-07-28\", \"2025-11-25\"]\nallowed_origins = [\"local\"]\n\n\
          [audit]\nsink = \"off\"\n\n\
          [realms.default]\nanonymous = true\nanonymous_roles = [\"demo\"]\n\n\
-         [[realms.default.roles]]\nname = \"demo\"\ngrants = [\"demo.*\"]\n",
+         [[realms.default.roles]]\nname = \"demo\"\ngrants = [\"demo.*\"]\n"
     );
     if let Some(sessions) = sessions {
         let _ = write!(text, "\n[realms.default.limits]\nsessions_per_principal = {sessions}\n");

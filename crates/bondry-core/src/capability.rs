@@ -52,6 +52,13 @@ pub(crate) fn is_id_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-')
 }
 
+/// Looked up by its text, so a catalogue's id index answers a `&str` name.
+impl std::borrow::Borrow<str> for CapabilityId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for CapabilityId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -77,6 +77,20 @@ impl Sources {
         let lints: Vec<&dyn Lint> = self.lints.iter().map(|lint| &**lint).collect();
         Catalogue::build_reusing(previous, version, registrations, &self.bounds, &lints)
     }
+
+    /// Points every registration at the descriptor its entry in `catalogue` holds, so an
+    /// equal copy handed in again (a reload parses every descriptor anew) is let go and
+    /// the sources and the catalogue keep one copy between them.
+    fn share_descriptors(&mut self, catalogue: &Catalogue) {
+        for registration in self.configured.iter_mut().chain(self.dynamic.values_mut().flatten()) {
+            let Some(entry) = catalogue.get(registration.descriptor.id.as_str()) else { continue };
+            // The same handler under a unique id: this registration is what the entry was
+            // compiled from, or taken over for, so their descriptors are equal.
+            if Arc::ptr_eq(&entry.handler, &registration.handler) {
+                registration.descriptor = Arc::clone(&entry.descriptor);
+            }
+        }
+    }
 }
 
 /// A registry's sources, and the snapshot it last built from them: what a rebuild may
@@ -175,6 +189,7 @@ impl Registry {
         let previous = Arc::ptr_eq(&current, built).then_some(&current.catalogue);
         match sources.build(previous, current.catalogue.version() + 1) {
             Ok(catalogue) => {
+                sources.share_descriptors(&catalogue);
                 let policy = policy.unwrap_or_else(|| current.policy.clone());
                 let snapshot = RealmSnapshot::new(&current.realm, catalogue, policy, current.keys.clone());
                 // Swapped while the sources are held, so rebuilds apply in order.
@@ -278,7 +293,7 @@ mod tests {
             binding: Binding { kind: "builtin".into(), target: "nothing".into() },
             audit_arguments: false,
         };
-        Registration { descriptor, handler: Arc::clone(handler) }
+        Registration { descriptor: Arc::new(descriptor), handler: Arc::clone(handler) }
     }
 
     fn entry(registry: &Registry, id: &str) -> Arc<crate::registry::Capability> {
@@ -301,6 +316,19 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &entry(&registry, "a")) && Arc::ptr_eq(&c, &entry(&registry, "c")));
         assert!(!Arc::ptr_eq(&b, &entry(&registry, "b")));
         assert_eq!(entry(&registry, "b").descriptor.summary.as_deref(), Some("TWO"));
+        // Equal copies handed in again (as a reload parses them) are let go: the sources
+        // and the catalogue share one descriptor each.
+        let copies: Vec<Registration> = registry
+            .configured()
+            .into_iter()
+            .map(|r| Registration { descriptor: Arc::new((*r.descriptor).clone()), handler: r.handler })
+            .collect();
+        registry.reconfigure(copies, Policy::default()).unwrap();
+        assert!(Arc::ptr_eq(&a, &entry(&registry, "a")));
+        for registration in registry.configured() {
+            let id = registration.descriptor.id.as_str();
+            assert!(Arc::ptr_eq(&registration.descriptor, &entry(&registry, id).descriptor), "{id}");
+        }
 
         // Another handler for the same descriptor is another capability.
         let other: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
@@ -322,7 +350,7 @@ mod tests {
         use crate::capability::CapabilityKind;
         let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
         let mut prompt = tool("p", "a prompt", &handler);
-        prompt.descriptor.kind = CapabilityKind::Prompt;
+        Arc::make_mut(&mut prompt.descriptor).kind = CapabilityKind::Prompt;
         let registrations = vec![tool("b", "", &handler), prompt, tool("a", "", &handler)];
         let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &[]).unwrap();
         let ids = |kind| catalogue.of_kind(kind).map(|entry| entry.id().as_str().to_owned()).collect::<Vec<_>>();
@@ -375,7 +403,8 @@ mod tests {
     fn capabilities_with_one_schema_share_its_compiled_form() {
         let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
         let mut other = tool("c", "", &handler);
-        other.descriptor.input_schema = serde_json::json!({"type": "object", "properties": {"b": {"type": "string"}}});
+        Arc::make_mut(&mut other.descriptor).input_schema =
+            serde_json::json!({"type": "object", "properties": {"b": {"type": "string"}}});
         let registrations = vec![tool("a", "", &handler), tool("b", "", &handler), other];
         let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &[]).unwrap();
         let source = |id| catalogue.get(id).unwrap().input.source() as *const serde_json::Value;

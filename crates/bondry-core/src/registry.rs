@@ -17,7 +17,9 @@ use crate::template::UriTemplate;
 /// A capability ready to serve: its descriptor, compiled schemas, handler and whatever
 /// each adapter's lint derived from it at load time.
 pub struct Capability {
-    pub descriptor: Descriptor,
+    /// Shared with the registration it was compiled from, so a catalogue and the sources
+    /// it was built from hold one copy, and an unchanged registration is known at a glance.
+    pub descriptor: Arc<Descriptor>,
     pub input: CompiledSchema,
     pub output: Option<CompiledSchema>,
     /// A resource template's compiled URI template.
@@ -58,7 +60,7 @@ pub trait Lint: Send + Sync {
 /// A capability to be compiled: its descriptor and the handler serving it.
 #[derive(Clone)]
 pub struct Registration {
-    pub descriptor: Descriptor,
+    pub descriptor: Arc<Descriptor>,
     pub handler: Arc<dyn Handler>,
 }
 
@@ -86,6 +88,8 @@ pub struct Catalogue {
     /// The entries of each kind, in id order (indexed by [`kind_index`]): listing or
     /// asking after one kind costs that kind, not the catalogue.
     by_kind: [Vec<Arc<Capability>>; 4],
+    /// Every entry by id: resolving a name costs one lookup, whatever the catalogue holds.
+    by_id: HashMap<CapabilityId, Arc<Capability>>,
     /// Static resources by URI.
     resources: HashMap<String, Arc<Capability>>,
 }
@@ -127,7 +131,9 @@ impl Catalogue {
         for registration in registrations {
             let unchanged =
                 previous.and_then(|previous| previous.get(registration.descriptor.id.as_str())).filter(|entry| {
-                    entry.descriptor == registration.descriptor && Arc::ptr_eq(&entry.handler, &registration.handler)
+                    Arc::ptr_eq(&entry.handler, &registration.handler)
+                        && (Arc::ptr_eq(&entry.descriptor, &registration.descriptor)
+                            || entry.descriptor == registration.descriptor)
                 });
             entries.push(match unchanged {
                 Some(entry) => Arc::clone(entry),
@@ -150,7 +156,8 @@ impl Catalogue {
         for entry in &entries {
             by_kind[kind_index(entry.kind())].push(Arc::clone(entry));
         }
-        Ok(Self { version, entries, by_kind, resources })
+        let by_id = entries.iter().map(|entry| (entry.id().clone(), Arc::clone(entry))).collect();
+        Ok(Self { version, entries, by_kind, by_id, resources })
     }
 
     pub fn version(&self) -> u64 {
@@ -163,7 +170,7 @@ impl Catalogue {
     }
 
     pub fn get(&self, id: &str) -> Option<&Arc<Capability>> {
-        self.entries.binary_search_by(|entry| entry.id().as_str().cmp(id)).ok().map(|at| &self.entries[at])
+        self.by_id.get(id)
     }
 
     /// The static resource at `uri`.

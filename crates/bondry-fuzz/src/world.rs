@@ -197,7 +197,7 @@ fn registrations() -> Vec<Registration> {
         ),
     ]
     .into_iter()
-    .map(|descriptor| Registration { handler: Arc::new(Echo(descriptor.kind)), descriptor })
+    .map(|descriptor| Registration { handler: Arc::new(Echo(descriptor.kind)), descriptor: Arc::new(descriptor) })
     .collect()
 }
 

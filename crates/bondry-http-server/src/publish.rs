@@ -184,7 +184,7 @@ impl Publisher for RealmPublisher {
         let registrations = capabilities
             .into_iter()
             .map(|descriptor| Registration {
-                descriptor: Descriptor { binding: self.binding.clone(), ..descriptor },
+                descriptor: Arc::new(Descriptor { binding: self.binding.clone(), ..descriptor }),
                 handler: Arc::clone(&self.handler),
             })
             .collect();

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::ADAPTER;
+use crate::revision::Era;
 
 /// `_meta` key of a tool's content hash.
 pub const HASH_KEY: &str = "dev.bondry/hash";
@@ -38,10 +39,24 @@ pub struct ToolWire {
     pub params: Vec<ParamHeader>,
     /// The `Tool` object of the modern era, rendered once.
     pub modern: Box<RawValue>,
-    /// The `Tool` object of the handshake era: an `outputSchema` whose root is not an
-    /// object is left out, as those revisions allow only object roots.
-    pub handshake: Box<RawValue>,
+    /// The `Tool` object of the handshake era when it differs from the modern one: an
+    /// `outputSchema` whose root is not an object is left out, as those revisions allow
+    /// only object roots. Kept only then, so a tool holds one rendering per era.
+    handshake: Option<Box<RawValue>>,
     pub hash: String,
+    /// A digest of everything the tool's list entry shows (its description and title
+    /// too, which the content hash leaves out): what tells a caller's list changed.
+    pub listed: String,
+}
+
+impl ToolWire {
+    /// The `Tool` object as `era` lists it.
+    pub fn rendered(&self, era: Era) -> &RawValue {
+        match (era, &self.handshake) {
+            (Era::Handshake, Some(handshake)) => handshake,
+            _ => &self.modern,
+        }
+    }
 }
 
 /// What the lint attaches to a prompt, resource or resource template: its list entry,
@@ -96,11 +111,15 @@ impl Lint for McpLint {
         }
         tool.insert("_meta".into(), json!({ HASH_KEY: hash }));
         let modern = serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?;
-        if tool.get("outputSchema").is_some_and(|schema| schema.get("type").and_then(Value::as_str) != Some("object")) {
-            tool.remove("outputSchema");
-        }
-        let handshake = serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?;
-        Ok(Arc::new(ToolWire { params, modern, handshake, hash }))
+        let listed = canon::sha256_hex(modern.get().as_bytes());
+        let handshake = match tool.get("outputSchema") {
+            Some(schema) if schema.get("type").and_then(Value::as_str) != Some("object") => {
+                tool.remove("outputSchema");
+                Some(serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?)
+            }
+            _ => None,
+        };
+        Ok(Arc::new(ToolWire { params, modern, handshake, hash, listed }))
     }
 }
 

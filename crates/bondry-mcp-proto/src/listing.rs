@@ -63,21 +63,16 @@ pub fn list(request: &Request<'_>, kind: CapabilityKind) -> Reply {
 /// A capability's list entry in `era`.
 fn wire(capability: &Capability, era: Era) -> Option<&RawValue> {
     match capability.kind() {
-        CapabilityKind::Tool => {
-            let wire = capability.attachment::<ToolWire>(ADAPTER)?;
-            Some(match era {
-                Era::Modern => &wire.modern,
-                Era::Handshake => &wire.handshake,
-            })
-        }
+        CapabilityKind::Tool => Some(capability.attachment::<ToolWire>(ADAPTER)?.rendered(era)),
         _ => Some(&capability.attachment::<EntryWire>(ADAPTER)?.json),
     }
 }
 
-/// A capability's content hash, as the lint computed it.
-fn hash(capability: &Capability) -> &str {
+/// A digest of what a capability's list entry shows, as the lint computed it: for
+/// prompts, resources and templates their content hash covers it all.
+fn listed(capability: &Capability) -> &str {
     match capability.kind() {
-        CapabilityKind::Tool => capability.attachment::<ToolWire>(ADAPTER).map(|wire| wire.hash.as_str()),
+        CapabilityKind::Tool => capability.attachment::<ToolWire>(ADAPTER).map(|wire| wire.listed.as_str()),
         _ => capability.attachment::<EntryWire>(ADAPTER).map(|wire| wire.hash.as_str()),
     }
     .unwrap_or("")
@@ -113,12 +108,13 @@ impl Serialize for ListResult<'_> {
     }
 }
 
-/// A view's hash: its ids and content hashes, so any change to what a caller would list
-/// (a grant, a capability, a definition) changes it. Computed once per view.
+/// A view's hash: its ids and what each entry shows, so any change to what a caller would
+/// list (a grant, a capability, a definition, a description) changes it. Computed once
+/// per view.
 fn view_hash(view: &View) -> ViewHash {
     ViewHash(
         view.digest(|entries| {
-            ViewHash::of(entries.iter().flat_map(|capability| [capability.id().as_str(), hash(capability)])).0
+            ViewHash::of(entries.iter().flat_map(|capability| [capability.id().as_str(), listed(capability)])).0
         })
         .to_owned(),
     )
@@ -153,5 +149,85 @@ pub fn list_changed(old: &RealmSnapshot, new: &RealmSnapshot, principal: &Princi
             differs(CapabilityKind::Resource) || differs(CapabilityKind::ResourceTemplate)
         }
         kind => differs(kind),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bondry_core::BoxFuture;
+    use bondry_core::capability::{Annotations, Binding, CapabilityId, Descriptor};
+    use bondry_core::handler::{Answer, Handler, HandlerRequest};
+    use bondry_core::policy::{Grant, Policy, PrincipalKind, Subject};
+    use bondry_core::realm::{Key, KeySet};
+    use bondry_core::registry::{Catalogue, Lint, Registration};
+    use bondry_core::schema::SchemaBounds;
+
+    use super::*;
+    use crate::lint::McpLint;
+
+    struct Nothing;
+
+    impl Handler for Nothing {
+        fn call(&self, _: HandlerRequest) -> BoxFuture<'static, Answer> {
+            Box::pin(std::future::ready(Answer::Failure { code: "nothing".into() }))
+        }
+    }
+
+    fn tool(id: &str, summary: &str) -> Registration {
+        let descriptor = Descriptor {
+            id: CapabilityId::new(id).unwrap(),
+            kind: CapabilityKind::Tool,
+            title: None,
+            summary: Some(summary.into()),
+            uri: None,
+            mime_type: None,
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            annotations: Annotations::default(),
+            requires_client: None,
+            binding: Binding { kind: "builtin".into(), target: "nothing".into() },
+            audit_arguments: false,
+        };
+        Registration { descriptor: Arc::new(descriptor), handler: Arc::new(Nothing) }
+    }
+
+    fn snapshot(registrations: Vec<Registration>) -> RealmSnapshot {
+        let lints: [&dyn Lint; 1] = [&McpLint];
+        let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &lints).unwrap();
+        let grants = vec![
+            Grant::parse(Subject::Role("demo".into()), "demo.*", ADAPTER).unwrap(),
+            Grant::parse(Subject::Principal("carol".into()), "x.*", ADAPTER).unwrap(),
+        ];
+        let keys = KeySet { active: Key { id: "k1".into(), secret: [7; 32] }, retired: Vec::new() };
+        RealmSnapshot::new("default", catalogue, Policy::new(grants), keys)
+    }
+
+    fn hash_of(snapshot: &RealmSnapshot, principal: &Principal) -> ViewHash {
+        view_hash(&snapshot.view(principal, ADAPTER, CapabilityKind::Tool))
+    }
+
+    #[test]
+    fn a_cursor_holds_only_in_the_view_it_was_cut_from() {
+        let catalogue = || vec![tool("demo.a", "a"), tool("demo.b", "b"), tool("x.c", "c")];
+        let demo = |id: &str| Principal::new(id, PrincipalKind::User, vec!["demo".to_owned()]);
+        let (alice, bob, carol) = (demo("alice"), demo("bob"), demo("carol"));
+        let first = snapshot(catalogue());
+        let cursor = cursor::encode(&hash_of(&first, &alice), "demo.a");
+        // Everyone with alice's grants shares her view, and her cursor.
+        assert_eq!(cursor::decode(&hash_of(&first, &bob), &cursor).as_deref(), Some("demo.a"));
+        // Other covering grants: another view, and the cursor is refused.
+        assert_eq!(cursor::decode(&hash_of(&first, &carol), &cursor), None);
+        // A later snapshot in which her view changed (one description, which the content
+        // hash leaves out) refuses it too, and her list is announced as changed ...
+        let changed = snapshot(vec![tool("demo.a", "a"), tool("demo.b", "B"), tool("x.c", "c")]);
+        assert_eq!(cursor::decode(&hash_of(&changed, &alice), &cursor), None);
+        assert!(list_changed(&first, &changed, &alice, CapabilityKind::Tool));
+        // ... while one that left her view as it was keeps it valid, and announces nothing.
+        let rebuilt = snapshot(catalogue());
+        assert_eq!(cursor::decode(&hash_of(&rebuilt, &alice), &cursor).as_deref(), Some("demo.a"));
+        assert!(!list_changed(&first, &rebuilt, &alice, CapabilityKind::Tool));
+        assert!(!list_changed(&first, &rebuilt, &alice, CapabilityKind::Prompt));
     }
 }

@@ -618,7 +618,7 @@ fn registrations() -> Vec<Registration> {
         hidden_template,
     ]
     .into_iter()
-    .map(|descriptor| Registration { handler: Arc::new(Echo(descriptor.kind)), descriptor })
+    .map(|descriptor| Registration { handler: Arc::new(Echo(descriptor.kind)), descriptor: Arc::new(descriptor) })
     .collect()
 }
 

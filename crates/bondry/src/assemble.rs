@@ -721,7 +721,7 @@ fn registration(
         None => builtin.annotations.clone(),
     };
     Ok(Registration {
-        descriptor: Descriptor {
+        descriptor: Arc::new(Descriptor {
             id,
             kind,
             title: raw.title.clone().or_else(|| builtin.title.clone()),
@@ -734,7 +734,7 @@ fn registration(
             requires_client,
             binding: Binding { kind: raw.backend.clone(), target: raw.handler.clone() },
             audit_arguments: raw.audit_arguments,
-        },
+        }),
         handler: Arc::clone(&builtin.handler),
     })
 }

@@ -131,7 +131,7 @@ fn renamed(registry: &Registry, from: &str, to: &str, uri: Option<&str>) -> Regi
     let source = registry.configured().into_iter().find(|r| r.descriptor.id.as_str() == from).unwrap();
     let uri = uri.map(str::to_owned).or(source.descriptor.uri.clone());
     Registration {
-        descriptor: Descriptor { id: CapabilityId::new(to).unwrap(), uri, ..source.descriptor },
+        descriptor: Arc::new(Descriptor { id: CapabilityId::new(to).unwrap(), uri, ..(*source.descriptor).clone() }),
         handler: source.handler,
     }
 }
