@@ -5,7 +5,8 @@
 //! Every server runs in this process on loopback from a generated configuration, so the
 //! memory figures are growth of this process's resident set, and the rates are ratios to
 //! the smallest catalogue, comparable across machines as the side-by-side bench is.
-//! Run with `cargo run --release -p bondry-bench -- scale [SECONDS [CONNECTIONS [SESSIONS]]]`.
+//! Run with `cargo run --release -p bondry-bench -- scale [SECONDS [CONNECTIONS [SESSIONS]]]`;
+//! SECONDS is per rate and round.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -37,6 +38,8 @@ const SESSION_CONNECTIONS: usize = 4;
 /// A block that takes longer than this stops the session scenario: the run stays bounded
 /// even if opening degrades badly.
 const SESSION_BLOCK_LIMIT: Duration = Duration::from_secs(60);
+/// Each rate is measured this many times, interleaved across the catalogues.
+const RATE_ROUNDS: usize = 3;
 /// Rebuilds are timed this many times each and the median printed, since one rebuild is
 /// short enough for a scheduler hiccup to dominate it.
 const REBUILD_ROUNDS: usize = 5;
@@ -101,13 +104,22 @@ async fn start_measuring_rss(tools: usize) -> Served {
 
 /// tools/list and tools/call rates on each server, with their ratios to the first; for
 /// tools/list also per tool listed, since a page of the smallest catalogue lists fewer.
+/// The servers are measured in turn for [`RATE_ROUNDS`] rounds and each rate is the
+/// median of its rounds, so a drift of the machine's speed during the run does not land
+/// on one catalogue size.
 async fn measure_rates(servers: &[&Served], plan: &Plan) {
     let list = request("tools/list", None, &list_body());
     let call = request("tools/call", Some(&tool_id(0)), &call_body(&tool_id(0)));
+    let mut rounds = vec![(Vec::new(), Vec::new()); servers.len()];
+    for _ in 0..RATE_ROUNDS {
+        for (served, (listed, called)) in servers.iter().zip(&mut rounds) {
+            listed.push(load(served.addr, &list, plan.duration, plan.connections).await);
+            called.push(load(served.addr, &call, plan.duration, plan.connections).await);
+        }
+    }
     let mut baseline = None;
-    for (served, tools) in servers.iter().zip(CATALOGUES) {
-        let listed = load(served.addr, &list, plan.duration, plan.connections).await;
-        let called = load(served.addr, &call, plan.duration, plan.connections).await;
+    for ((listed, called), tools) in rounds.into_iter().zip(CATALOGUES) {
+        let (listed, called) = (median_rate(listed), median_rate(called));
         let entries = listed * tools.min(PAGE_SIZE) as f64;
         let (base_list, base_entries, base_call) = *baseline.get_or_insert((listed, entries, called));
         println!(
@@ -117,6 +129,11 @@ async fn measure_rates(servers: &[&Served], plan: &Plan) {
             called / base_call
         );
     }
+}
+
+fn median_rate(mut rates: Vec<f64>) -> f64 {
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
 }
 
 /// Times a reconfigure that changes one entry's summary and shares every other
