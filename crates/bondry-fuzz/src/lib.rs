@@ -7,20 +7,23 @@
 
 use std::path::PathBuf;
 use std::sync::LazyLock;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bondry::assemble::{Overrides, assemble};
 use bondry::builtins::Builtins;
 use bondry_core::capability::CapabilityKind;
+use bondry_core::dispatch::Outcome;
 use bondry_core::handler::LogLevel;
 use bondry_core::policy::{Principal, PrincipalKind};
 use bondry_core::realm::RealmSnapshot;
 use bondry_core::schema::{CompiledSchema, SchemaBounds};
 use bondry_core::template::UriTemplate;
 use bondry_mcp_proto::listen::Subscription;
-use bondry_mcp_proto::{Inbound, Reply, Revision, Step, headers, seal, sentinel, session, state};
+use bondry_mcp_proto::{
+    Adapter, Call, Csprng, Ended, Inbound, Next, Reply, Revision, Step, headers, seal, sentinel, session, state,
+};
 use http::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
@@ -65,7 +68,9 @@ pub fn adapter_receive(data: &[u8]) {
         Step::Dispatch(call) => {
             render_notifications(&call);
             let outcome = wire::outcome(*ending, &call);
-            let reply = adapter.complete(*call, outcome, world.now, &mut rng);
+            let Some(reply) = complete(adapter, *call, outcome, world.now, &mut rng) else {
+                return;
+            };
             let body = wire::check(&reply, world);
             // The retry a client sends with the state it was given: the state must open.
             let Some(retry) = body["result"]["requestState"].as_str().and_then(|s| wire::retried(&request.body, s))
@@ -75,7 +80,9 @@ pub fn adapter_receive(data: &[u8]) {
             match receive(&retry, &mut rng) {
                 Step::Dispatch(call) => {
                     let outcome = world::invoked(&call);
-                    wire::check(&adapter.complete(*call, outcome, world.now, &mut rng), world);
+                    if let Some(reply) = complete(adapter, *call, outcome, world.now, &mut rng) {
+                        wire::check(&reply, world);
+                    }
                 }
                 Step::Reply(reply) => {
                     let body = wire::check(&reply, world);
@@ -90,7 +97,7 @@ pub fn adapter_receive(data: &[u8]) {
 }
 
 /// What a runtime sends the client while a call runs must be JSON.
-fn render_notifications(call: &bondry_mcp_proto::Call) {
+fn render_notifications(call: &Call) {
     let notifier = call.notifier();
     let rendered = [notifier.progress(0.5, Some(1.0), Some("half")), notifier.log(LogLevel::Error, None, &json!("x"))];
     for text in rendered.into_iter().flatten() {
@@ -306,5 +313,25 @@ fn names_a_path_outside(value: &toml::Value) -> bool {
         toml::Value::Array(items) => items.iter().any(names_a_path_outside),
         toml::Value::Table(table) => table.values().any(names_a_path_outside),
         _ => false,
+    }
+}
+
+/// `call` run to its reply with `outcome` as its handler's one answer, the way the runtime
+/// drives it: a session's questions go out and the deadline passes unanswered. `None`
+/// when the handler would be called again (a session round with only a state).
+fn complete(adapter: &Adapter, call: Call, outcome: Outcome, now: SystemTime, rng: &mut dyn Csprng) -> Option<Reply> {
+    let mut conversation = adapter.conversation(call, Duration::from_secs(60));
+    let _ = conversation.poll();
+    conversation.handle_outcome(outcome, now, rng);
+    if let Next::Ask(_) = conversation.poll() {
+        conversation.handle_asked(now);
+        conversation.handle_timeout(now, rng);
+    }
+    match conversation.poll() {
+        Next::Done => match conversation.finish(now) {
+            Ended::Replied(reply) => Some(reply),
+            Ended::Cancelled(_) => None,
+        },
+        _ => None,
     }
 }

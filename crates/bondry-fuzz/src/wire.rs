@@ -111,12 +111,12 @@ pub fn outcome(choice: u8, call: &Call) -> Outcome {
 /// 204); a body that is empty or one JSON-RPC message; an error whose status and code
 /// form a row of the table; an audit record that serialises. Returns the body.
 pub fn check(reply: &Reply, world: &World) -> Value {
-    let status = reply.response.status();
+    let status = reply.response().status();
     assert!(world.statuses.contains(&status), "status {status} is not in the error table");
-    if let Some(record) = &reply.audit {
+    if let Some(record) = reply.audit() {
         serde_json::to_string(record).expect("the audit record serialises");
     }
-    let body = reply.response.body();
+    let body = reply.response().body();
     if body.is_empty() {
         return Value::Null;
     }

@@ -10,16 +10,13 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
-use bondry_core::dispatch::Outcome;
-use bondry_core::handler::{Answer, Retry};
+use bondry_core::audit::{AuditRecord, AuditSink};
+use bondry_core::handler::Emitter;
 use bondry_mcp_proto::error::Context;
 use bondry_mcp_proto::listen::Subscription;
-use bondry_mcp_proto::tools::{
-    CLIENT_ERROR, CLIENT_TIMEOUT, EMPTY_INPUT_REQUIRED, MISSING_CLIENT_CAPABILITY, TOO_MANY_PENDING_INPUTS,
-    TOO_MANY_ROUNDS,
+use bondry_mcp_proto::{
+    ADAPTER, Adapter, Call, Conversation, Csprng, Effect, Error, Inbound, Next, NotStarted, SessionRef, Settle, Step,
 };
-use bondry_mcp_proto::{ADAPTER, Adapter, Call, Csprng, Error, Inbound, Reply, Revision, SessionRef, Step};
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use http::header::{AUTHORIZATION, CONTENT_LENGTH, COOKIE, ORIGIN, PROXY_AUTHORIZATION};
@@ -36,8 +33,8 @@ use crate::cors;
 use crate::gauges::{Gauge, Gauges};
 use crate::limits::{self, Bucket, Cidr};
 use crate::publish::{Publications, RealmPublisher};
+use crate::realm::{DEFAULT_REALM, RealmEntry};
 use crate::session::{Owner, Refused, SessionLimits, Sessions};
-use crate::{DEFAULT_REALM, RealmEntry};
 
 /// Everything the endpoint of one listener needs.
 pub struct Endpoint {
@@ -64,7 +61,54 @@ pub struct Endpoint {
     pub gauges: Arc<Gauges>,
 }
 
+/// Where replies settle: the audit sink, and the session table with what opening a
+/// session needs (the caller, its realm's limits and the credentials' epoch).
+struct Settling<'a> {
+    endpoint: &'a Endpoint,
+    opener: Opener<'a>,
+}
+
+/// Who a reply's effect acts for.
+#[derive(Clone, Copy)]
+struct Opener<'a> {
+    limits: &'a SessionLimits,
+    epoch: &'a CancellationToken,
+    owner: &'a Owner,
+}
+
+/// An [`Opener`] a call that outlives its request keeps.
+struct OwnedOpener {
+    limits: SessionLimits,
+    epoch: CancellationToken,
+    owner: Owner,
+}
+
+impl OwnedOpener {
+    fn of(opener: Opener<'_>) -> Self {
+        Self { limits: opener.limits.clone(), epoch: opener.epoch.clone(), owner: opener.owner.clone() }
+    }
+
+    fn borrow(&self) -> Opener<'_> {
+        Opener { limits: &self.limits, epoch: &self.epoch, owner: &self.owner }
+    }
+}
+
+impl Settle for Settling<'_> {
+    fn record(&mut self, record: AuditRecord) {
+        self.endpoint.audit.record(record);
+    }
+
+    fn apply(&mut self, effect: Effect) {
+        let Opener { limits, epoch, owner } = self.opener;
+        self.endpoint.sessions.apply(effect, limits, epoch, owner);
+    }
+}
+
 impl Endpoint {
+    fn settling<'a>(&'a self, opener: Opener<'a>) -> Settling<'a> {
+        Settling { endpoint: self, opener }
+    }
+
     /// The publisher of `call`'s handler.
     fn publisher(&self, call: &Call) -> Arc<RealmPublisher> {
         let capability = call.capability();
@@ -131,7 +175,12 @@ pub async fn unrouted(
         .err()
         .unwrap_or(Error::NotFound),
     };
-    reply(&endpoint, error.into())
+    self::refusal(error)
+}
+
+/// An error answered before any session or call: it has no record and no effect.
+fn refusal(error: Error) -> Response {
+    error.to_http_in(Context::default()).map(Body::from).into_response()
 }
 
 async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, request: Request<Body>) -> Response {
@@ -145,7 +194,7 @@ async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, req
     let mut response = match result {
         Ok(response) => response,
         // A refused origin learns nothing more than the refusal.
-        Err(error @ Error::OriginNotAllowed) => return reply(endpoint, error.into()),
+        Err(error @ Error::OriginNotAllowed) => return refusal(error),
         Err(error) => {
             let context = match (session_id, endpoint.realms.get(realm_name)) {
                 (Some(session_id), Some(realm)) => endpoint.adapter.early_context(
@@ -239,15 +288,16 @@ async fn handle(
     let inbound = Inbound { method: &parts.method, headers: &headers, body: &body };
     let step =
         endpoint.adapter.receive(inbound, &snapshot, &principal, &*endpoint.sessions, SystemTime::now(), &mut OsRandom);
+    let opener = Opener { limits: &realm.limits, epoch: &epoch, owner: &owner };
     Ok(match step {
-        Step::Reply(mut reply) => {
-            if let Some(effect) = reply.effect.take() {
-                endpoint.sessions.apply(*effect, &realm.limits, &epoch, &owner);
+        Step::Reply(reply) => respond(reply.settle(&mut endpoint.settling(opener))),
+        Step::Dispatch(call) => {
+            let conversation = endpoint.adapter.conversation(*call, realm.limits.client_response_timeout);
+            match conversation.call().session().is_some() {
+                true => run_in_session(endpoint, conversation, opener).await,
+                false => run(endpoint, conversation, opener).await,
             }
-            self::reply(endpoint, reply)
         }
-        Step::Dispatch(call) if call.session().is_some() => run_in_session(endpoint, *call).await?,
-        Step::Dispatch(call) => run(endpoint, *call).await,
         Step::Listen(session) => listen(endpoint, &session, authenticated.valid_until)?,
         Step::Subscribe(subscription) => {
             let cap = realm.limits.listen_streams_per_principal;
@@ -369,129 +419,136 @@ fn listen(endpoint: &Endpoint, session: &SessionRef, valid_until: Option<SystemT
 /// not a cancellation in this era, so it runs to the end and its result is dropped. Only
 /// `notifications/cancelled`, DELETE, the session's end or the hard stop cancel it, and
 /// nothing is sent for a cancelled call.
-async fn run_in_session(endpoint: &Arc<Endpoint>, call: Call) -> Result<Response, Error> {
-    let session = call.session().cloned().expect("only session calls come here");
-    let request_id = call.request_id().clone();
-    let (slot, token) = match endpoint.sessions.begin_call(&session.sid, &request_id) {
+async fn run_in_session(endpoint: &Arc<Endpoint>, mut conversation: Conversation, opener: Opener<'_>) -> Response {
+    let session = conversation.call().session().cloned().expect("only session calls come here");
+    let (slot, token) = match endpoint.sessions.begin_call(&session.sid, conversation.call().request_id()) {
         Ok(begun) => begun,
         Err(refused) => {
-            let id = Some(request_id);
-            let error = match refused {
-                Refused::TooMany => Error::TooManyRequests { id, retry_after_secs: 1 },
-                Refused::IdInFlight => Error::InvalidRequest { id, reason: "a request with this id is still running" },
-                Refused::Gone | Refused::Conflict => Error::SessionNotFound { id },
+            let why = match refused {
+                Refused::TooMany => NotStarted::TooMany,
+                Refused::IdInFlight => NotStarted::IdInFlight,
+                Refused::Gone | Refused::Conflict => NotStarted::SessionGone,
             };
-            // Attributed to the session: its JSON-RPC errors ride 200, a 429 keeps its status.
-            let context = Context { in_session: true, null_id: session.revision == Revision::V2025_06_18 };
-            return Ok(error.to_http_in(context).map(Body::from).into_response());
+            return respond(conversation.call().not_started(why).settle(&mut endpoint.settling(opener)));
         }
     };
     let (queue, feed) = mpsc::channel(EMITTED_QUEUE);
     let task_endpoint = Arc::clone(endpoint);
+    let opener = OwnedOpener::of(opener);
     let task = endpoint.calls.spawn(async move {
         let endpoint = task_endpoint;
         let _running = endpoint.gauges.hold(Gauge::Calls);
-        let mut call = call;
-        let outcome = tokio::select! {
-            outcome = converse(&endpoint, &mut call, &queue, &token) => Some(outcome),
-            () = token.cancelled() => None,
-            () = endpoint.hard_stop.cancelled() => None,
+        let emitter = Arc::new(StreamEmitter::new(conversation.call().notifier().clone(), queue.clone()));
+        let client = Client { queue: &queue, sid: &session.sid };
+        let stopped = tokio::select! {
+            () = drive(&endpoint, &mut conversation, &token, emitter, Some(client)) => false,
+            () = token.cancelled() => true,
+            () = endpoint.hard_stop.cancelled() => true,
         };
         endpoint.sessions.end_call(&slot);
-        // A handler that noticed its cancellation may still have answered: nothing is sent.
-        let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) else {
+        if stopped {
             token.cancel();
-            endpoint.audit.record(call.record(AuditOutcome::Cancelled, SystemTime::now()));
-            return None;
-        };
-        let mut reply = endpoint.adapter.complete(call, outcome, SystemTime::now(), &mut OsRandom);
-        // Recorded here, not when answering: the client may be gone by then.
-        if let Some(record) = reply.audit.take() {
-            endpoint.audit.record(*record);
         }
-        Some(reply)
+        // Settled here, not when answering: the client may be gone by then.
+        conversation.finish(SystemTime::now()).settle(&mut endpoint.settling(opener.borrow()))
     });
     // Dropping the wait (the client went away) leaves the task running: in this era a
     // disconnect is not a cancellation.
-    Ok(answer(endpoint, Box::pin(async move { task.await.ok().flatten() }), feed).await)
+    answer(endpoint, Box::pin(async move { task.await.ok().flatten() }), feed).await
 }
 
-/// Rounds of input one session call may ask the client for.
-const MAX_INPUT_ROUNDS: usize = 8;
+/// A session call's way to its client: the call's stream, in its session.
+#[derive(Clone, Copy)]
+struct Client<'a> {
+    queue: &'a mpsc::Sender<String>,
+    sid: &'a str,
+}
 
-/// Runs a session call to its outcome. A handler that needs input from the client gets
-/// it the handshake way: each request goes to the client on the call's event stream,
-/// the client POSTs its answers, and the handler is called again with them.
-async fn converse(
+/// Drives `conversation` until it is done: runs its handler, and in a session carries
+/// its questions to `client` and the answers back.
+async fn drive(
     endpoint: &Endpoint,
-    call: &mut Call,
-    queue: &mpsc::Sender<String>,
+    conversation: &mut Conversation,
     token: &CancellationToken,
-) -> Outcome {
-    let emitter: Arc<StreamEmitter> = Arc::new(StreamEmitter::new(call.notifier().clone(), queue.clone()));
+    emitter: Arc<dyn Emitter>,
+    client: Option<Client<'_>>,
+) {
     let cancellation = Arc::new(TokenCancellation(token.clone()));
-    let publisher = endpoint.publisher(call);
-    let timeout = endpoint
-        .realms
-        .get(call.realm())
-        .map_or(SessionLimits::default().client_response_timeout, |realm| realm.limits.client_response_timeout);
-    let sid = call.session().map(|session| session.sid.clone()).unwrap_or_default();
-    for round in 0..=MAX_INPUT_ROUNDS {
-        let request = call.handler_request(cancellation.clone(), emitter.clone(), publisher.clone());
-        let outcome = call.invoke(request).await;
-        let Outcome::Answered(Answer::InputRequired { requests, state }) = &outcome else {
-            return outcome;
-        };
-        if requests.is_empty() && state.is_none() {
-            return Outcome::Failed { code: EMPTY_INPUT_REQUIRED.to_owned() };
-        }
-        // The client is never asked for input the handler would not get to use.
-        if round == MAX_INPUT_ROUNDS {
-            break;
-        }
-        if call.missing_input_capabilities(requests) {
-            return call.client_failure(MISSING_CLIENT_CAPABILITY);
-        }
-        // Every id this round waits for is forgotten when the round ends, however it ends
-        // (answered, timed out, or the call dropped): none lingers in the session's count.
-        let mut waiting = Waiting { sessions: Arc::clone(&endpoint.sessions), sid: sid.clone(), ids: Vec::new() };
-        let mut answers = Vec::new();
-        for (key, input) in requests {
-            let Some((id, answer)) = endpoint.sessions.expect_answer(&sid) else {
-                return call.client_failure(TOO_MANY_PENDING_INPUTS);
-            };
-            waiting.ids.push(id.clone());
-            // The client reads its requests on this call's stream; without it, it cannot answer.
-            if queue.send(call.input_request(&id, input)).await.is_err() {
-                return call.client_failure(CLIENT_TIMEOUT);
-            }
-            answers.push((key.clone(), answer));
-        }
-        let deadline = tokio::time::Instant::now() + timeout;
-        let mut responses = std::collections::BTreeMap::new();
-        for (key, answer) in answers {
-            match tokio::time::timeout_at(deadline, answer).await {
-                Ok(Ok(Ok(result))) => {
-                    responses.insert(key, result);
+    let publisher = endpoint.publisher(conversation.call());
+    let mut round: Option<Round> = None;
+    loop {
+        match conversation.poll() {
+            Next::Invoke => {
+                round = None;
+                let request = conversation.handler_request(cancellation.clone(), emitter.clone(), publisher.clone());
+                let outcome =
+                    CancelOnDrop { token: token.clone(), work: conversation.invoke(request), done: false }.await;
+                // A handler that noticed its cancellation may still have answered: nothing is sent.
+                if token.is_cancelled() {
+                    conversation.cancel(SystemTime::now());
+                } else {
+                    conversation.handle_outcome(outcome, SystemTime::now(), &mut OsRandom);
                 }
-                Ok(Ok(Err(_))) => return call.client_failure(CLIENT_ERROR),
-                Ok(Err(_)) | Err(_) => return call.client_failure(CLIENT_TIMEOUT),
             }
+            Next::Ask(questions) => {
+                let Some(client) = client else {
+                    conversation.handle_unreachable(SystemTime::now(), &mut OsRandom);
+                    continue;
+                };
+                // Every id this round waits for is forgotten when the round ends, however
+                // it ends (answered, timed out, or the call dropped).
+                let asking = round.insert(Round::new(&endpoint.sessions, client.sid));
+                for question in questions {
+                    let Some((id, answer)) = endpoint.sessions.expect_answer(client.sid) else {
+                        conversation.handle_refused(SystemTime::now(), &mut OsRandom);
+                        break;
+                    };
+                    asking.ids.push(id.clone());
+                    // The client reads its requests on this call's stream; without it, it cannot answer.
+                    if client.queue.send(question.message(&id)).await.is_err() {
+                        conversation.handle_unreachable(SystemTime::now(), &mut OsRandom);
+                        break;
+                    }
+                    asking.answers.push_back((question.key, answer));
+                }
+                conversation.handle_asked(SystemTime::now());
+            }
+            Next::Wait(deadline) => {
+                let Some((key, answer)) = round.as_mut().and_then(|round| round.answers.pop_front()) else {
+                    conversation.handle_timeout(SystemTime::now(), &mut OsRandom);
+                    continue;
+                };
+                let left = deadline.duration_since(SystemTime::now()).unwrap_or_default();
+                match tokio::time::timeout(left, answer).await {
+                    Ok(Ok(answer)) => conversation.handle_answer(&key, answer, SystemTime::now(), &mut OsRandom),
+                    // Timed out, or the session ended and nobody can answer any more.
+                    Ok(Err(_)) | Err(_) => conversation.handle_timeout(SystemTime::now(), &mut OsRandom),
+                }
+            }
+            Next::Done => return,
         }
-        drop(waiting);
-        call.set_retry(Retry { responses, state: state.clone(), continuation: None });
     }
-    call.client_failure(TOO_MANY_ROUNDS)
 }
 
-/// The ids of requests a call sent the client, forgotten by the session when dropped.
-struct Waiting {
+/// One round of a session call's questions: the ids the session waits on, forgotten when
+/// dropped, and the answers still to come.
+struct Round {
     sessions: Arc<Sessions>,
     sid: String,
     ids: Vec<bondry_mcp_proto::jsonrpc::Id>,
+    answers: std::collections::VecDeque<(
+        String,
+        tokio::sync::oneshot::Receiver<Result<serde_json::Value, serde_json::Value>>,
+    )>,
 }
 
-impl Drop for Waiting {
+impl Round {
+    fn new(sessions: &Arc<Sessions>, sid: &str) -> Self {
+        Self { sessions: Arc::clone(sessions), sid: sid.to_owned(), ids: Vec::new(), answers: Default::default() }
+    }
+}
+
+impl Drop for Round {
     fn drop(&mut self) {
         for id in &self.ids {
             self.sessions.forget_answer(&self.sid, id);
@@ -499,8 +556,9 @@ impl Drop for Waiting {
     }
 }
 
-/// The work of one call: its reply, or `None` when it was cancelled and sends nothing.
-type Work = std::pin::Pin<Box<dyn Future<Output = Option<Reply>> + Send>>;
+/// The work of one call: its settled response, or `None` when it was cancelled and sends
+/// nothing.
+type Work = std::pin::Pin<Box<dyn Future<Output = Option<http::Response<Bytes>>> + Send>>;
 
 /// Answers a call as plain JSON when it finished without emitting anything, otherwise as
 /// an event stream: the progress and log messages as the handler emits them, then the
@@ -511,22 +569,13 @@ async fn answer(endpoint: &Arc<Endpoint>, mut work: Work, mut feed: mpsc::Receiv
         done = &mut work => {
             let queued: Vec<String> = std::iter::from_fn(|| feed.try_recv().ok()).collect();
             return match done {
-                Some(reply) if queued.is_empty() => self::reply(endpoint, reply),
-                // Recorded now: the stream that carries the reply may never be read.
-                done => event_stream(endpoint, queued, Streaming::Finished(done.map(|reply| recorded(endpoint, reply)))),
+                Some(response) if queued.is_empty() => response.map(Body::from).into_response(),
+                done => event_stream(endpoint, queued, Streaming::Finished(done)),
             };
         }
         Some(first) = feed.recv() => first,
     };
     event_stream(endpoint, vec![first], Streaming::Running { work, feed })
-}
-
-/// Writes `reply`'s audit record now, and returns the reply without it.
-fn recorded(endpoint: &Endpoint, mut reply: Reply) -> Reply {
-    if let Some(record) = reply.audit.take() {
-        endpoint.audit.record(*record);
-    }
-    reply
 }
 
 /// Where a call's event stream stands.
@@ -535,8 +584,8 @@ enum Streaming {
         work: Work,
         feed: mpsc::Receiver<String>,
     },
-    /// The call ended: its reply (if any) is the last event.
-    Finished(Option<Reply>),
+    /// The call ended: its response (if any) is the last event.
+    Finished(Option<http::Response<Bytes>>),
     Closed,
 }
 
@@ -544,13 +593,8 @@ fn event_stream(endpoint: &Arc<Endpoint>, sent: Vec<String>, state: Streaming) -
     let open = endpoint.gauges.hold(Gauge::Streams);
     let endpoint = Arc::clone(endpoint);
     let event = |message: String| Ok::<_, Infallible>(Event::default().event("message").data(message));
-    let last = move |endpoint: &Endpoint, done: Option<Reply>| {
-        done.map(|mut reply| {
-            if let Some(record) = reply.audit.take() {
-                endpoint.audit.record(*record);
-            }
-            String::from_utf8_lossy(reply.response.body()).into_owned()
-        })
+    let last = |done: Option<http::Response<Bytes>>| {
+        done.map(|response| String::from_utf8_lossy(response.body()).into_owned())
     };
     let later = stream::unfold(state, move |state| {
         let endpoint = Arc::clone(&endpoint);
@@ -570,12 +614,12 @@ fn event_stream(endpoint: &Arc<Endpoint>, sent: Vec<String>, state: Streaming) -
                     }
                     done = &mut work => {
                         events.extend(std::iter::from_fn(|| feed.try_recv().ok()));
-                        events.extend(last(&endpoint, done));
+                        events.extend(last(done));
                         Streaming::Closed
                     }
                 },
                 Streaming::Finished(done) => {
-                    events.extend(last(&endpoint, done));
+                    events.extend(last(done));
                     Streaming::Closed
                 }
                 Streaming::Closed => return None,
@@ -618,42 +662,65 @@ async fn read_body(headers: &HeaderMap, mut body: Body, limit: usize) -> Result<
     Ok(Bytes::from(gathered))
 }
 
-fn reply(endpoint: &Endpoint, reply: Reply) -> Response {
-    if let Some(record) = reply.audit {
-        endpoint.audit.record(*record);
-    }
-    reply.response.map(Body::from).into_response()
+/// A settled response, as axum sends it.
+fn respond(response: http::Response<Bytes>) -> Response {
+    response.map(Body::from).into_response()
 }
 
-/// Runs a dispatched call. If the client goes away the future is dropped: the guard then
-/// cancels the handler's token and records the call as cancelled.
-async fn run(endpoint: &Arc<Endpoint>, call: Call) -> Response {
+/// Runs a dispatched modern call. If the client goes away the future is dropped: the
+/// call is then cancelled and recorded so.
+async fn run(endpoint: &Arc<Endpoint>, conversation: Conversation, opener: Opener<'_>) -> Response {
     // Only a request that asked for notifications can get an event stream; the others
     // are answered with the reply itself, with no queue to set up.
-    if !call.notifier().wants_any() {
-        let reply = work(Arc::clone(endpoint), call, Arc::new(SilentEmitter)).await;
-        return self::reply(endpoint, reply);
+    if !conversation.call().notifier().wants_any() {
+        let settled = work(endpoint, conversation, Arc::new(SilentEmitter), opener).await;
+        // Only a dropped call ends cancelled, and this one is awaited to its end.
+        return settled.map_or_else(|| refusal(Error::ShuttingDown), respond);
     }
     let (queue, feed) = mpsc::channel(EMITTED_QUEUE);
-    let emitter = Arc::new(StreamEmitter::new(call.notifier().clone(), queue));
+    let emitter = Arc::new(StreamEmitter::new(conversation.call().notifier().clone(), queue));
+    let opener = OwnedOpener::of(opener);
     let work: Work = Box::pin({
         let endpoint = Arc::clone(endpoint);
-        async move { Some(work(endpoint, call, emitter).await) }
+        async move { work(&endpoint, conversation, emitter, opener.borrow()).await }
     });
     answer(endpoint, work, feed).await
 }
 
-/// A modern call from dispatch to reply. Dropped before it finished (the client went
-/// away), it cancels the handler and records the call as cancelled.
-async fn work(endpoint: Arc<Endpoint>, call: Call, emitter: Arc<dyn bondry_core::handler::Emitter>) -> Reply {
+/// A modern call from dispatch to its settled response. Dropped before it finished (the
+/// client went away), it cancels the handler and records the call as cancelled.
+async fn work(
+    endpoint: &Endpoint,
+    conversation: Conversation,
+    emitter: Arc<dyn Emitter>,
+    opener: Opener<'_>,
+) -> Option<http::Response<Bytes>> {
     let _running = endpoint.gauges.hold(Gauge::Calls);
     let token = CancellationToken::new();
-    let guard = CancelledCall { call: &call, token: token.clone(), audit: &*endpoint.audit, armed: true };
-    let publisher = endpoint.publisher(&call);
-    let request = call.handler_request(Arc::new(TokenCancellation(token.clone())), emitter, publisher);
-    let outcome = CancelOnDrop { token, work: call.invoke(request), done: false }.await;
-    drop(guard.disarm());
-    endpoint.adapter.complete(call, outcome, SystemTime::now(), &mut OsRandom)
+    let mut finishing = Finishing { settling: endpoint.settling(opener), conversation: Some(conversation), token };
+    if let Some(conversation) = finishing.conversation.as_mut() {
+        drive(endpoint, conversation, &finishing.token, emitter, None).await;
+    }
+    let conversation = finishing.conversation.take()?;
+    conversation.finish(SystemTime::now()).settle(&mut finishing.settling)
+}
+
+/// A conversation that, dropped before it was finished, cancels its handler and settles
+/// as cancelled; finishing it first leaves nothing for the drop to do.
+struct Finishing<'a> {
+    settling: Settling<'a>,
+    conversation: Option<Conversation>,
+    token: CancellationToken,
+}
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        if let Some(conversation) = self.conversation.take() {
+            self.token.cancel();
+            // Nobody is left to send the response to.
+            let _ = conversation.finish(SystemTime::now()).settle(&mut self.settling);
+        }
+    }
 }
 
 /// A handler's future that, dropped before it finished, cancels the call's token first:
@@ -678,29 +745,6 @@ impl<F> Drop for CancelOnDrop<F> {
     fn drop(&mut self) {
         if !self.done {
             self.token.cancel();
-        }
-    }
-}
-
-struct CancelledCall<'a> {
-    call: &'a Call,
-    token: CancellationToken,
-    audit: &'a dyn AuditSink,
-    armed: bool,
-}
-
-impl CancelledCall<'_> {
-    fn disarm(mut self) -> Self {
-        self.armed = false;
-        self
-    }
-}
-
-impl Drop for CancelledCall<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.token.cancel();
-            self.audit.record(self.call.record(AuditOutcome::Cancelled, SystemTime::now()));
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod gauges;
 pub mod limits;
 mod metadata;
 mod publish;
+mod realm;
 pub mod session;
 
 use std::collections::HashMap;
@@ -31,24 +32,11 @@ use tokio_util::task::TaskTracker;
 
 pub use admission::OriginPolicy;
 pub use auth::{AuthSlot, Authenticator, Credentials, Ticket, User};
+pub use realm::{DEFAULT_REALM, RealmEntry};
 pub use session::SessionLimits;
-
-/// The realm `/mcp` serves; `/mcp/realm/default` is the same realm.
-pub const DEFAULT_REALM: &str = "default";
 
 /// Where protected resource metadata (RFC 9728) is published.
 const METADATA: &str = "/.well-known/oauth-protected-resource";
-
-/// One realm as the runtime serves it.
-pub struct RealmEntry {
-    pub registry: Arc<Registry>,
-    /// Who may call: replaced whole on a reload.
-    pub auth: Arc<AuthSlot>,
-    /// Failed-authentication and per-principal rate limits.
-    pub rate_limits: limits::RealmLimits,
-    /// Caps on handshake-era sessions in this realm.
-    pub limits: SessionLimits,
-}
 
 /// Bounds on one listener's connections, against clients that hold them open.
 #[derive(Debug, Clone, Copy)]

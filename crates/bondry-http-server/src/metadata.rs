@@ -22,7 +22,8 @@ use http::{HeaderValue, Method, StatusCode, Uri};
 
 use crate::admission::{self, OriginPolicy};
 use crate::endpoint::Endpoint;
-use crate::{DEFAULT_REALM, limits};
+use crate::limits;
+use crate::realm::DEFAULT_REALM;
 
 pub async fn default_realm(
     State(endpoint): State<Arc<Endpoint>>,

@@ -17,7 +17,7 @@ use bondry_mcp_proto::listen::Subscription;
 use bondry_mcp_proto::listing;
 use tokio::sync::mpsc;
 
-use crate::RealmEntry;
+use crate::realm::RealmEntry;
 use crate::session::{Owner, Sessions};
 
 /// Every listener's session table, set once all listeners are bound, and every open

@@ -10,11 +10,12 @@ use bondry_core::dispatch::{self, Outcome, Resolution};
 use bondry_core::handler::CompletionQuery;
 use serde_json::{Map, Value, json};
 
+use crate::call::Admitted;
 use crate::error::Error;
 use crate::request::Request;
 use crate::revision::Era;
-use crate::tools::stable_code;
-use crate::{ADAPTER, Admitted, Call, Csprng, Step};
+use crate::vocabulary::stable_code;
+use crate::{ADAPTER, Call, Csprng, Step};
 
 pub fn complete(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
     let id = || request.id.clone();

@@ -4,7 +4,7 @@ use bondry_core::capability::CapabilityKind;
 use bondry_core::realm::RealmSnapshot;
 use serde_json::{Value, json};
 
-use crate::Adapter;
+use crate::settings::Listener;
 
 /// Which server features a realm announces: a feature exists when the realm has a
 /// capability that needs it, whoever asks (never per principal).
@@ -56,13 +56,13 @@ pub fn capabilities(realm: &RealmSnapshot) -> Value {
     Value::Object(capabilities)
 }
 
-pub fn result(adapter: &Adapter, realm: &RealmSnapshot) -> Value {
+pub fn result(listener: &Listener, realm: &RealmSnapshot) -> Value {
     json!({
         "resultType": "complete",
-        "supportedVersions": adapter.supported,
+        "supportedVersions": listener.supported,
         "capabilities": capabilities(realm),
-        "ttlMs": adapter.settings.list_ttl_ms,
+        "ttlMs": listener.settings.list_ttl_ms,
         "cacheScope": "private",
-        "_meta": adapter.server_meta(),
+        "_meta": listener.server_meta(),
     })
 }

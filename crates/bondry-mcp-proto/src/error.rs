@@ -10,6 +10,8 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
 use crate::jsonrpc::{ErrorId, ErrorObject, Id, error_body};
+use crate::revision::Revision;
+use crate::vocabulary::{ERROR_CODE_KEY, FAILURE_TEXT};
 
 /// JSON-RPC and MCP error codes.
 pub mod code {
@@ -28,11 +30,6 @@ pub mod code {
     /// What the handshake revisions answer for a resource that is not there.
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
 }
-
-/// Where a failure's stable code travels: a tool result's `_meta`, an error's `data`.
-pub const ERROR_CODE_KEY: &str = "dev.bondry/errorCode";
-/// The text of every failure whose detail must not leak.
-pub const FAILURE_TEXT: &str = "Capability execution failed";
 
 /// What is wrong with a routing header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +144,13 @@ pub struct Context {
     /// The request names a live 2025-06-18 session, whose errors carry `"id": null` when
     /// no id could be read.
     pub null_id: bool,
+}
+
+impl Context {
+    /// Where a request attributed to a session of `revision` (or to none) is answered.
+    pub fn of(revision: Option<Revision>) -> Self {
+        Self { in_session: revision.is_some(), null_id: revision == Some(Revision::V2025_06_18) }
+    }
 }
 
 /// One row of the table.

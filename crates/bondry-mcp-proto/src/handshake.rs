@@ -22,7 +22,8 @@ use crate::jsonrpc::Id;
 use crate::request::Request;
 use crate::revision::Revision;
 use crate::session::{self, Effect, LiveSession, SessionRef};
-use crate::{Adapter, Csprng, Inbound, Reply, Step, methods, resources};
+use crate::settings::Listener;
+use crate::{Csprng, Inbound, Reply, Step, methods, resources};
 
 /// Server capabilities announced in the handshake era, computed per realm. List changes
 /// and updates of subscribed resources reach sessions on their event stream.
@@ -52,10 +53,10 @@ const MAX_CLIENT_CAPABILITIES: usize = 64 * 1024;
 
 /// The revision a request inside a session speaks: its optional `MCP-Protocol-Version`
 /// must name a handshake revision this endpoint accepts. `None` when it does not.
-pub fn version(adapter: &Adapter, headers: &http::HeaderMap, session: &SessionRef) -> Option<Revision> {
+pub fn version(listener: &Listener, headers: &http::HeaderMap, session: &SessionRef) -> Option<Revision> {
     match headers::single(headers, PROTOCOL_VERSION) {
         Ok(None) => Some(session.revision),
-        Ok(Some(version)) => version.parse::<Revision>().ok().filter(|r| adapter.handshake.contains(r)),
+        Ok(Some(version)) => version.parse::<Revision>().ok().filter(|r| listener.handshake.contains(r)),
         Err(_) => None,
     }
 }
@@ -63,7 +64,7 @@ pub fn version(adapter: &Adapter, headers: &http::HeaderMap, session: &SessionRe
 /// `initialize` without a session: echoes a requested handshake revision this endpoint
 /// accepts, else offers the newest one, and opens a session.
 pub fn initialize(
-    adapter: &Adapter,
+    listener: &Listener,
     id: Id,
     params: &Map<String, Value>,
     realm: &Arc<RealmSnapshot>,
@@ -83,20 +84,20 @@ pub fn initialize(
         return invalid("params.capabilities is larger than 64 KiB");
     }
     let revision = match requested.parse::<Revision>() {
-        Ok(revision) if adapter.handshake.contains(&revision) => revision,
-        _ => adapter.handshake[0],
+        Ok(revision) if listener.handshake.contains(&revision) => revision,
+        _ => listener.handshake[0],
     };
     let client_capabilities = client_capabilities.clone();
-    let lifetime = adapter.settings.session_lifetime;
+    let lifetime = listener.settings.session_lifetime;
     let (token, new) = session::mint(realm, principal, revision, client_capabilities, lifetime, now, rng);
     let result = json!({
         "protocolVersion": revision.as_str(),
         "capabilities": capabilities(realm),
-        "serverInfo": {"name": "bondry", "version": adapter.settings.server_version},
+        "serverInfo": {"name": "bondry", "version": listener.settings.server_version},
     });
     let mut reply = Reply::json(StatusCode::OK, crate::jsonrpc::result_body(&id, &result));
     let value = http::HeaderValue::from_str(&token).expect("sealed tokens are visible ASCII");
-    reply.response.headers_mut().insert(session::HEADER, value);
+    reply.headers_mut().insert(session::HEADER, value);
     Step::Reply(reply.with_effect(Effect::OpenSession(new)))
 }
 
@@ -111,7 +112,7 @@ pub struct Attributed<'a> {
 
 /// A request inside a live session.
 pub fn receive(
-    adapter: &Adapter,
+    listener: &Listener,
     inbound: Inbound<'_>,
     attributed: Attributed<'_>,
     realm: &Arc<RealmSnapshot>,
@@ -121,7 +122,7 @@ pub fn receive(
 ) -> Step {
     let Attributed { session, live, id, method, params } = attributed;
     let subscriptions = live.subscriptions;
-    let Some(version) = version(adapter, inbound.headers, &session) else {
+    let Some(version) = version(listener, inbound.headers, &session) else {
         // A header the session cannot use is a transport error: it keeps its 400.
         return Error::InvalidSessionVersion { id: Some(id) }.into();
     };
@@ -139,7 +140,7 @@ pub fn receive(
         log_level: live.log_level,
     };
     let request = Request {
-        adapter,
+        listener,
         headers: inbound.headers,
         body_len: inbound.body.len(),
         id,
@@ -177,13 +178,13 @@ pub fn receive(
 /// A notification inside a live session: accepted; `notifications/cancelled` names a
 /// call for the runtime to cancel.
 pub fn notification(
-    adapter: &Adapter,
+    listener: &Listener,
     headers: &http::HeaderMap,
     method: &str,
     params: Option<&Map<String, Value>>,
     session: SessionRef,
 ) -> Step {
-    if version(adapter, headers, &session).is_none() {
+    if version(listener, headers, &session).is_none() {
         return Error::InvalidSessionVersion { id: None }.into();
     }
     let reply = Reply::empty(StatusCode::ACCEPTED);
@@ -197,7 +198,7 @@ pub fn notification(
 
 /// GET and DELETE, which exist only for sessions.
 pub fn session_method(
-    adapter: &Adapter,
+    listener: &Listener,
     inbound: Inbound<'_>,
     session_id: Option<&str>,
     attributed: Option<(SessionRef, LiveSession)>,
@@ -208,7 +209,7 @@ pub fn session_method(
     let Some((session, _)) = attributed else {
         return Error::SessionNotFound { id: None }.into();
     };
-    if version(adapter, inbound.headers, &session).is_none() {
+    if version(listener, inbound.headers, &session).is_none() {
         return Error::InvalidSessionVersion { id: None }.into();
     }
     let method = inbound.method;

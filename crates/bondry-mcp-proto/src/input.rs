@@ -1,69 +1,11 @@
 //! Input a handler asks the client for: which method carries each kind, and whether the
 //! client declared the capability it needs.
 
-use std::collections::BTreeMap;
-use std::time::SystemTime;
-
 use bondry_core::handler::{InputKind, InputRequest};
-use serde_json::{Map, Value, json};
-
-use crate::tools::EMPTY_INPUT_REQUIRED;
-use crate::{Call, Csprng, state};
-
-/// A state that seals larger than `requestState` may be.
-pub const STATE_TOO_LARGE: &str = "state_too_large";
-
-/// Why an `input_required` answer could not be sent.
-#[derive(Debug)]
-pub enum Unsendable {
-    /// It asks for input the client did not declare: the client capabilities it needs.
-    Undeclared(Value),
-    /// A handler failure with this code.
-    Failed(&'static str),
-}
-
-/// The modern `input_required` result for a handler's requests and state: each request
-/// under its key, the state sealed into `requestState` with the id of the exchange it
-/// continues (`sealing`). Never cached, so no `ttlMs`.
-pub fn required_result(
-    call: &Call,
-    requests: &BTreeMap<String, InputRequest>,
-    sealing: Option<(&Value, &str)>,
-    server_meta: &Value,
-    now: SystemTime,
-    rng: &mut dyn Csprng,
-) -> Result<Value, Unsendable> {
-    if requests.is_empty() && sealing.is_none() {
-        return Err(Unsendable::Failed(EMPTY_INPUT_REQUIRED));
-    }
-    let mut missing = Map::new();
-    for request in requests.values().filter(|request| !declared(request, &call.client_capabilities)) {
-        let (key, needed) = requirement(request);
-        missing.insert(key.into(), needed);
-    }
-    if !missing.is_empty() {
-        return Err(Unsendable::Undeclared(Value::Object(missing)));
-    }
-    let mut result = Map::new();
-    result.insert("resultType".into(), json!("input_required"));
-    if !requests.is_empty() {
-        let wire: Map<String, Value> = requests
-            .iter()
-            .map(|(key, request)| (key.clone(), json!({"method": method(request.kind), "params": request.params})))
-            .collect();
-        result.insert("inputRequests".into(), Value::Object(wire));
-    }
-    if let Some((handler_state, continuation)) = sealing {
-        let sealed = state::seal(&call.realm.keys, &call.binding(), handler_state.clone(), continuation, now, rng)
-            .map_err(|_| Unsendable::Failed(STATE_TOO_LARGE))?;
-        result.insert("requestState".into(), json!(sealed));
-    }
-    result.insert("_meta".into(), server_meta.clone());
-    Ok(Value::Object(result))
-}
+use serde_json::{Value, json};
 
 /// The client capability a request needs, as `requiredCapabilities` names it.
-fn requirement(request: &InputRequest) -> (&'static str, Value) {
+pub(crate) fn requirement(request: &InputRequest) -> (&'static str, Value) {
     match request.kind {
         InputKind::Sampling => ("sampling", json!({})),
         InputKind::Roots => ("roots", json!({})),

@@ -48,7 +48,7 @@ pub fn list(request: &Request<'_>, kind: CapabilityKind) -> Reply {
             None => return request.error(Error::InvalidCursor { id: request.id.clone() }),
         },
     };
-    let page_size = request.adapter.settings.page_size.max(1);
+    let page_size = request.listener.settings.page_size.max(1);
     let page = &view[start..view.len().min(start.saturating_add(page_size))];
     let next_cursor = (start + page.len() < view.len())
         .then(|| page.last().map(|last| cursor::encode(&view_hash, last.id().as_str())))
@@ -56,7 +56,7 @@ pub fn list(request: &Request<'_>, kind: CapabilityKind) -> Reply {
     let era = request.era();
     let entries = page.iter().filter_map(|capability| wire(capability, era)).collect();
     let modern = (era == Era::Modern)
-        .then(|| ModernFields { ttl_ms: request.adapter.settings.list_ttl_ms, meta: request.adapter.server_meta() });
+        .then(|| ModernFields { ttl_ms: request.listener.settings.list_ttl_ms, meta: request.listener.server_meta() });
     request.result(&ListResult { field: field(kind), entries, next_cursor, modern })
 }
 

@@ -12,12 +12,13 @@ use crate::error::{Error, HeaderFault};
 use crate::headers::{self, METHOD, NAME, PROTOCOL_VERSION};
 use crate::jsonrpc::Id;
 use crate::request::Request;
-use crate::{Adapter, Csprng, Step, discover, listen, methods};
+use crate::settings::Listener;
+use crate::{Csprng, Step, discover, listen, methods};
 
 /// The modern pipeline for a request that carries a claim.
 #[allow(clippy::too_many_arguments)]
 pub fn receive(
-    adapter: &Adapter,
+    listener: &Listener,
     headers: &HeaderMap,
     body_len: usize,
     id: Id,
@@ -43,10 +44,10 @@ pub fn receive(
     if version_header.is_some_and(|version| version != envelope.version) {
         return header_error(PROTOCOL_VERSION, HeaderFault::Mismatch).into();
     }
-    if !adapter.supported.contains(&envelope.version.as_str()) {
+    if !listener.supported.contains(&envelope.version.as_str()) {
         return Error::UnsupportedVersion {
             id: Some(id),
-            supported: adapter.supported.clone(),
+            supported: listener.supported.clone(),
             requested: envelope.version,
         }
         .into();
@@ -55,13 +56,13 @@ pub fn receive(
         return header_error(&header, fault).into();
     }
     let request =
-        Request { adapter, headers, body_len, id, method, params, envelope, realm, principal, now, session: None };
+        Request { listener, headers, body_len, id, method, params, envelope, realm, principal, now, session: None };
     let announced = discover::Announced::of(realm);
     if methods::is_shared(method, &announced) {
         return methods::shared(request, rng);
     }
     match method {
-        "server/discover" => Step::Reply(request.result(&discover::result(adapter, realm))),
+        "server/discover" => Step::Reply(request.result(&discover::result(listener, realm))),
         "subscriptions/listen" if announced.any() => match listen::subscribe(&request) {
             Ok(subscription) => Step::Subscribe(Box::new(subscription)),
             Err(error) => Step::Reply(request.error(error)),

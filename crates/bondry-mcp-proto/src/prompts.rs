@@ -7,11 +7,12 @@ use bondry_core::dispatch::{self, Outcome, Resolution, failure};
 use bondry_core::handler::{Answer, Role};
 use serde_json::{Value, json};
 
+use crate::call::Admitted;
 use crate::error::Error;
 use crate::request::Request;
 use crate::revision::Era;
-use crate::tools::{MISSING_CLIENT_CAPABILITY, stable_code};
-use crate::{ADAPTER, Admitted, Call, Csprng, Step, shape};
+use crate::vocabulary::{MISSING_CLIENT_CAPABILITY, stable_code};
+use crate::{ADAPTER, Call, Csprng, Step, shape};
 
 pub fn get(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
     let id = || request.id.clone();

@@ -18,12 +18,13 @@ use crate::error::{Context, Error};
 use crate::jsonrpc::Id;
 use crate::revision::{Era, Revision};
 use crate::session::SessionRef;
-use crate::{ADAPTER, Adapter, Reply, state};
+use crate::settings::Listener;
+use crate::{ADAPTER, Reply, state};
 
 /// A request whose era is known: modern (its envelope passed) or handshake (attributed
 /// to a live session, whose `initialize` supplied the client capabilities).
 pub struct Request<'a> {
-    pub adapter: &'a Adapter,
+    pub listener: &'a Listener,
     pub headers: &'a HeaderMap,
     pub body_len: usize,
     pub id: Id,

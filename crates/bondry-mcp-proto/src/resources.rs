@@ -6,12 +6,13 @@ use bondry_core::dispatch::{self, Outcome, ResourceResolution, failure};
 use bondry_core::handler::{Answer, ResourceContents};
 use serde_json::{Value, json};
 
+use crate::call::Admitted;
 use crate::error::Error;
 use crate::request::Request;
 use crate::revision::Era;
 use crate::session::{Effect, MAX_SUBSCRIPTIONS};
-use crate::tools::{MISSING_CLIENT_CAPABILITY, stable_code};
-use crate::{ADAPTER, Admitted, Call, Csprng, Reply, Step, shape};
+use crate::vocabulary::{MISSING_CLIENT_CAPABILITY, stable_code};
+use crate::{ADAPTER, Call, Csprng, Reply, Step, shape};
 
 pub fn read(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
     let id = || request.id.clone();

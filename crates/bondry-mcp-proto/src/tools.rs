@@ -7,28 +7,16 @@ use bondry_core::handler::Answer;
 use http::HeaderMap;
 use serde_json::{Map, Value, json};
 
-use crate::error::{ERROR_CODE_KEY, Error, FAILURE_TEXT, HeaderFault};
+use crate::call::Admitted;
+use crate::error::{Error, HeaderFault};
 use crate::headers::{self, param_header_display};
 use crate::lint::{ParamHeader, ParamType, ToolWire};
 use crate::request::Request;
 use crate::revision::Era;
-use crate::{ADAPTER, Admitted, Call, Csprng, Reply, Step, shape};
-
-/// `_meta` keys Bondry adds to call results.
-pub const INVOCATION_ID_KEY: &str = "dev.bondry/invocationId";
-pub const RETRYABLE_KEY: &str = "dev.bondry/retryable";
-/// A handshake-era call of a tool needing client capabilities `initialize` did not declare.
-pub const MISSING_CLIENT_CAPABILITY: &str = "missing_client_capability";
-/// A session call whose client did not answer its input requests in time.
-pub const CLIENT_TIMEOUT: &str = "client_timeout";
-/// A session call whose client answered an input request with an error.
-pub const CLIENT_ERROR: &str = "client_error";
-/// A session call whose session already waits for as many answers as it may.
-pub const TOO_MANY_PENDING_INPUTS: &str = "too_many_pending_inputs";
-/// A handler that asked for input with neither requests nor state.
-pub const EMPTY_INPUT_REQUIRED: &str = "empty_input_required";
-/// A session call that kept asking for input past the allowed rounds.
-pub const TOO_MANY_ROUNDS: &str = "too_many_input_rounds";
+use crate::vocabulary::{
+    ERROR_CODE_KEY, FAILURE_TEXT, INVOCATION_ID_KEY, MISSING_CLIENT_CAPABILITY, RETRYABLE_KEY, stable_code,
+};
+use crate::{ADAPTER, Call, Csprng, Reply, Step, shape};
 
 /// A `tools/call`: refused before dispatch, or a [`Call`] to run.
 pub fn call(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
@@ -74,7 +62,7 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
                 retryable: false,
                 content: None,
             });
-            let result = call_result(&refused, None, &request.adapter.server_meta(), name, Era::Handshake);
+            let result = call_result(&refused, None, &request.listener.server_meta(), name, Era::Handshake);
             let record = request.audit(name, bondry_core::audit::AuditOutcome::InvalidInput);
             return Err(Box::new(request.result(&result).audited(record)));
         }
@@ -140,17 +128,6 @@ fn check_param_headers(
     }
     Ok(())
 }
-
-/// Error codes are identifiers, never messages: a code that does not look like one (it
-/// could carry a backend's detail, a host name or a URI) is replaced by a generic code.
-pub(crate) fn stable_code(code: &str) -> &str {
-    let is_identifier = (1..=64).contains(&code.len())
-        && code.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-'));
-    if is_identifier { code } else { HANDLER_FAILED }
-}
-
-/// The code of a failure whose own code could not be shown.
-pub const HANDLER_FAILED: &str = "handler_failed";
 
 /// What a mirrored header must say.
 enum Mirrored<'a> {
@@ -251,6 +228,7 @@ pub fn call_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocabulary::HANDLER_FAILED;
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

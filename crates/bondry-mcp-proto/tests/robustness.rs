@@ -24,23 +24,21 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use bondry_core::BoxFuture;
-use bondry_core::audit::AuditOutcome;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::dispatch::Outcome;
 use bondry_core::handler::{
     Answer, Cancellation, Completion, CompletionQuery, ContentBlock, Emitter, Handler, HandlerRequest, InputKind,
-    InputRequest, LogLevel, Message, Publisher, ResourceBody, ResourceContents, Retry, Role,
+    InputRequest, LogLevel, Message, Publisher, ResourceBody, ResourceContents, Role,
 };
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot};
 use bondry_core::registry::{Catalogue, Lint, Registration};
 use bondry_core::schema::{SchemaBounds, Violation, Violations};
 use bondry_mcp_proto::envelope::{CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION};
-use bondry_mcp_proto::jsonrpc::Id;
 use bondry_mcp_proto::lint::McpLint;
 use bondry_mcp_proto::{
-    Adapter, Call, Csprng, Error, Inbound, ListenerSettings, LiveSession, Reply, Revision, SessionLookup, Step,
-    sentinel, session,
+    Adapter, Call, Csprng, Ended, Error, Inbound, ListenerSettings, LiveSession, Next, Reply, Revision, SessionLookup,
+    Step, sentinel, session,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::{Map, Value, json};
@@ -1459,11 +1457,11 @@ fn parse_json(bytes: &[u8], what: &str) -> Result<Value, String> {
 /// A reply's status is one the error table answers, or 200, 202 or 204; its body, when
 /// present, is a JSON-RPC message; its audit record serialises.
 fn check_reply(reply: &Reply, world: &World, what: &str) -> Result<Value, String> {
-    let status = reply.response.status();
+    let status = reply.response().status();
     if !world.statuses.contains(&status) {
         return Err(format!("{what}: status {status} is neither in the error table nor 200, 202 or 204"));
     }
-    let body = reply.response.body();
+    let body = reply.response().body();
     let value = if body.is_empty() {
         Value::Null
     } else {
@@ -1473,14 +1471,14 @@ fn check_reply(reply: &Reply, world: &World, what: &str) -> Result<Value, String
         }
         value
     };
-    if let Some(record) = &reply.audit {
+    if let Some(record) = reply.audit() {
         serde_json::to_string(record).map_err(|error| format!("{what}: audit record does not serialise: {error}"))?;
     }
     Ok(value)
 }
 
 /// Everything a runtime reads from a planned call, before running it.
-fn touch_call(g: &mut Prng, call: &Call, world: &World) -> Result<(), String> {
+fn touch_call(g: &mut Prng, call: &Call) -> Result<(), String> {
     let _ = (call.capability().id(), call.realm(), call.session(), call.request_id(), call.invocation());
     let notifier = call.notifier();
     let _ = notifier.wants_any();
@@ -1492,13 +1490,6 @@ fn touch_call(g: &mut Prng, call: &Call, world: &World) -> Result<(), String> {
     if let Some(text) = notifier.log(*g.pick(&LogLevel::ALL), Some(&message), &data) {
         parse_json(text.as_bytes(), "log notification")?;
     }
-    let request = input_request(g);
-    parse_json(call.input_request(&Id::String(g.text()), &request).as_bytes(), "input request")?;
-    let requests = BTreeMap::from([("q".to_owned(), request)]);
-    let _ = call.missing_input_capabilities(&requests);
-    let _ = call.client_failure(&message);
-    let record = call.record(AuditOutcome::Cancelled, world.now);
-    serde_json::to_string(&record).map_err(|error| format!("call record does not serialise: {error}"))?;
     Ok(())
 }
 
@@ -1524,7 +1515,7 @@ impl Reached {
     fn count(&mut self, step: &Step, case: &Case) {
         match step {
             Step::Reply(reply) => {
-                let body = reply.response.body();
+                let body = reply.response().body();
                 let result = serde_json::from_slice::<Value>(body).is_ok_and(|body| body.get("result").is_some());
                 match (body.is_empty(), result) {
                     (true, _) => self.empty += 1,
@@ -1597,7 +1588,7 @@ fn exercise(
     match step {
         Step::Reply(reply) => {
             let body = check_reply(&reply, world, "reply")?;
-            if let Some(token) = reply.response.headers().get(session::HEADER).and_then(|v| v.to_str().ok()) {
+            if let Some(token) = reply.response().headers().get(session::HEADER).and_then(|v| v.to_str().ok()) {
                 remember(g, &mut pools.sessions, token.to_owned());
             }
             if let Some(cursor) = body["result"]["nextCursor"].as_str() {
@@ -1605,13 +1596,12 @@ fn exercise(
             }
         }
         Step::Dispatch(call) => {
-            touch_call(g, &call, world)?;
-            let mut call = *call;
-            if g.chance(10) {
-                call.set_retry(Retry { responses: BTreeMap::new(), state: Some(g.shallow(1)), continuation: None });
-            }
+            touch_call(g, &call)?;
+            let call = *call;
             let outcome = if g.chance(50) { invoked(&call) } else { canned_outcome(g) };
-            let reply = adapter.complete(call, outcome, world.now, &mut rng);
+            let Some(reply) = complete(adapter, call, outcome, world.now, &mut rng) else {
+                return Ok(());
+            };
             let body = check_reply(&reply, world, "completion")?;
             reached.completions += 1;
             if body["result"]["resultType"] == "input_required" {
@@ -1623,8 +1613,8 @@ fn exercise(
             // The same call once more, ending another way.
             if g.chance(30)
                 && let Step::Dispatch(call) = receive(&mut rng)
+                && let Some(reply) = complete(adapter, *call, canned_outcome(g), world.now, &mut rng)
             {
-                let reply = adapter.complete(*call, canned_outcome(g), world.now, &mut rng);
                 check_reply(&reply, world, "second completion")?;
             }
         }
@@ -1658,6 +1648,26 @@ thread_local! {
 
 /// Runs `f`, turning a panic into its message and location. Panics elsewhere (and the
 /// test's own assertions) still go to the default hook.
+/// `call` run to its reply with `outcome` as its handler's one answer, the way the runtime
+/// drives it: a session's questions go out and the deadline passes unanswered. `None`
+/// when the handler would be called again (a session round with only a state).
+fn complete(adapter: &Adapter, call: Call, outcome: Outcome, now: SystemTime, rng: &mut dyn Csprng) -> Option<Reply> {
+    let mut conversation = adapter.conversation(call, Duration::from_secs(60));
+    let _ = conversation.poll();
+    conversation.handle_outcome(outcome, now, rng);
+    if let Next::Ask(_) = conversation.poll() {
+        conversation.handle_asked(now);
+        conversation.handle_timeout(now, rng);
+    }
+    match conversation.poll() {
+        Next::Done => match conversation.finish(now) {
+            Ended::Replied(reply) => Some(reply),
+            Ended::Cancelled(_) => None,
+        },
+        _ => None,
+    }
+}
+
 fn catching<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {

@@ -173,3 +173,227 @@ fn the_protocol_crate_builds_on_the_core_only() {
 fn the_http_server_does_not_depend_on_the_binary_crate() {
     assert_no_path("bondry-http-server", &["bondry"], "the binary assembles the server, not the reverse");
 }
+
+/// The modules of one crate and which of them each one names: a module is a file or
+/// directory right under `src/` (a nested module belongs to its top-level one), and it
+/// names another through a `crate::` path, directly or through a name the crate root
+/// re-exports. Test code (from a `#[cfg(test)]` line on) is left out: tests may reach
+/// anywhere.
+struct Modules {
+    uses: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+impl Modules {
+    fn of(src: &std::path::Path) -> Self {
+        let mut files: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        collect_sources(src, src, &mut files);
+        let names: std::collections::BTreeSet<String> = files.keys().filter(|m| *m != "lib").cloned().collect();
+        // What the crate root re-exports, by the module that defines it.
+        let mut exported: HashMap<String, String> = HashMap::new();
+        for text in files.get("lib").into_iter().flatten() {
+            for line in production(text).lines().map(str::trim) {
+                let Some(path) = line.strip_prefix("pub use ").and_then(|rest| rest.strip_suffix(';')) else {
+                    continue;
+                };
+                let Some((module, items)) = path.split_once("::") else { continue };
+                for item in items.trim_matches(|c| c == '{' || c == '}').split(',') {
+                    let item = item.trim().rsplit("::").next().unwrap_or_default();
+                    let item = item.split(" as ").last().unwrap_or(item).trim();
+                    if !item.is_empty() && names.contains(module) {
+                        exported.insert(item.to_owned(), module.to_owned());
+                    }
+                }
+            }
+        }
+        let mut uses: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+        for (module, texts) in files.iter().filter(|(module, _)| *module != "lib") {
+            let named = uses.entry(module.clone()).or_default();
+            for text in texts {
+                for first in crate_paths(&production(text)) {
+                    // A name neither a module nor re-exported is defined in the root itself.
+                    let target = if names.contains(&first) {
+                        first
+                    } else {
+                        exported.get(&first).cloned().unwrap_or("lib".into())
+                    };
+                    if &target != module {
+                        named.insert(target);
+                    }
+                }
+            }
+        }
+        // The root's own code (past its `mod` and `pub use` lines) names modules by their
+        // bare paths.
+        let root = uses.entry("lib".to_owned()).or_default();
+        for text in files.get("lib").into_iter().flatten() {
+            let code = production(text);
+            let own = code.lines().filter(|line| {
+                let line = line.trim_start();
+                !(line.starts_with("mod ")
+                    || line.starts_with("pub mod ")
+                    || line.starts_with("pub use ")
+                    || line.starts_with("pub(crate) mod "))
+            });
+            for line in own {
+                for module in &names {
+                    let mut rest = line;
+                    while let Some(at) = rest.find(&format!("{module}::")) {
+                        let preceded =
+                            rest[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+                        if !preceded {
+                            root.insert(module.clone());
+                            break;
+                        }
+                        rest = &rest[at + module.len() + 2..];
+                    }
+                }
+            }
+        }
+        Self { uses }
+    }
+
+    /// A cycle among the modules, as the path that closes it, if there is one.
+    fn cycle(&self) -> Option<Vec<String>> {
+        fn visit(
+            modules: &Modules,
+            at: &str,
+            path: &mut Vec<String>,
+            done: &mut std::collections::BTreeSet<String>,
+        ) -> Option<Vec<String>> {
+            if let Some(start) = path.iter().position(|seen| seen == at) {
+                let mut cycle = path[start..].to_vec();
+                cycle.push(at.to_owned());
+                return Some(cycle);
+            }
+            if !done.insert(at.to_owned()) {
+                return None;
+            }
+            path.push(at.to_owned());
+            for next in modules.uses.get(at).into_iter().flatten() {
+                // `done` also holds the modules on the path, so look at those again.
+                if (path.contains(next) || !done.contains(next))
+                    && let Some(cycle) = visit(modules, next, path, done)
+                {
+                    return Some(cycle);
+                }
+            }
+            path.pop();
+            None
+        }
+        let mut done = std::collections::BTreeSet::new();
+        self.uses.keys().find_map(|module| visit(self, module, &mut Vec::new(), &mut done))
+    }
+}
+
+/// Every `.rs` file under `dir`, by the top-level module it belongs to.
+fn collect_sources(
+    src: &std::path::Path,
+    dir: &std::path::Path,
+    files: &mut std::collections::BTreeMap<String, Vec<String>>,
+) {
+    for entry in std::fs::read_dir(dir).expect("the source directory is readable").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_sources(src, &path, files);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            let relative = path.strip_prefix(src).expect("under src");
+            let top = relative.components().next().expect("a file").as_os_str().to_string_lossy();
+            let module = top.trim_end_matches(".rs");
+            // Binaries under `src/bin` and the binary's `main.rs` are crates of their own.
+            if module == "bin" || module == "main" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a source file is readable");
+            files.entry(module.to_owned()).or_default().push(text);
+        }
+    }
+}
+
+/// A file's text up to its tests, without line comments.
+fn production(text: &str) -> String {
+    text.lines()
+        .take_while(|line| line.trim() != "#[cfg(test)]")
+        .map(|line| line.split_once("//").map_or(line, |(code, _)| code))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first segment of every `crate::` path in `code`, groups (`crate::{a, b::c}`) included.
+fn crate_paths(code: &str) -> Vec<String> {
+    let mut firsts = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        let preceded = rest[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$');
+        rest = &rest[at + "crate::".len()..];
+        if preceded {
+            continue;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let end = group
+                .char_indices()
+                .find(|&(_, c)| {
+                    depth += match c {
+                        '{' => 1,
+                        '}' => -1,
+                        _ => 0,
+                    };
+                    depth < 0
+                })
+                .map_or(group.len(), |(end, _)| end);
+            let mut depth = 0;
+            let mut item = String::new();
+            for c in group[..end].chars().chain([',']) {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        firsts.push(ident(&item));
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                item.push(c);
+            }
+        } else {
+            firsts.push(ident(rest));
+        }
+    }
+    firsts.retain(|first| !first.is_empty());
+    firsts
+}
+
+fn ident(text: &str) -> String {
+    text.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+}
+
+#[test]
+fn no_crate_has_a_cycle_among_its_modules() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let (mut checked, mut cycles) = (Vec::new(), Vec::new());
+    for member in graph().members.keys() {
+        let dir = if member == "bondry-bench" { root.join("bench") } else { root.join("crates").join(member) };
+        let src = dir.join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let modules = Modules::of(&src);
+        if let Some(cycle) = modules.cycle() {
+            cycles.push(format!("{member}: {}", cycle.join(" -> ")));
+        }
+        checked.push(member.as_str());
+    }
+    assert!(cycles.is_empty(), "modules that name each other, in a circle:\n  {}", cycles.join("\n  "));
+    assert!(checked.contains(&"bondry-mcp-proto") && checked.len() >= 5, "every crate is looked at: {checked:?}");
+}
+
+#[test]
+fn the_module_graph_sees_crate_paths() {
+    // Guards the cycle test against passing vacuously on a misread source.
+    let code =
+        "use crate::{Call, state::{self, Seal}, tools::X};\nfn f() { crate::jsonrpc::parse(); }\n// crate::comment\n";
+    assert_eq!(crate_paths(&production(code)), ["Call", "state", "tools", "jsonrpc"]);
+    let proto = Modules::of(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bondry-mcp-proto/src"));
+    assert!(proto.uses["listing"].contains("cursor"), "{:?}", proto.uses["listing"]);
+}
