@@ -55,9 +55,8 @@ impl Adapter {
         sessions: &dyn SessionLookup,
         now: SystemTime,
     ) -> error::Context {
-        let null_id = self.serves_handshake()
-            && session_id.and_then(|token| session::peek(token, realm, sessions, now)) == Some(Revision::V2025_06_18);
-        error::Context { in_session: false, null_id }
+        let token = session_id.filter(|_| self.serves_handshake());
+        error::Context::naming(token.and_then(|token| session::peek(token, realm, sessions, now)))
     }
 
     /// Checks the request head before the body is read.
@@ -88,9 +87,7 @@ impl Adapter {
         let message = match jsonrpc::parse(inbound.body) {
             Ok(message) => message,
             Err(error) => {
-                let null_id =
-                    attributed(sessions).is_some_and(|(session, _)| session.revision == Revision::V2025_06_18);
-                let context = error::Context { in_session: false, null_id };
+                let context = error::Context::naming(attributed(sessions).map(|(session, _)| session.revision));
                 let error = match error {
                     FramingError::Parse => Error::Parse,
                     FramingError::Invalid { id, reason } => Error::InvalidRequest { id, reason },

@@ -421,3 +421,313 @@ fn input_required(
     result.insert("_meta".into(), server_meta.clone());
     Ok(Value::Object(result))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::UNIX_EPOCH;
+
+    use bondry_core::capability::{Annotations, Binding, CapabilityId, Descriptor};
+    use bondry_core::handler::{Handler, InputKind};
+    use bondry_core::policy::{Policy, Principal, PrincipalKind};
+    use bondry_core::realm::{Key, KeySet, RealmSnapshot};
+    use bondry_core::registry::{Catalogue, Registration};
+    use bondry_core::schema::SchemaBounds;
+    use http::HeaderMap;
+
+    use super::*;
+    use crate::call::Admitted;
+    use crate::envelope::Envelope;
+    use crate::request::Request;
+    use crate::revision::Revision;
+    use crate::session::SessionRef;
+    use crate::settings::ListenerSettings;
+
+    /// Counts instead of drawing: every run mints the same ids.
+    struct Counting(u8);
+
+    impl Csprng for Counting {
+        fn fill(&mut self, dest: &mut [u8]) {
+            for byte in dest {
+                self.0 = self.0.wrapping_add(1);
+                *byte = self.0;
+            }
+        }
+    }
+
+    struct Unused;
+
+    impl Handler for Unused {
+        fn call(&self, _: HandlerRequest) -> BoxFuture<'static, Answer> {
+            Box::pin(std::future::ready(Answer::Failure { code: "unused".into() }))
+        }
+    }
+
+    const NOW: Duration = Duration::from_secs(1_785_000_000);
+    const ANSWER_WITHIN: Duration = Duration::from_secs(30);
+
+    fn now() -> SystemTime {
+        UNIX_EPOCH + NOW
+    }
+
+    fn listener() -> Arc<Listener> {
+        let settings = ListenerSettings {
+            revisions: Revision::ALL.to_vec(),
+            page_size: 10,
+            list_ttl_ms: 1000,
+            server_version: "0.0.0-test".into(),
+            session_lifetime: Duration::from_secs(3600),
+        };
+        Arc::new(Listener::new(settings).unwrap())
+    }
+
+    /// A conversation calling the tool `t.ask`, in a session of `session` or modern, from a
+    /// client declaring `client_capabilities`.
+    fn conversation(session: Option<Revision>, client_capabilities: Value) -> Conversation {
+        let descriptor = Descriptor {
+            id: CapabilityId::new("t.ask").unwrap(),
+            kind: CapabilityKind::Tool,
+            title: None,
+            summary: None,
+            uri: None,
+            mime_type: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: Annotations::default(),
+            requires_client: None,
+            binding: Binding { kind: "builtin".into(), target: "unused".into() },
+            audit_arguments: false,
+        };
+        let registration = Registration { descriptor: Arc::new(descriptor), handler: Arc::new(Unused) };
+        let catalogue = Catalogue::build(1, vec![registration], &SchemaBounds::default(), &[]).unwrap();
+        let keys = KeySet { active: Key { id: "k1".into(), secret: [7; 32] }, retired: Vec::new() };
+        let realm = Arc::new(RealmSnapshot::new("default", catalogue, Policy::default(), keys));
+        let capability = Arc::clone(realm.catalogue.get("t.ask").unwrap());
+        let principal = Principal::new("alice", PrincipalKind::User, Vec::new());
+        let listener = listener();
+        let (headers, params) = (HeaderMap::new(), Map::new());
+        let envelope = Envelope {
+            version: "2026-07-28".into(),
+            client_capabilities,
+            trace: Default::default(),
+            progress_token: None,
+            log_level: None,
+        };
+        let request = Request {
+            listener: &listener,
+            headers: &headers,
+            body_len: 2,
+            id: Id::Integer(7),
+            method: "tools/call",
+            params: &params,
+            envelope,
+            realm: &realm,
+            principal: &principal,
+            now: now(),
+            session: session.map(|revision| SessionRef { sid: "s1".into(), revision }),
+        };
+        let call = Call::new(request, Admitted::new(capability, json!({})), &mut Counting(0));
+        Conversation::new(call, Arc::clone(&listener), ANSWER_WITHIN)
+    }
+
+    fn elicit(message: &str) -> InputRequest {
+        InputRequest { kind: InputKind::Elicitation, params: json!({"message": message}) }
+    }
+
+    fn needs(requests: &[(&str, InputRequest)], state: Option<Value>) -> Outcome {
+        let requests = requests.iter().map(|(key, request)| ((*key).to_owned(), request.clone())).collect();
+        Outcome::Answered(Answer::InputRequired { requests, state })
+    }
+
+    fn answered(text: &str) -> Outcome {
+        Outcome::Answered(Answer::Value(json!({"text": text})))
+    }
+
+    fn elicitation() -> Value {
+        json!({"elicitation": {}})
+    }
+
+    /// How the conversation ended: the reply's status and body and its record's outcome.
+    fn ended(conversation: Conversation) -> (u16, Value, AuditOutcome) {
+        match conversation.finish(now()) {
+            Ended::Replied(reply) => {
+                let body = serde_json::from_slice(reply.response().body()).unwrap();
+                (reply.response().status().as_u16(), body, reply.audit().unwrap().outcome)
+            }
+            Ended::Cancelled(record) => (0, Value::Null, record.outcome),
+        }
+    }
+
+    /// The `_meta` error code of a tool error result.
+    fn tool_error_code(body: &Value) -> &str {
+        assert_eq!(body["result"]["isError"], true, "{body}");
+        body["result"]["_meta"]["dev.bondry/errorCode"].as_str().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_session_call_asks_its_client_three_rounds_then_answers() {
+        let mut conversation = conversation(Some(Revision::V2025_11_25), elicitation());
+        let rng = &mut Counting(100);
+        for round in 0..3 {
+            assert!(matches!(conversation.poll(), Next::Invoke), "round {round}");
+            let question = format!("question {round}");
+            conversation.handle_outcome(needs(&[("q", elicit(&question))], Some(json!(round))), now(), rng);
+            let Next::Ask(questions) = conversation.poll() else { panic!("round {round} asks") };
+            assert_eq!(questions.len(), 1);
+            let message: Value = serde_json::from_str(&questions[0].message(&Id::String("bondry-1".into()))).unwrap();
+            assert_eq!(
+                message,
+                json!({"jsonrpc": "2.0", "id": "bondry-1", "method": "elicitation/create", "params": {"message": question}})
+            );
+            // Nothing is awaited before every question went out.
+            assert!(matches!(conversation.poll(), Next::Ask(_)));
+            conversation.handle_asked(now());
+            let Next::Wait(deadline) = conversation.poll() else { panic!("round {round} waits") };
+            assert_eq!(deadline, now() + ANSWER_WITHIN);
+            conversation.handle_answer("q", Ok(json!({"action": "accept", "round": round})), now(), rng);
+            // The handler's next round gets the answers and its own state back.
+            let retry = conversation.call().retry.as_ref().unwrap();
+            assert_eq!(retry.responses["q"], json!({"action": "accept", "round": round}));
+            assert_eq!(retry.state, Some(json!(round)));
+        }
+        assert!(matches!(conversation.poll(), Next::Invoke));
+        conversation.handle_outcome(answered("done"), now(), rng);
+        assert!(matches!(conversation.poll(), Next::Done));
+        let (status, body, outcome) = ended(conversation);
+        assert_eq!((status, outcome), (200, AuditOutcome::Succeeded));
+        assert_eq!(body["id"], 7);
+        assert_eq!(body["result"]["structuredContent"], json!({"text": "done"}), "{body}");
+    }
+
+    #[test]
+    fn a_round_waits_for_every_answer_until_one_deadline() {
+        let mut conversation = conversation(Some(Revision::V2025_11_25), elicitation());
+        let rng = &mut Counting(0);
+        let _ = conversation.poll();
+        conversation.handle_outcome(needs(&[("a", elicit("a")), ("b", elicit("b"))], None), now(), rng);
+        conversation.handle_asked(now());
+        conversation.handle_answer("a", Ok(json!({})), now(), rng);
+        // One answer of two: still waiting, on the same deadline.
+        let Next::Wait(deadline) = conversation.poll() else { panic!("still waiting") };
+        assert_eq!(deadline, now() + ANSWER_WITHIN);
+        conversation.handle_timeout(deadline, rng);
+        assert!(matches!(conversation.poll(), Next::Done));
+        let (status, body, outcome) = ended(conversation);
+        assert_eq!((status, outcome), (200, AuditOutcome::ToolError));
+        assert_eq!(tool_error_code(&body), CLIENT_TIMEOUT);
+    }
+
+    #[test]
+    fn a_client_error_ends_the_call() {
+        let mut conversation = conversation(Some(Revision::V2025_06_18), elicitation());
+        let rng = &mut Counting(0);
+        let _ = conversation.poll();
+        conversation.handle_outcome(needs(&[("q", elicit("q"))], None), now(), rng);
+        conversation.handle_asked(now());
+        conversation.handle_answer("q", Err(json!({"code": -1, "message": "no"})), now(), rng);
+        let (status, body, _) = ended(conversation);
+        assert_eq!(status, 200);
+        assert_eq!(tool_error_code(&body), CLIENT_ERROR);
+    }
+
+    #[test]
+    fn the_client_is_asked_eight_rounds_at_most() {
+        let mut conversation = conversation(Some(Revision::V2025_11_25), elicitation());
+        let rng = &mut Counting(0);
+        let (mut invocations, mut asked) = (0, 0);
+        loop {
+            match conversation.poll() {
+                Next::Invoke => {
+                    invocations += 1;
+                    conversation.handle_outcome(needs(&[("q", elicit("again"))], None), now(), rng);
+                }
+                Next::Ask(_) => {
+                    asked += 1;
+                    conversation.handle_asked(now());
+                }
+                Next::Wait(_) => conversation.handle_answer("q", Ok(json!({})), now(), rng),
+                Next::Done => break,
+            }
+            assert!(invocations <= MAX_INPUT_ROUNDS + 1, "the loop ends");
+        }
+        assert_eq!((invocations, asked), (MAX_INPUT_ROUNDS + 1, MAX_INPUT_ROUNDS));
+        let (_, body, _) = ended(conversation);
+        assert_eq!(tool_error_code(&body), TOO_MANY_ROUNDS);
+    }
+
+    #[test]
+    fn what_the_client_cannot_answer_is_never_asked() {
+        let rng = &mut Counting(0);
+        // Input the session's client did not declare.
+        let mut undeclared = conversation(Some(Revision::V2025_11_25), json!({}));
+        let _ = undeclared.poll();
+        undeclared.handle_outcome(needs(&[("q", elicit("q"))], None), now(), rng);
+        assert!(matches!(undeclared.poll(), Next::Done));
+        assert_eq!(tool_error_code(&ended(undeclared).1), MISSING_CLIENT_CAPABILITY);
+        // Neither requests nor state.
+        let mut empty = conversation(Some(Revision::V2025_11_25), elicitation());
+        let _ = empty.poll();
+        empty.handle_outcome(needs(&[], None), now(), rng);
+        let (status, body, outcome) = ended(empty);
+        assert_eq!((status, outcome), (200, AuditOutcome::HandlerFailed));
+        assert_eq!(body["result"]["_meta"]["dev.bondry/errorCode"], EMPTY_INPUT_REQUIRED, "{body}");
+        // A session that waits for as many answers as it may, and a stream that is gone.
+        for (refuse, code) in [(true, TOO_MANY_PENDING_INPUTS), (false, CLIENT_TIMEOUT)] {
+            let mut conversation = conversation(Some(Revision::V2025_11_25), elicitation());
+            let _ = conversation.poll();
+            conversation.handle_outcome(needs(&[("q", elicit("q"))], None), now(), rng);
+            if refuse {
+                conversation.handle_refused(now(), rng);
+            } else {
+                conversation.handle_unreachable(now(), rng);
+            }
+            // Asked after the refusal: the call stays ended.
+            conversation.handle_asked(now());
+            assert!(matches!(conversation.poll(), Next::Done));
+            assert_eq!(tool_error_code(&ended(conversation).1), code);
+        }
+    }
+
+    #[test]
+    fn a_call_cancelled_mid_round_sends_nothing_and_is_recorded() {
+        let mut conversation = conversation(Some(Revision::V2025_11_25), elicitation());
+        let rng = &mut Counting(0);
+        let _ = conversation.poll();
+        conversation.handle_outcome(needs(&[("q", elicit("q"))], None), now(), rng);
+        conversation.handle_asked(now());
+        assert!(matches!(conversation.poll(), Next::Wait(_)));
+        conversation.cancel(now());
+        // A late answer changes nothing.
+        conversation.handle_answer("q", Ok(json!({})), now(), rng);
+        assert!(matches!(conversation.poll(), Next::Done));
+        assert_eq!(ended(conversation), (0, Value::Null, AuditOutcome::Cancelled));
+        // Finishing before the end is a cancellation too.
+        let mut running = self::conversation(None, json!({}));
+        let _ = running.poll();
+        assert_eq!(ended(running), (0, Value::Null, AuditOutcome::Cancelled));
+    }
+
+    #[test]
+    fn a_modern_call_answers_input_required_at_once() {
+        let mut conversation = conversation(None, elicitation());
+        let rng = &mut Counting(0);
+        assert!(matches!(conversation.poll(), Next::Invoke));
+        conversation.handle_outcome(needs(&[("q", elicit("which?"))], Some(json!({"step": 1}))), now(), rng);
+        assert!(matches!(conversation.poll(), Next::Done), "a modern call never asks");
+        let (status, body, outcome) = ended(conversation);
+        assert_eq!((status, outcome), (200, AuditOutcome::InputRequired));
+        let result = &body["result"];
+        assert_eq!(result["resultType"], "input_required");
+        assert_eq!(
+            result["inputRequests"],
+            json!({"q": {"method": "elicitation/create", "params": {"message": "which?"}}})
+        );
+        assert!(result["requestState"].as_str().is_some_and(|state| !state.is_empty()), "{body}");
+        // Undeclared input is the caller's refusal, as before dispatch.
+        let mut undeclared = self::conversation(None, json!({}));
+        let _ = undeclared.poll();
+        undeclared.handle_outcome(needs(&[("q", elicit("which?"))], None), now(), rng);
+        let (status, body, outcome) = ended(undeclared);
+        assert_eq!((status, outcome), (400, AuditOutcome::InvalidInput));
+        assert_eq!(body["error"]["code"], -32021, "{body}");
+    }
+}

@@ -149,7 +149,14 @@ pub struct Context {
 impl Context {
     /// Where a request attributed to a session of `revision` (or to none) is answered.
     pub fn of(revision: Option<Revision>) -> Self {
-        Self { in_session: revision.is_some(), null_id: revision == Some(Revision::V2025_06_18) }
+        Self { in_session: revision.is_some(), ..Self::naming(revision) }
+    }
+
+    /// Where a request that names a session of `revision` is answered when it is refused
+    /// before being attributed to it: only the session's id rule applies (2025-06-18
+    /// answers an unreadable id with `"id": null`).
+    pub fn naming(revision: Option<Revision>) -> Self {
+        Self { in_session: false, null_id: revision == Some(Revision::V2025_06_18) }
     }
 }
 

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::envelope::Envelope;
 use crate::error::{Context, Error};
 use crate::jsonrpc::Id;
-use crate::revision::{Era, Revision};
+use crate::revision::Era;
 use crate::session::SessionRef;
 use crate::settings::Listener;
 use crate::{ADAPTER, Reply, state};
@@ -45,10 +45,7 @@ impl Request<'_> {
 
     /// How errors are answered: inside a session they ride 200.
     pub fn context(&self) -> Context {
-        self.session.as_ref().map_or_else(Context::default, |session| Context {
-            in_session: true,
-            null_id: session.revision == Revision::V2025_06_18,
-        })
+        Context::of(self.session.as_ref().map(|session| session.revision))
     }
 
     pub fn error(&self, error: Error) -> Reply {

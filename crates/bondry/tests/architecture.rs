@@ -396,4 +396,17 @@ fn the_module_graph_sees_crate_paths() {
     assert_eq!(crate_paths(&production(code)), ["Call", "state", "tools", "jsonrpc"]);
     let proto = Modules::of(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bondry-mcp-proto/src"));
     assert!(proto.uses["listing"].contains("cursor"), "{:?}", proto.uses["listing"]);
+    // A circle through a name the root re-exports, and one through the root itself.
+    let dir = std::env::temp_dir().join(format!("bondry-modules-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("c")).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write("lib.rs", "mod a;\nmod b;\nmod c;\npub use b::Thing;\npub struct Root;\nfn f() { c::g(); }\n");
+    write("a.rs", "use crate::Thing;\n");
+    write("b.rs", "use crate::a::X;\n#[cfg(test)]\nuse crate::c::Y;\n");
+    write("c/mod.rs", "use crate::Root;\n");
+    let modules = Modules::of(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(modules.cycle(), Some(vec!["a".to_owned(), "b".into(), "a".into()]));
+    assert!(modules.uses["c"].contains("lib") && modules.uses["lib"].contains("c"), "{:?}", modules.uses);
+    assert!(!modules.uses["b"].contains("c"), "test code is left out");
 }
