@@ -1,0 +1,297 @@
+//! Wire rules checked at the sans-IO boundary, from fixtures.
+//!
+//! Each file under `tests/wire/` is a JSON array of cases. A case states a request
+//! (headers, a JSON or raw body), and the listener it reaches (`"all"`: every revision;
+//! `"modern"`: 2026-07-28 only). It also states what must come back: the status, and for a
+//! JSON-RPC answer its id, error code, message and data, or keys of its result. The request
+//! goes through [`Adapter::admit`] and [`Adapter::receive`]. A dispatched call is driven
+//! through its [`Conversation`] with an echoing handler. There is no socket, the clock is
+//! fixed and randomness is counted, so every run is the same. What needs the runtime
+//! (transport, authentication, streams, cancellation, shutdown) stays in the black-box
+//! tests of `crates/bondry/tests`.
+//!
+//! Headers default to what a well-formed modern request carries: the media types,
+//! `MCP-Protocol-Version: 2026-07-28`, `Mcp-Method` from the body, and `Mcp-Name` from
+//! its `params.name` for `tools/call`. A case changes them with `set` (replace), `add`
+//! (repeat), `without` (remove) and `bytes` (a value of raw Latin-1 bytes). A `body`
+//! whose `params` lack `_meta` gets the standard envelope unless `"envelope": false`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bondry_core::BoxFuture;
+use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+use bondry_core::handler::{Answer, Cancellation, Emitter, Handler, HandlerRequest, LogLevel, Publisher};
+use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
+use bondry_core::realm::{Key, KeySet, RealmSnapshot};
+use bondry_core::registry::{Catalogue, Lint, Registration};
+use bondry_core::schema::SchemaBounds;
+use bondry_mcp_proto::lint::McpLint;
+use bondry_mcp_proto::{
+    Adapter, Conversation, Csprng, Ended, Inbound, ListenerSettings, Next, NoSessions, Reply, Revision, Step,
+};
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use serde_json::{Map, Value, json};
+
+/// The wire's fixed clock.
+fn now() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_785_000_000)
+}
+
+/// Counts instead of drawing: every run mints the same ids.
+struct Counting(u8);
+
+impl Csprng for Counting {
+    fn fill(&mut self, dest: &mut [u8]) {
+        for byte in dest {
+            self.0 = self.0.wrapping_add(1);
+            *byte = self.0;
+        }
+    }
+}
+
+/// `demo.echo`: answers its `text` as structured content.
+struct Echo;
+
+impl Handler for Echo {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        Box::pin(std::future::ready(Answer::Value(json!({"text": request.arguments["text"]}))))
+    }
+}
+
+/// The realm every case reaches: `demo.echo` and `demo.add`, granted to every user.
+fn realm() -> Arc<RealmSnapshot> {
+    let tool = |id: &str, input_schema: Value| Registration {
+        descriptor: Arc::new(Descriptor {
+            id: CapabilityId::new(id).unwrap(),
+            kind: CapabilityKind::Tool,
+            title: None,
+            summary: None,
+            uri: None,
+            mime_type: None,
+            input_schema,
+            output_schema: None,
+            annotations: Annotations::default(),
+            requires_client: None,
+            binding: Binding { kind: "builtin".into(), target: id.into() },
+            audit_arguments: false,
+        }),
+        handler: Arc::new(Echo),
+    };
+    let echo = tool(
+        "demo.echo",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+               "additionalProperties": false}),
+    );
+    let add = tool("demo.add", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
+    let lints: [&dyn Lint; 1] = [&McpLint];
+    let catalogue = Catalogue::build(1, vec![echo, add], &SchemaBounds::default(), &lints).unwrap();
+    let grants = vec![Grant::parse(Subject::Role("user".into()), "demo.*", "mcp").unwrap()];
+    let keys = KeySet { active: Key { id: "k1".into(), secret: [7; 32] }, retired: Vec::new() };
+    Arc::new(RealmSnapshot::new("default", catalogue, Policy::new(grants), keys))
+}
+
+fn adapter(listener: &str) -> Adapter {
+    let revisions = match listener {
+        "all" => Revision::ALL.to_vec(),
+        "modern" => vec![Revision::V2026_07_28],
+        other => panic!("unknown listener {other:?}: use \"all\" or \"modern\""),
+    };
+    let settings = ListenerSettings {
+        revisions,
+        page_size: 200,
+        list_ttl_ms: 60_000,
+        server_version: "0.0.0-test".into(),
+        session_lifetime: Duration::from_secs(3600),
+    };
+    Adapter::new(settings).unwrap()
+}
+
+/// The envelope of a well-formed modern request.
+fn envelope() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "wire-tests", "version": "0"}
+    })
+}
+
+/// One case's request: its body and headers.
+fn request(case: &Value) -> (Vec<u8>, HeaderMap) {
+    let mut body = case.get("body").cloned();
+    if let Some(Value::Object(message)) = &mut body
+        && case.get("envelope") != Some(&Value::Bool(false))
+        && let Some(Value::Object(params)) = message.get_mut("params")
+        && !params.contains_key("_meta")
+    {
+        params.insert("_meta".into(), envelope());
+    }
+    let bytes = match (&body, case.get("raw")) {
+        (Some(body), None) => serde_json::to_vec(body).unwrap(),
+        (None, Some(Value::String(raw))) => raw.clone().into_bytes(),
+        _ => panic!("a case has a `body` or a `raw` string: {case}"),
+    };
+    let mut headers = HeaderMap::new();
+    let mut put = |name: &str, value: &str| {
+        headers.insert(HeaderName::from_bytes(name.as_bytes()).unwrap(), HeaderValue::from_str(value).unwrap());
+    };
+    put("content-type", "application/json");
+    put("accept", "application/json, text/event-stream");
+    if case.get("modern_headers") != Some(&Value::Bool(false)) {
+        put("mcp-protocol-version", "2026-07-28");
+        let method = body.as_ref().and_then(|b| b.get("method")).and_then(Value::as_str);
+        if let Some(method) = method {
+            put("mcp-method", method);
+        }
+        let name = body.as_ref().and_then(|b| b["params"].get("name")).and_then(Value::as_str);
+        if let (Some("tools/call"), Some(name)) = (method, name) {
+            put("mcp-name", name);
+        }
+    }
+    let strings = |key: &str| case.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
+    let header = |name: &String| HeaderName::from_bytes(name.as_bytes()).unwrap();
+    for (name, value) in strings("set") {
+        headers.insert(header(&name), HeaderValue::from_str(value.as_str().unwrap()).unwrap());
+    }
+    for (name, value) in strings("add") {
+        headers.append(header(&name), HeaderValue::from_str(value.as_str().unwrap()).unwrap());
+    }
+    for (name, value) in strings("bytes") {
+        let latin1: Vec<u8> = value.as_str().unwrap().chars().map(|c| u8::try_from(u32::from(c)).unwrap()).collect();
+        headers.insert(header(&name), HeaderValue::from_bytes(&latin1).unwrap());
+    }
+    for name in case.get("without").and_then(Value::as_array).into_iter().flatten() {
+        headers.remove(name.as_str().unwrap());
+    }
+    (bytes, headers)
+}
+
+/// A handler's future, run to its end; the wire's handlers answer at once.
+fn ready<T>(mut future: BoxFuture<'static, T>) -> T {
+    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(value) => value,
+        Poll::Pending => panic!("the wire's handlers answer at once"),
+    }
+}
+
+/// What the adapter answers `case` with: the reply, or the call's reply once run.
+fn answer(case: &Value, realm: &Arc<RealmSnapshot>, principal: &Principal) -> Reply {
+    let adapter = adapter(case.get("listener").and_then(Value::as_str).unwrap_or("all"));
+    let (body, headers) = request(case);
+    if let Err(error) = adapter.admit(&Method::POST, &headers) {
+        return error.into();
+    }
+    let rng = &mut Counting(0);
+    let inbound = Inbound { method: &Method::POST, headers: &headers, body: &body };
+    match adapter.receive(inbound, realm, principal, &NoSessions, now(), rng) {
+        Step::Reply(reply) => reply,
+        Step::Dispatch(call) => {
+            let mut conversation: Conversation = adapter.conversation(*call, Duration::from_secs(60));
+            while let Next::Invoke = conversation.poll() {
+                let quiet = Arc::new(Quiet);
+                let request = conversation.handler_request(quiet.clone(), quiet.clone(), quiet);
+                let outcome = ready(conversation.invoke(request));
+                conversation.handle_outcome(outcome, now(), rng);
+            }
+            match conversation.finish(now()) {
+                Ended::Replied(reply) => reply,
+                Ended::Cancelled(_) => panic!("a wire call is never cancelled: {case}"),
+            }
+        }
+        Step::Listen(_) | Step::Subscribe(_) => panic!("a wire case opens no stream: {case}"),
+    }
+}
+
+/// The runtime's side of a running call, doing nothing.
+struct Quiet;
+
+impl Cancellation for Quiet {
+    fn is_cancelled(&self) -> bool {
+        false
+    }
+
+    fn cancelled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+impl Emitter for Quiet {
+    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
+
+    fn log(&self, _level: LogLevel, _logger: Option<String>, _data: Value) {}
+}
+
+impl Publisher for Quiet {
+    fn resource_updated(&self, _uri: &str) {}
+
+    fn set_dynamic(&self, _capabilities: Vec<Descriptor>) {}
+}
+
+/// Why `reply` is not what `case` expects, if it is not.
+fn mismatch(case: &Value, reply: &Reply) -> Option<String> {
+    let expect = &case["expect"];
+    let status = reply.response().status().as_u16();
+    if expect["status"] != json!(status) {
+        return Some(format!("status {status}, expected {}", expect["status"]));
+    }
+    let body = reply.response().body();
+    if expect.get("empty") == Some(&Value::Bool(true)) {
+        return (!body.is_empty()).then(|| format!("a body, expected none: {}", String::from_utf8_lossy(body)));
+    }
+    let message: Value = match serde_json::from_slice(body) {
+        Ok(message) => message,
+        Err(error) => return Some(format!("the body is not JSON ({error}): {}", String::from_utf8_lossy(body))),
+    };
+    let check = |key: &str, got: &Value| {
+        let wanted = expect.get(key)?;
+        (wanted != got).then(|| format!("{key} {got}, expected {wanted}; the answer: {message}"))
+    };
+    let error = &message["error"];
+    let found = [
+        expect.get("id").and_then(|id| (id != &message["id"]).then(|| format!("id {}, expected {id}", message["id"]))),
+        check("code", &error["code"]),
+        check("message", &error["message"]),
+        check("data", &error["data"]),
+        check("reason", &error["data"]["reason"]),
+    ];
+    if let Some(found) = found.into_iter().flatten().next() {
+        return Some(found);
+    }
+    for (key, wanted) in expect.get("result").and_then(Value::as_object).unwrap_or(&Map::new()) {
+        let got = &message["result"][key];
+        if got != wanted {
+            return Some(format!("result.{key} {got}, expected {wanted}; the answer: {message}"));
+        }
+    }
+    None
+}
+
+#[test]
+fn every_fixture_is_answered_as_it_states() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wire");
+    let realm = realm();
+    let principal = Principal::new("alice", PrincipalKind::User, vec!["user".to_owned()]);
+    let (mut cases, mut failures) = (0, Vec::new());
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|entry| entry.path()).collect();
+    files.sort();
+    for file in files.iter().filter(|file| file.extension().is_some_and(|ext| ext == "json")) {
+        let text = std::fs::read_to_string(file).unwrap();
+        let fixture: Vec<Value> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for case in &fixture {
+            cases += 1;
+            let name = case["name"].as_str().unwrap_or("(unnamed)");
+            if let Some(why) = mismatch(case, &answer(case, &realm, &principal)) {
+                failures.push(format!("{} / {name}: {why}", file.file_name().unwrap().to_string_lossy()));
+            }
+        }
+    }
+    assert!(cases >= 50, "the fixtures are read: {cases} cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases answered otherwise:\n  {}",
+        failures.len(),
+        failures.join("\n  ")
+    );
+}
