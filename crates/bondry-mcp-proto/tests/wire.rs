@@ -10,18 +10,27 @@
 //! (transport, authentication, streams, cancellation, shutdown) stays in the black-box
 //! tests of `crates/bondry/tests`.
 //!
+//! A case with `"session": "<revision>"` runs inside a live handshake session of that
+//! revision, opened by an `initialize` first (declaring `session_capabilities`): the
+//! request carries its `Mcp-Session-Id` and no modern header or envelope. `"method"`
+//! makes it a `GET` or `DELETE`; `"modern": true` sends a modern request in it.
+//!
 //! Headers default to what a well-formed modern request carries: the media types,
 //! `MCP-Protocol-Version: 2026-07-28`, `Mcp-Method` from the body, and `Mcp-Name` from
-//! its `params.name` for `tools/call`. A case changes them with `set` (replace), `add`
+//! its `params.name` for `tools/call` (`"modern_headers": false` sends none of these, nor
+//! the envelope). A case changes them with `set` (replace), `add`
 //! (repeat), `without` (remove) and `bytes` (a value of raw Latin-1 bytes). A `body`
 //! whose `params` lack `_meta` gets the standard envelope unless `"envelope": false`.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bondry_core::BoxFuture;
+use bondry_core::audit::AuditRecord;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::handler::{Answer, Cancellation, Emitter, Handler, HandlerRequest, LogLevel, Publisher};
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
@@ -30,8 +39,10 @@ use bondry_core::registry::{Catalogue, Lint, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::lint::McpLint;
 use bondry_mcp_proto::{
-    Adapter, Conversation, Csprng, Ended, Inbound, ListenerSettings, Next, NoSessions, Reply, Revision, Step,
+    Adapter, Conversation, Csprng, Effect, Ended, Inbound, ListenerSettings, LiveSession, Next, Revision,
+    SessionLookup, Settle, Step,
 };
+use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use serde_json::{Map, Value, json};
 
@@ -97,6 +108,7 @@ fn adapter(listener: &str) -> Adapter {
     let revisions = match listener {
         "all" => Revision::ALL.to_vec(),
         "modern" => vec![Revision::V2026_07_28],
+        "2025-06-18" => vec![Revision::V2025_06_18],
         other => panic!("unknown listener {other:?}: use \"all\" or \"modern\""),
     };
     let settings = ListenerSettings {
@@ -118,10 +130,48 @@ fn envelope() -> Value {
     })
 }
 
-/// One case's request: its body and headers.
-fn request(case: &Value) -> (Vec<u8>, HeaderMap) {
+/// The runtime's session table, in memory: what `initialize` opened.
+#[derive(Default)]
+struct Table(RefCell<HashMap<String, LiveSession>>);
+
+impl SessionLookup for Table {
+    fn find(&self, sid: &str) -> Option<LiveSession> {
+        self.0.borrow().get(sid).cloned()
+    }
+}
+
+impl Table {
+    /// Opens a session of `revision` declaring `capabilities`; its `Mcp-Session-Id`.
+    fn open(&self, adapter: &Adapter, realm: &Arc<RealmSnapshot>, principal: &Principal, case: &Value) -> String {
+        let revision = case["session"].as_str().unwrap();
+        let capabilities = case.get("session_capabilities").cloned().unwrap_or(json!({}));
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": revision, "capabilities": capabilities, "clientInfo": {"name": "w", "version": "0"}}});
+        let body = serde_json::to_vec(&body).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
+        headers.insert("accept", HeaderValue::from_static("application/json, text/event-stream"));
+        let inbound = Inbound { method: &Method::POST, headers: &headers, body: &body };
+        let Step::Reply(reply) = adapter.receive(inbound, realm, principal, self, now(), &mut Counting(200)) else {
+            panic!("initialize replies at once");
+        };
+        let Some(Effect::OpenSession(new)) = reply.effect() else { panic!("initialize opens a session: {case}") };
+        let live =
+            LiveSession { client_capabilities: new.client_capabilities.clone(), log_level: None, subscriptions: 0 };
+        self.0.borrow_mut().insert(new.sid.clone(), live);
+        reply.response().headers()["mcp-session-id"].to_str().unwrap().to_owned()
+    }
+}
+
+/// One case's request: its body and headers; `session` is the session it runs in.
+fn request(case: &Value, session: Option<&str>) -> (Vec<u8>, HeaderMap) {
+    let modern = match session {
+        Some(_) => case.get("modern") == Some(&Value::Bool(true)),
+        None => case.get("modern_headers") != Some(&Value::Bool(false)),
+    };
     let mut body = case.get("body").cloned();
     if let Some(Value::Object(message)) = &mut body
+        && modern
         && case.get("envelope") != Some(&Value::Bool(false))
         && let Some(Value::Object(params)) = message.get_mut("params")
         && !params.contains_key("_meta")
@@ -131,6 +181,7 @@ fn request(case: &Value) -> (Vec<u8>, HeaderMap) {
     let bytes = match (&body, case.get("raw")) {
         (Some(body), None) => serde_json::to_vec(body).unwrap(),
         (None, Some(Value::String(raw))) => raw.clone().into_bytes(),
+        (None, None) if case.get("method").is_some() => Vec::new(),
         _ => panic!("a case has a `body` or a `raw` string: {case}"),
     };
     let mut headers = HeaderMap::new();
@@ -139,7 +190,10 @@ fn request(case: &Value) -> (Vec<u8>, HeaderMap) {
     };
     put("content-type", "application/json");
     put("accept", "application/json, text/event-stream");
-    if case.get("modern_headers") != Some(&Value::Bool(false)) {
+    if let Some(sid) = session {
+        put("mcp-session-id", sid);
+    }
+    if modern {
         put("mcp-protocol-version", "2026-07-28");
         let method = body.as_ref().and_then(|b| b.get("method")).and_then(Value::as_str);
         if let Some(method) = method {
@@ -177,15 +231,21 @@ fn ready<T>(mut future: BoxFuture<'static, T>) -> T {
 }
 
 /// What the adapter answers `case` with: the reply, or the call's reply once run.
-fn answer(case: &Value, realm: &Arc<RealmSnapshot>, principal: &Principal) -> Reply {
+fn answer(case: &Value, realm: &Arc<RealmSnapshot>, principal: &Principal) -> http::Response<Bytes> {
     let adapter = adapter(case.get("listener").and_then(Value::as_str).unwrap_or("all"));
-    let (body, headers) = request(case);
-    if let Err(error) = adapter.admit(&Method::POST, &headers) {
-        return error.into();
+    let sessions = Table::default();
+    let session = case.get("session").map(|_| sessions.open(&adapter, realm, principal, case));
+    let (body, headers) = request(case, session.as_deref());
+    let method = match case.get("method").and_then(Value::as_str) {
+        Some(method) => Method::from_bytes(method.as_bytes()).unwrap(),
+        None => Method::POST,
+    };
+    if let Err(error) = adapter.admit(&method, &headers) {
+        return error.to_http_in(adapter.early_context(session.as_deref(), realm, &sessions, now()));
     }
     let rng = &mut Counting(0);
-    let inbound = Inbound { method: &Method::POST, headers: &headers, body: &body };
-    match adapter.receive(inbound, realm, principal, &NoSessions, now(), rng) {
+    let inbound = Inbound { method: &method, headers: &headers, body: &body };
+    let reply = match adapter.receive(inbound, realm, principal, &sessions, now(), rng) {
         Step::Reply(reply) => reply,
         Step::Dispatch(call) => {
             let mut conversation: Conversation = adapter.conversation(*call, Duration::from_secs(60));
@@ -201,7 +261,17 @@ fn answer(case: &Value, realm: &Arc<RealmSnapshot>, principal: &Principal) -> Re
             }
         }
         Step::Listen(_) | Step::Subscribe(_) => panic!("a wire case opens no stream: {case}"),
-    }
+    };
+    reply.settle(&mut Discard)
+}
+
+/// A reply's record and effect, let go: the cases look at the response only.
+struct Discard;
+
+impl Settle for Discard {
+    fn record(&mut self, _: AuditRecord) {}
+
+    fn apply(&mut self, _: Effect) {}
 }
 
 /// The runtime's side of a running call, doing nothing.
@@ -230,13 +300,13 @@ impl Publisher for Quiet {
 }
 
 /// Why `reply` is not what `case` expects, if it is not.
-fn mismatch(case: &Value, reply: &Reply) -> Option<String> {
+fn mismatch(case: &Value, response: &http::Response<Bytes>) -> Option<String> {
     let expect = &case["expect"];
-    let status = reply.response().status().as_u16();
+    let status = response.status().as_u16();
     if expect["status"] != json!(status) {
         return Some(format!("status {status}, expected {}", expect["status"]));
     }
-    let body = reply.response().body();
+    let body = response.body();
     if expect.get("empty") == Some(&Value::Bool(true)) {
         return (!body.is_empty()).then(|| format!("a body, expected none: {}", String::from_utf8_lossy(body)));
     }
@@ -244,6 +314,11 @@ fn mismatch(case: &Value, reply: &Reply) -> Option<String> {
         Ok(message) => message,
         Err(error) => return Some(format!("the body is not JSON ({error}): {}", String::from_utf8_lossy(body))),
     };
+    if let Some(present) = expect.get("id_present").and_then(Value::as_bool)
+        && message.get("id").is_some() != present
+    {
+        return Some(format!("an id present: {}, expected {present}; the answer: {message}", !present));
+    }
     let check = |key: &str, got: &Value| {
         let wanted = expect.get(key)?;
         (wanted != got).then(|| format!("{key} {got}, expected {wanted}; the answer: {message}"))
@@ -258,6 +333,16 @@ fn mismatch(case: &Value, reply: &Reply) -> Option<String> {
     ];
     if let Some(found) = found.into_iter().flatten().next() {
         return Some(found);
+    }
+    if let Some(wanted) = expect.get("result_is")
+        && wanted != &message["result"]
+    {
+        return Some(format!("result {}, expected {wanted}", message["result"]));
+    }
+    if let Some(wanted) = expect.get("body")
+        && wanted != &message
+    {
+        return Some(format!("body {message}, expected {wanted}"));
     }
     for (key, wanted) in expect.get("result").and_then(Value::as_object).unwrap_or(&Map::new()) {
         let got = &message["result"][key];
