@@ -2,7 +2,7 @@
 //! without role caps, anonymous callers, refusals and their challenges, and sessions
 //! that belong to another principal or realm.
 
-mod support;
+use bondry_test_support as support;
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use argon2::{Algorithm, Argon2, Params, PasswordHasher, Version};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use support::{Req, TestServer, default_config, ticket_hash};
+use support::{Req, TestConfig, TestServer, table, ticket_hash};
 
 /// An argon2id hash with small parameters, so the tests stay fast.
 fn hash(password: &str) -> String {
@@ -18,62 +18,31 @@ fn hash(password: &str) -> String {
     argon2.hash_password_with_salt(password.as_bytes(), b"saltsaltsaltsalt").unwrap().to_string()
 }
 
-fn config() -> String {
-    format!(
-        r#"{default}
-[[realms.default.roles]]
-name = "admin"
-grants = ["admin.*"]
-
-[[realms.default.principals]]
-id = "alice"
-roles = ["demo", "admin"]
-password_hash = "{alice}"
-
-[[realms.default.principals]]
-id = "bob"
-roles = ["demo"]
-
-[[realms.default.tickets]]
-sha256 = "{full}"
-principal = "alice"
-
-[[realms.default.tickets]]
-sha256 = "{capped}"
-principal = "alice"
-roles = ["demo"]
-
-[[realms.default.tickets]]
-sha256 = "{bob}"
-principal = "bob"
-
-[[realms.default.principals]]
-id = "carol"
-roles = ["admin"]
-
-[[realms.default.tickets]]
-sha256 = "{carol}"
-principal = "carol"
-
-[realms.other]
-anonymous_roles = ["demo"]
-
-[[realms.other.roles]]
-name = "demo"
-grants = ["demo.*"]
-
-[[realms.other.capabilities]]
-id = "demo.echo"
-kind = "tool"
-handler = "demo.echo"
-"#,
-        default = default_config(),
-        alice = hash("wonderland"),
-        full = ticket_hash("alice-ticket"),
-        capped = ticket_hash("alice-capped"),
-        bob = ticket_hash("bob-ticket"),
-        carol = ticket_hash("carol-ticket"),
-    )
+fn config() -> TestConfig {
+    let password = |config: TestConfig, hash: String| {
+        config.set_on_array("realms.default.principals", "alice", "password_hash", hash)
+    };
+    let capped = table([
+        ("sha256", ticket_hash("alice-capped").into()),
+        ("principal", "alice".into()),
+        ("roles", vec!["demo"].into()),
+    ]);
+    let config = TestConfig::new()
+        .role("admin", &["admin.*"])
+        .principal("alice", &["demo", "admin"])
+        .principal("bob", &["demo"])
+        .principal("carol", &["admin"])
+        .ticket("alice-ticket", "alice")
+        .push("realms.default.tickets", capped)
+        .ticket("bob-ticket", "bob")
+        .ticket("carol-ticket", "carol")
+        .set("realms.other.anonymous_roles", vec!["demo"])
+        .push("realms.other.roles", table([("name", "demo".into()), ("grants", vec!["demo.*"].into())]))
+        .push(
+            "realms.other.capabilities",
+            table([("id", "demo.echo".into()), ("kind", "tool".into()), ("handler", "demo.echo".into())]),
+        );
+    password(config, hash("wonderland"))
 }
 
 fn basic(user: &str, password: &str) -> String {
@@ -100,7 +69,7 @@ async fn tool_names(server: &TestServer, authorization: Option<&str>) -> Vec<Str
 
 #[tokio::test]
 async fn each_principal_sees_its_own_view() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let alice = tool_names(&server, Some(&basic("alice", "wonderland"))).await;
     let by_ticket = tool_names(&server, Some("Bearer alice-ticket")).await;
     let capped = tool_names(&server, Some("Bearer alice-capped")).await;
@@ -128,7 +97,7 @@ async fn each_principal_sees_its_own_view() {
 
 #[tokio::test]
 async fn refused_credentials_never_fall_back_to_anonymous() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let refused = [
         basic("alice", "wrong"),
         basic("carol", "wonderland"),
@@ -165,14 +134,14 @@ async fn refused_credentials_never_fall_back_to_anonymous() {
 
 #[tokio::test]
 async fn realms_are_routed_and_closed_realms_refuse_anonymous_callers() {
-    let closed = config().replace("[realms.other]\nanonymous_roles = [\"demo\"]", "[realms.other]\nanonymous = false");
-    let server = TestServer::with_config(&closed).await;
+    let closed = config().remove("realms.other.anonymous_roles").set("realms.other.anonymous", false);
+    let server = TestServer::with_config(&closed.text()).await;
     let response = server.send(Req::modern("server/discover", json!({})).path("/mcp/realm/other")).await;
     assert_eq!(response.status, 401);
     assert_eq!(response.header("www-authenticate"), Some("Bearer realm=\"other\""));
     server.stop().await;
 
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let names = server.send(Req::modern("tools/list", json!({})).path("/mcp/realm/other")).await.assert_result();
     assert_eq!(names["tools"].as_array().unwrap().len(), 1);
     // A credential of one realm means nothing in another.
@@ -189,7 +158,7 @@ async fn realms_are_routed_and_closed_realms_refuse_anonymous_callers() {
 
 #[tokio::test]
 async fn a_session_belongs_to_its_principal_and_realm() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let initialize = Req::post()
         .header("authorization", "Bearer alice-ticket")
         .json(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -212,7 +181,7 @@ async fn a_session_belongs_to_its_principal_and_realm() {
 
 #[tokio::test]
 async fn hidden_tools_with_header_or_capability_rules_answer_like_missing_ones() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     // carol may not see test.*; realm `other` has no test.* at all.
     let calls = [
         Req::call("test.params", json!({"n": 7})).header("Mcp-Param-N", "8"),
@@ -233,7 +202,7 @@ async fn hidden_tools_with_header_or_capability_rules_answer_like_missing_ones()
 
 #[tokio::test]
 async fn replaced_credentials_end_at_once_what_the_old_ones_opened() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let bob = "Bearer bob-ticket";
     let opened = server.send(support::initialize_request("2025-11-25", json!({})).header("authorization", bob)).await;
     assert_eq!(opened.status, 200, "{}", opened.text());
@@ -246,7 +215,7 @@ async fn replaced_credentials_end_at_once_what_the_old_ones_opened() {
 
     // Credentials that are the same again disturb nothing.
     let slot = server.auth("default");
-    assert!(!slot.replace(support::authenticator(&config(), "default")), "nothing changed");
+    assert!(!slot.replace(support::authenticator(&config().text(), "default")), "nothing changed");
     assert_eq!(server.send(in_session(ping(), bob)).await.status, 200);
 
     // A call of bob's in flight, then his ticket is replaced by another.
@@ -258,8 +227,9 @@ async fn replaced_credentials_end_at_once_what_the_old_ones_opened() {
             async move { call.builder(&client, &url).body(call.body.clone()).send().await.unwrap().text().await },
         );
     assert!(server.call_running().await, "the call started");
-    let reissued = config().replace(&ticket_hash("bob-ticket"), &ticket_hash("bob-new-ticket"));
-    assert!(slot.replace(support::authenticator(&reissued, "default")), "the credentials changed");
+    let bobs = |ticket: &toml::Table| ticket.get("principal").and_then(toml::Value::as_str) == Some("bob");
+    let reissued = config().retain("realms.default.tickets", |ticket| !bobs(ticket)).ticket("bob-new-ticket", "bob");
+    assert!(slot.replace(support::authenticator(&reissued.text(), "default")), "the credentials changed");
 
     // The call is cancelled at once, the session is gone for every credential of bob's,
     // and the old ticket is refused.

@@ -3,16 +3,16 @@
 //! answers, and the handler is called again; timeouts, refusals and missing client
 //! capabilities end the call with a tool error.
 
-mod support;
+use bondry_test_support as support;
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Events, TestServer, default_config, in_session, open_with, rpc};
+use support::{Events, TestConfig, TestServer, in_session, open_with, rpc};
 
 /// The default test realm, waiting at most `timeout_ms` for the client's answers.
 async fn start(timeout_ms: u64) -> TestServer {
-    let config = format!("{}\n[realms.default.limits]\nclient_response_timeout_ms = {timeout_ms}\n", default_config());
+    let config = TestConfig::new().set("realms.default.limits.client_response_timeout_ms", timeout_ms as i64).text();
     TestServer::with_config(&config).await
 }
 

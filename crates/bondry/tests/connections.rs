@@ -1,17 +1,20 @@
 //! Bounds on connections, against clients that hold them open: a deadline on the request
 //! head and on the body, and a cap on connections served at once.
 
-mod support;
+use bondry_test_support as support;
 
 use std::time::Duration;
 
 use serde_json::json;
-use support::{Req, TestServer, default_config};
+use support::{Req, TestConfig, TestServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-fn config(listener_keys: &str) -> String {
-    default_config().replace("[listeners.main]\n", &format!("[listeners.main]\n{listener_keys}\n"))
+/// The default test configuration with `keys` set on `[listeners.main]`.
+fn config(keys: &[(&str, i64)]) -> String {
+    keys.iter()
+        .fold(TestConfig::new(), |config, (key, value)| config.set(&format!("listeners.main.{key}"), *value))
+        .text()
 }
 
 /// Reads what the server sends until it closes the connection, within `limit`.
@@ -23,7 +26,7 @@ async fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<St
 
 #[tokio::test]
 async fn a_request_head_sent_too_slowly_is_cut_off() {
-    let server = TestServer::with_config(&config("header_read_timeout_ms = 300")).await;
+    let server = TestServer::with_config(&config(&[("header_read_timeout_ms", 300)])).await;
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
     stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
     let answer =
@@ -34,7 +37,7 @@ async fn a_request_head_sent_too_slowly_is_cut_off() {
 
 #[tokio::test]
 async fn a_body_sent_too_slowly_gets_408() {
-    let server = TestServer::with_config(&config("body_read_timeout_ms = 300")).await;
+    let server = TestServer::with_config(&config(&[("body_read_timeout_ms", 300)])).await;
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
     let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
                 Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"";
@@ -49,7 +52,7 @@ async fn a_body_sent_too_slowly_gets_408() {
 
 #[tokio::test]
 async fn past_the_cap_a_connection_waits_for_a_slot() {
-    let server = TestServer::with_config(&config("max_connections = 2")).await;
+    let server = TestServer::with_config(&config(&[("max_connections", 2)])).await;
     let first = TcpStream::connect(server.addr).await.unwrap();
     let second = TcpStream::connect(server.addr).await.unwrap();
     // Both slots are held by connections that send nothing.
@@ -71,7 +74,7 @@ async fn past_the_cap_a_connection_waits_for_a_slot() {
 
 #[tokio::test]
 async fn a_silent_connection_gives_its_slot_back_after_the_head_deadline() {
-    let server = TestServer::with_config(&config("max_connections = 1\nheader_read_timeout_ms = 300")).await;
+    let server = TestServer::with_config(&config(&[("max_connections", 1), ("header_read_timeout_ms", 300)])).await;
     let mut silent = TcpStream::connect(server.addr).await.unwrap();
     let mut one_byte = TcpStream::connect(server.addr).await.unwrap();
     one_byte.write_all(b"P").await.unwrap();

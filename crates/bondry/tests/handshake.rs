@@ -2,12 +2,12 @@
 //! endpoint: `initialize`, sealed sessions and their ends, in-session status rules, the
 //! event stream, DELETE and cancellation.
 
-mod support;
+use bondry_test_support as support;
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{PATIENCE, Req, TestServer, default_config, in_session, initialize_request, open_at};
+use support::{PATIENCE, Req, TestConfig, TestServer, in_session, initialize_request, open_at};
 
 const SESSION: &str = "Mcp-Session-Id";
 
@@ -61,8 +61,7 @@ async fn initialize_opens_a_session_named_in_visible_ascii() {
 async fn dead_sessions_answer_404() {
     // Long enough for the requests below to reach the session alive on a loaded machine.
     let lifetime = Duration::from_millis(2000);
-    let config = default_config()
-        .replace("page_size = 3\n", &format!("page_size = 3\nsession_lifetime_ms = {}\n", lifetime.as_millis()));
+    let config = TestConfig::new().set("listeners.main.session_lifetime_ms", lifetime.as_millis() as i64).text();
     let server = TestServer::with_config(&config).await;
     // The session's lifetime runs from its initialize, sent after this instant.
     let opened = tokio::time::Instant::now();
@@ -89,7 +88,7 @@ async fn dead_sessions_answer_404() {
 async fn idle_sessions_end() {
     // Pings 700 ms apart keep a session with 1200 ms of idle time alive past 1200 ms, with
     // room for a loaded machine to be late; 1300 ms without one end it.
-    let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_idle_ms = 1200\n");
+    let config = TestConfig::new().set("listeners.main.session_idle_ms", 1200).text();
     let server = TestServer::with_config(&config).await;
     let sid = open(&server, "2025-11-25").await;
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -216,10 +215,10 @@ async fn a_disconnect_is_not_a_cancellation_in_this_era() {
 
 #[tokio::test]
 async fn caps_on_calls_and_sessions() {
-    let config = default_config().replace(
-        "anonymous_roles = [\"demo\"]\n",
-        "anonymous_roles = [\"demo\"]\n[realms.default.limits]\ninflight_per_session = 1\nsessions_per_principal = 2\n",
-    );
+    let config = TestConfig::new()
+        .set("realms.default.limits.inflight_per_session", 1)
+        .set("realms.default.limits.sessions_per_principal", 2)
+        .text();
     let server = TestServer::with_config(&config).await;
     let sid = open(&server, "2025-11-25").await;
     // Long enough to be still running when the second call comes, on a loaded machine too.
@@ -334,7 +333,7 @@ async fn shutdown_ends_open_event_streams() {
 #[tokio::test]
 async fn an_open_stream_keeps_a_quiet_session_alive() {
     // Idle long enough for the stream to open in time on a loaded machine; then quiet longer.
-    let config = default_config().replace("page_size = 3\n", "page_size = 3\nsession_idle_ms = 1000\n");
+    let config = TestConfig::new().set("listeners.main.session_idle_ms", 1000).text();
     let server = TestServer::with_config(&config).await;
     let sid = open(&server, "2025-11-25").await;
     let get = listen(&sid);
@@ -380,7 +379,7 @@ async fn an_id_in_flight_cannot_be_reused_and_delete_cancels_calls() {
 #[tokio::test]
 async fn initialize_capabilities_are_bounded() {
     // Within a body the listener admits: the bound is the adapter's, not the body limit's.
-    let config = default_config().replace("max_body_bytes = 4096\n", "");
+    let config = TestConfig::new().remove("listeners.main.max_body_bytes").text();
     let server = TestServer::with_config(&config).await;
     let huge = json!({"experimental": {"blob": "x".repeat(70_000)}});
     let data = server.send(initialize_request("2025-11-25", huge)).await.assert_error(

@@ -7,7 +7,7 @@
 //! requires, that invalid input is a tool result with `isError`, that an unknown tool is a
 //! JSON-RPC error -32602, and that the audit trail records the echo as succeeded.
 
-mod support;
+use bondry_test_support as support;
 
 use std::future::Future;
 use std::time::Duration;

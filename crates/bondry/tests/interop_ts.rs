@@ -6,7 +6,7 @@
 //! sets `BONDRY_REQUIRE_TS_INTEROP=1`, so CI cannot skip this; a plain `cargo test`
 //! without the install says so and passes.
 
-mod support;
+use bondry_test_support as support;
 
 use std::path::Path;
 use std::process::Command;

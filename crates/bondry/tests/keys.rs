@@ -2,33 +2,20 @@
 //! in the data directory. A `requestState` sealed by one process opens in the next only
 //! then; with per-process keys it is refused.
 
-mod support;
+use bondry_test_support as support;
 
 use std::path::Path;
 
 use serde_json::{Value, json};
-use support::Binary;
+use support::{Binary, TestConfig, table};
 
 /// A realm serving the conformance fixture that keeps state between rounds.
-fn config(extra: &str, realm_extra: &str) -> String {
-    format!(
-        r#"{extra}
-[listeners.main]
-bind = "127.0.0.1:0"
-
-[realms.default]
-anonymous_roles = ["r"]
-{realm_extra}
-
-[[realms.default.roles]]
-name = "r"
-grants = ["stateful"]
-
-[[realms.default.capabilities]]
-id = "stateful"
-kind = "tool"
-handler = "conformance.input_required_request_state"
-"#
+fn config() -> TestConfig {
+    TestConfig::bare().set("realms.default.anonymous_roles", vec!["r"]).role("r", &["stateful"]).capability(
+        "stateful",
+        "tool",
+        "conformance.input_required_request_state",
+        None,
     )
 }
 
@@ -51,12 +38,12 @@ async fn call(server: &Binary, params: Value) -> Value {
 /// Runs round one on a first process and the retry on a second one, started after the
 /// first stopped; returns the retry's answer.
 async fn across_restarts(path: &Path, env: &[(&str, &str)]) -> Value {
-    let first = Binary::serve(path, env);
+    let first = Binary::serve(support::bondry_exe!(), path, env);
     let round = call(&first, json!({})).await;
     assert_eq!(round["result"]["resultType"], "input_required", "{round}");
     let state = round["result"]["requestState"].clone();
     drop(first);
-    let second = Binary::serve(path, env);
+    let second = Binary::serve(support::bondry_exe!(), path, env);
     let answer = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
     call(&second, json!({"inputResponses": answer, "requestState": state})).await
 }
@@ -65,8 +52,8 @@ async fn across_restarts(path: &Path, env: &[(&str, &str)]) -> Value {
 async fn configured_keys_open_what_an_earlier_process_sealed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bondry.toml");
-    let keys = "[[realms.default.keys]]\nid = \"2026-11\"\nsecret_env = \"BONDRY_TEST_KEY\"\n";
-    std::fs::write(&path, config("", keys)).unwrap();
+    let key = table([("id", "2026-11".into()), ("secret_env", "BONDRY_TEST_KEY".into())]);
+    std::fs::write(&path, config().push("realms.default.keys", key).text()).unwrap();
     let secret = ("BONDRY_TEST_KEY", "q1Tp9sJ0m6m3Yt8wP4b0x2Ck7o5Vn1Lr3Ge8Hi2Ds6U=");
     let retry = across_restarts(&path, &[secret]).await;
     assert_eq!(retry["result"]["content"][0]["text"], "state-ok: requestState validated", "{retry}");
@@ -76,7 +63,7 @@ async fn configured_keys_open_what_an_earlier_process_sealed() {
 async fn generated_keys_are_kept_in_the_data_directory() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bondry.toml");
-    std::fs::write(&path, config("data_dir = \"state\"", "")).unwrap();
+    std::fs::write(&path, config().set("data_dir", "state").text()).unwrap();
     let retry = across_restarts(&path, &[]).await;
     assert_eq!(retry["result"]["content"][0]["text"], "state-ok: requestState validated", "{retry}");
     let file = dir.path().join("state/keys/default.json");
@@ -91,7 +78,7 @@ async fn generated_keys_are_kept_in_the_data_directory() {
 async fn keys_of_one_process_die_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bondry.toml");
-    std::fs::write(&path, config("", "")).unwrap();
+    std::fs::write(&path, config().text()).unwrap();
     let retry = across_restarts(&path, &[]).await;
     assert_eq!(retry["status"], 400, "{retry}");
     assert_eq!(retry["error"]["code"], -32602);

@@ -1,25 +1,21 @@
 //! Black-box tests of the abuse limits: per client address (through trusted proxies),
 //! per address for failed authentications, and per principal.
 
-mod support;
+use bondry_test_support as support;
 
 use std::time::Duration;
 
 use serde_json::json;
-use support::{Req, TestServer, default_config, ticket_hash};
+use support::{Req, TestConfig, TestServer, table};
 
-/// The default test configuration with `listener` lines added to `[listeners.main]` and
-/// `realm` stanzas added to `[realms.default]`.
-fn config(listener: &str, realm: &str) -> String {
-    let ticket = ticket_hash("good-ticket");
-    default_config()
-        .replace("page_size = 3\n", &format!("page_size = 3\n{listener}\n"))
-        .replace(
-            "anonymous_roles = [\"demo\"]\n",
-            &format!(
-                "anonymous_roles = [\"demo\"]\n{realm}\n[[realms.default.principals]]\nid = \"alice\"\nroles = [\"demo\"]\n[[realms.default.tickets]]\nsha256 = \"{ticket}\"\nprincipal = \"alice\"\n"
-            ),
-        )
+/// The default test configuration, with `alice` holding the ticket `good-ticket`.
+fn config() -> TestConfig {
+    TestConfig::new().principal("alice", &["demo"]).ticket("good-ticket", "alice")
+}
+
+/// A rate of `per_second` with `burst`, as a limit is configured.
+fn rate(per_second: f64, burst: i64) -> toml::Table {
+    table([("per_second", per_second.into()), ("burst", burst.into())])
 }
 
 fn discover() -> Req {
@@ -28,8 +24,10 @@ fn discover() -> Req {
 
 #[tokio::test]
 async fn requests_per_address_with_trusted_proxies() {
-    let listener = "trusted_proxies = [\"127.0.0.0/8\"]\nrate_limits = { per_address = { per_second = 1, burst = 2 } }";
-    let server = TestServer::with_config(&config(listener, "")).await;
+    let config = config()
+        .set("listeners.main.trusted_proxies", vec!["127.0.0.0/8"])
+        .set("listeners.main.rate_limits.per_address", rate(1.0, 2));
+    let server = TestServer::with_config(&config.text()).await;
     let from = |address: &str| discover().header("x-forwarded-for", address);
     server.send(from("203.0.113.5")).await.assert_result();
     server.send(from("203.0.113.5")).await.assert_result();
@@ -49,8 +47,8 @@ async fn requests_per_address_with_trusted_proxies() {
 
 #[tokio::test]
 async fn forwarded_addresses_from_untrusted_peers_are_ignored() {
-    let server =
-        TestServer::with_config(&config("rate_limits = { per_address = { per_second = 1, burst = 1 } }", "")).await;
+    let config = config().set("listeners.main.rate_limits.per_address", rate(1.0, 1));
+    let server = TestServer::with_config(&config.text()).await;
     server.send(discover().header("x-forwarded-for", "203.0.113.5")).await.assert_result();
     server.send(discover().header("x-forwarded-for", "198.51.100.9")).await.assert_error(
         429,
@@ -63,8 +61,10 @@ async fn forwarded_addresses_from_untrusted_peers_are_ignored() {
 
 #[tokio::test]
 async fn failed_authentications_are_limited_per_address_before_any_verification() {
-    let realm = "[realms.default.rate_limits]\nauth_failures = { per_second = 0.05, burst = 2 }";
-    let server = TestServer::with_config(&config("trusted_proxies = [\"127.0.0.1\"]", realm)).await;
+    let config = config()
+        .set("listeners.main.trusted_proxies", vec!["127.0.0.1"])
+        .set("realms.default.rate_limits.auth_failures", rate(0.05, 2));
+    let server = TestServer::with_config(&config.text()).await;
     let with = |address: &str, ticket: &str| {
         discover().header("x-forwarded-for", address).header("authorization", &format!("Bearer {ticket}"))
     };
@@ -82,8 +82,8 @@ async fn failed_authentications_are_limited_per_address_before_any_verification(
 
 #[tokio::test]
 async fn requests_per_principal() {
-    let realm = "[realms.default.rate_limits]\nper_principal = { per_second = 1, burst = 1 }";
-    let server = TestServer::with_config(&config("", realm)).await;
+    let config = config().set("realms.default.rate_limits.per_principal", rate(1.0, 1));
+    let server = TestServer::with_config(&config.text()).await;
     server.send(discover()).await.assert_result();
     server.send(discover()).await.assert_error(429, None, -32000, "Too many requests");
     let alice = || discover().header("authorization", "Bearer good-ticket");

@@ -4,7 +4,7 @@
 //! on open streams, the graceful close at shutdown and after a swap that leaves a stream
 //! nothing to follow, and the gauges.
 
-mod support;
+use bondry_test_support as support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use bondry_core::realm::Registry;
 use bondry_core::registry::Registration;
 use bondry_http_server::gauges::Reading;
 use serde_json::{Value, json};
-use support::{Req, TestServer, default_config, event_data, meta, ticket_hash};
+use support::{Req, TestConfig, TestServer, event_data, meta, table};
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const ALICE: &str = "alice-ticket";
@@ -28,37 +28,25 @@ const PATIENCE: Duration = Duration::from_secs(5);
 // Configuration
 // ---------------------------------------------------------------------------------------
 
-fn stanza(id: &str, kind: &str, handler: &str, uri: Option<&str>) -> String {
-    let uri = uri.map(|uri| format!("uri = \"{uri}\"\n")).unwrap_or_default();
-    format!("\n[[realms.default.capabilities]]\nid = \"{id}\"\nkind = \"{kind}\"\nhandler = \"{handler}\"\n{uri}")
-}
-
 /// The default test configuration (every tool granted to anonymous callers) plus
 /// resources, a template and a prompt: `test.*` granted to anonymous callers, the resource
 /// `hidden.secret` (`test://secret`) and any `admin.*` only to the `admin` role, which
 /// `alice` holds (ticket `alice-ticket`) besides `demo`.
-fn config() -> String {
-    let mut text = default_config().replace(
-        "grants = [\"demo.*\", \"test.*\"]\n",
-        "grants = [\"demo.*\", \"test.*\"]\n\n[[realms.default.roles]]\nname = \"admin\"\ngrants = [\"admin.*\", \"hidden.*\"]\n",
-    );
-    assert!(text.contains("name = \"admin\""), "the admin role was added");
-    text.push_str(&stanza("test.text_resource", "resource", "test.text_resource", None));
-    text.push_str(&stanza("test.blob_resource", "resource", "test.blob_resource", None));
-    text.push_str(&stanza("test.items", "resource_template", "test.items", None));
-    text.push_str(&stanza("hidden.secret", "resource", "test.text_resource", Some("test://secret")));
-    text.push_str(&stanza("test.note", "prompt", "test.note", None));
-    text.push_str(&format!(
-        "\n[[realms.default.principals]]\nid = \"alice\"\nroles = [\"demo\", \"admin\"]\n\n\
-         [[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"alice\"\n",
-        ticket_hash(ALICE)
-    ));
-    text
+fn config() -> TestConfig {
+    TestConfig::new()
+        .role("admin", &["admin.*", "hidden.*"])
+        .capability("test.text_resource", "resource", "test.text_resource", None)
+        .capability("test.blob_resource", "resource", "test.blob_resource", None)
+        .capability("test.items", "resource_template", "test.items", None)
+        .capability("hidden.secret", "resource", "test.text_resource", Some("test://secret"))
+        .capability("test.note", "prompt", "test.note", None)
+        .principal("alice", &["demo", "admin"])
+        .ticket(ALICE, "alice")
 }
 
 /// `text` with a cap on each principal's open streams.
-fn capped(text: &str, cap: usize) -> String {
-    format!("{text}\n[realms.default.limits]\nlisten_streams_per_principal = {cap}\n")
+fn capped(config: TestConfig, cap: i64) -> String {
+    config.set("realms.default.limits.listen_streams_per_principal", cap).text()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -244,7 +232,7 @@ async fn the_acknowledgement_leaves_out_kinds_the_realm_does_not_have() {
 
 #[tokio::test]
 async fn the_acknowledgement_keeps_only_readable_distinct_uris_and_true_flags() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let client = client();
     let uris = json!([
         "test://text",
@@ -300,7 +288,7 @@ async fn the_acknowledgement_keeps_only_readable_distinct_uris_and_true_flags() 
 
 #[tokio::test]
 async fn a_filter_that_is_not_an_object_is_invalid_params_in_band() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     for (filter, reason) in [
         (None, "params.notifications must be an object"),
         (Some(json!(null)), "params.notifications must be an object"),
@@ -326,10 +314,10 @@ async fn a_filter_that_is_not_an_object_is_invalid_params_in_band() {
 
 #[tokio::test]
 async fn a_realm_with_nothing_to_follow_does_not_serve_listen() {
-    let text = format!(
-        "{}\n[realms.empty]\nanonymous_roles = [\"demo\"]\n\n[[realms.empty.roles]]\nname = \"demo\"\ngrants = [\"demo.*\"]\n",
-        default_config()
-    );
+    let text = TestConfig::new()
+        .set("realms.empty.anonymous_roles", vec!["demo"])
+        .push("realms.empty.roles", table([("name", "demo".into()), ("grants", vec!["demo.*"].into())]))
+        .text();
     let server = TestServer::with_config(&text).await;
     let request = listen_request(json!(3), Some(json!({"toolsListChanged": true}))).path("/mcp/realm/empty");
     let response = server.send(request).await;
@@ -342,7 +330,7 @@ async fn a_realm_with_nothing_to_follow_does_not_serve_listen() {
 
 #[tokio::test]
 async fn list_changes_reach_only_streams_that_asked_and_can_see_the_change() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let registry = server.registry("default");
     let client = client();
     // Each anonymous stream also follows test://text: a published update is a marker that
@@ -433,7 +421,7 @@ async fn list_changes_reach_only_streams_that_asked_and_can_see_the_change() {
 
 #[tokio::test]
 async fn resource_list_changes_reach_streams_that_asked_for_them() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let registry = server.registry("default");
     let client = client();
     let (resources_id, tools_id, alice_id) = (json!(5), json!(6), json!(7));
@@ -479,7 +467,7 @@ async fn resource_list_changes_reach_streams_that_asked_for_them() {
 
 #[tokio::test]
 async fn resource_updates_reach_only_streams_that_follow_the_uri() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let client = client();
     let (text_id, blob_id, alice_id) = (json!("text"), json!(2), json!("alice"));
     let mut text = subscribed(
@@ -546,7 +534,7 @@ async fn four_streams_from_one_address_fit_under_the_default_cap() {
 
 #[tokio::test]
 async fn past_the_cap_a_listen_is_refused_until_a_stream_closes() {
-    let server = TestServer::with_config(&capped(&config(), 2)).await;
+    let server = TestServer::with_config(&capped(config(), 2)).await;
     let client = client();
     let filter = || Some(json!({"toolsListChanged": true}));
     let honoured = json!({"toolsListChanged": true});
@@ -597,7 +585,7 @@ async fn past_the_cap_a_listen_is_refused_until_a_stream_closes() {
 
 #[tokio::test]
 async fn shutdown_closes_every_stream_with_the_listen_result() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let client = client();
     let (string_id, integer_id) = (json!("bye"), json!(99));
     let mut first = subscribed(
@@ -634,7 +622,7 @@ async fn shutdown_closes_every_stream_with_the_listen_result() {
 
 #[tokio::test]
 async fn a_swap_that_leaves_a_stream_nothing_to_follow_closes_it() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let registry = server.registry("default");
     let client = client();
     let (only_tools, tools_and_text, secret) = (json!("only-tools"), json!(8), json!("secret"));
@@ -693,7 +681,7 @@ async fn a_swap_that_leaves_a_stream_nothing_to_follow_closes_it() {
 
 #[tokio::test]
 async fn a_stream_closed_by_a_swap_frees_its_slot() {
-    let server = TestServer::with_config(&capped(&config(), 1)).await;
+    let server = TestServer::with_config(&capped(config(), 1)).await;
     let registry = server.registry("default");
     let client = client();
     let id = json!(1);
@@ -725,7 +713,7 @@ async fn a_stream_closed_by_a_swap_frees_its_slot() {
 
 #[tokio::test]
 async fn the_gauges_count_open_streams_and_return_to_zero() {
-    let server = TestServer::with_config(&config()).await;
+    let server = TestServer::with_config(&config().text()).await;
     let client = client();
     assert_eq!(server.gauges(), Reading { calls: 0, streams: 0 });
     let mut streams = Vec::new();

@@ -3,7 +3,7 @@
 //! bytes, password checks stay inside their pool, and an idle server gives back what an
 //! attack took.
 
-mod support;
+use bondry_test_support as support;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use argon2::PasswordHasher;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use support::Binary;
+use support::{Binary, TestConfig};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
@@ -27,22 +27,14 @@ const FIRST_CHECK: u64 = 4 * MIB;
 const RETURN_WITHIN: Duration = Duration::from_secs(60);
 
 /// The demo realm on an ephemeral port, with the default limits.
-const CONFIG: &str = r#"
-[listeners.main]
-bind = "127.0.0.1:0"
-
-[realms.default]
-anonymous_roles = ["demo"]
-
-[[realms.default.roles]]
-name = "demo"
-grants = ["demo.*"]
-
-[[realms.default.capabilities]]
-id = "demo.echo"
-kind = "tool"
-handler = "demo.echo"
-"#;
+fn config() -> TestConfig {
+    TestConfig::bare().set("realms.default.anonymous_roles", vec!["demo"]).role("demo", &["demo.*"]).capability(
+        "demo.echo",
+        "tool",
+        "demo.echo",
+        None,
+    )
+}
 
 /// Resident and peak resident memory of a process, in bytes.
 fn memory(pid: u32) -> (u64, u64) {
@@ -64,7 +56,7 @@ impl Served {
         let dir = tempfile::tempdir().unwrap();
         let path: PathBuf = dir.path().join("bondry.toml");
         std::fs::write(&path, config).unwrap();
-        Self { binary: Binary::serve(&path, &[]), _dir: dir }
+        Self { binary: Binary::serve(support::bondry_exe!(), &path, &[]), _dir: dir }
     }
 
     fn addr(&self) -> SocketAddr {
@@ -177,7 +169,7 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn slow_bodies_hold_memory_bounded_by_their_size_and_give_it_back() {
-    let served = Served::start(CONFIG);
+    let served = Served::start(&config().text());
     let baseline = served.baseline().await;
     let addr = served.addr();
     // Half send a declared length, half one-byte chunks.
@@ -195,8 +187,7 @@ async fn slow_bodies_hold_memory_bounded_by_their_size_and_give_it_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_taken_by_slowloris_comes_back() {
-    let served =
-        Served::start(&CONFIG.replace("[listeners.main]\n", "[listeners.main]\nheader_read_timeout_ms = 2000\n"));
+    let served = Served::start(&config().set("listeners.main.header_read_timeout_ms", 2000).text());
     let baseline = served.baseline().await;
     let addr = served.addr();
     let peak = attack(&served, 1000, |_, until| slowloris(addr, until), Duration::from_secs(10)).await;
@@ -215,10 +206,10 @@ async fn memory_taken_by_slowloris_comes_back() {
 async fn concurrent_password_checks_stay_inside_the_pool() {
     // Default parameters, as `bondry hash-password` makes them: 19 MiB per check.
     let hash = argon2::Argon2::default().hash_password(b"right").unwrap().to_string();
-    let config = format!(
-        "{}\n[[realms.default.principals]]\nid = \"alice\"\nroles = [\"demo\"]\npassword_hash = \"{hash}\"\n",
-        CONFIG
-    );
+    let config = config()
+        .principal("alice", &["demo"])
+        .set_on_array("realms.default.principals", "alice", "password_hash", hash)
+        .text();
     let served = Served::start(&config);
     let baseline = served.baseline().await;
     let url = format!("http://{}/mcp", served.addr());

@@ -2,7 +2,7 @@
 //! results, retries with `inputResponses` and a sealed `requestState`, and everything a
 //! `requestState` or `inputResponses` can be refused for.
 
-mod support;
+use bondry_test_support as support;
 
 use std::time::{Duration, SystemTime};
 
@@ -11,7 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bondry_core::realm::KeySet;
 use bondry_mcp_proto::{Csprng, state};
 use serde_json::{Value, json};
-use support::{Req, Resp, TestServer, default_config, open, ticket_hash};
+use support::{Req, Resp, TestConfig, TestServer, open, table};
 
 const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const INVALID_STATE: &str = "invalid, expired or mismatched requestState";
@@ -26,56 +26,25 @@ const INVALID_RESPONSES: &str = "invalid inputResponses";
 /// `test.asks` handler, the asking prompt and resource, and a realm `other` that serves
 /// `test.asks` to anonymous callers.
 fn config() -> String {
-    let text = default_config().replace("max_body_bytes = 4096", "max_body_bytes = 262144");
-    assert!(text.contains("max_body_bytes = 262144"));
-    format!(
-        r#"{text}
-[[realms.default.capabilities]]
-id = "test.asks_too"
-kind = "tool"
-handler = "test.asks"
-
-[[realms.default.capabilities]]
-id = "test.asks_prompt"
-kind = "prompt"
-handler = "test.asks_prompt"
-
-[[realms.default.capabilities]]
-id = "test.asks_resource"
-kind = "resource"
-handler = "test.asks_resource"
-
-[[realms.default.principals]]
-id = "alice"
-roles = ["demo"]
-
-[[realms.default.principals]]
-id = "bob"
-roles = ["demo"]
-
-[[realms.default.tickets]]
-sha256 = "{alice}"
-principal = "alice"
-
-[[realms.default.tickets]]
-sha256 = "{bob}"
-principal = "bob"
-
-[realms.other]
-anonymous_roles = ["demo"]
-
-[[realms.other.roles]]
-name = "demo"
-grants = ["test.*"]
-
-[[realms.other.capabilities]]
-id = "test.asks"
-kind = "tool"
-handler = "test.asks"
-"#,
-        alice = ticket_hash("alice-ticket"),
-        bob = ticket_hash("bob-ticket"),
-    )
+    let other = |config: TestConfig| {
+        config
+            .set("realms.other.anonymous_roles", vec!["demo"])
+            .push("realms.other.roles", table([("name", "demo".into()), ("grants", vec!["test.*"].into())]))
+            .push(
+                "realms.other.capabilities",
+                table([("id", "test.asks".into()), ("kind", "tool".into()), ("handler", "test.asks".into())]),
+            )
+    };
+    let config = TestConfig::new()
+        .set("listeners.main.max_body_bytes", 262_144)
+        .capability("test.asks_too", "tool", "test.asks", None)
+        .capability("test.asks_prompt", "prompt", "test.asks_prompt", None)
+        .capability("test.asks_resource", "resource", "test.asks_resource", None)
+        .principal("alice", &["demo"])
+        .principal("bob", &["demo"])
+        .ticket("alice-ticket", "alice")
+        .ticket("bob-ticket", "bob");
+    other(config).text()
 }
 
 async fn start() -> TestServer {

@@ -2,7 +2,7 @@
 //! algorithm, every way a token can be wrong, key rotation with its refresh limit,
 //! static keys and claim mapping, and the protected resource metadata (RFC 9728).
 
-mod support;
+use bondry_test_support as support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,7 +12,7 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
-use support::{Req, TestServer};
+use support::{Req, TestConfig, TestServer, table};
 
 const ISSUER: &str = "https://issuer.test";
 const STATIC_ISSUER: &str = "https://static.test";
@@ -94,52 +94,33 @@ impl Jwks {
 
 /// A realm that accepts tokens only: from the JWKS issuer, and from an issuer with a
 /// static Ed25519 key that grants `demo` to all its principals.
-fn config(jwks_url: &str) -> String {
+fn config(jwks_url: &str) -> TestConfig {
     let static_key = jwk("ed-1");
-    format!(
-        r#"
-[listeners.main]
-bind = "127.0.0.1:0"
-
-[realms.default]
-anonymous = false
-resource_url = "{RESOURCE}"
-
-[[realms.default.roles]]
-name = "demo"
-grants = ["demo.*"]
-
-[[realms.default.roles]]
-name = "admin"
-grants = ["admin.*"]
-
-[[realms.default.capabilities]]
-id = "demo.echo"
-kind = "tool"
-handler = "demo.echo"
-
-[[realms.default.capabilities]]
-id = "admin.reset"
-kind = "tool"
-handler = "admin.reset"
-
-[[realms.default.oauth]]
-issuer = "{ISSUER}"
-jwks_url = "{jwks_url}"
-jwks_refresh_interval_ms = 1500
-
-[[realms.default.oauth]]
-issuer = "{STATIC_ISSUER}"
-namespace = "static"
-roles_claim = "realm_access.roles"
-roles = ["demo"]
-keys = [{{ kty = "OKP", crv = "Ed25519", kid = "ed-1", x = "{x}" }}]
-
-[realms.other]
-anonymous_roles = []
-"#,
-        x = static_key["x"].as_str().unwrap(),
-    )
+    let key = table([
+        ("kty", "OKP".into()),
+        ("crv", "Ed25519".into()),
+        ("kid", "ed-1".into()),
+        ("x", static_key["x"].as_str().unwrap().into()),
+    ]);
+    let fetched =
+        table([("issuer", ISSUER.into()), ("jwks_url", jwks_url.into()), ("jwks_refresh_interval_ms", 1500.into())]);
+    let fixed = table([
+        ("issuer", STATIC_ISSUER.into()),
+        ("namespace", "static".into()),
+        ("roles_claim", "realm_access.roles".into()),
+        ("roles", vec!["demo"].into()),
+        ("keys", toml::Value::Array(vec![key.into()])),
+    ]);
+    TestConfig::bare()
+        .set("realms.default.anonymous", false)
+        .set("realms.default.resource_url", RESOURCE)
+        .role("demo", &["demo.*"])
+        .role("admin", &["admin.*"])
+        .capability("demo.echo", "tool", "demo.echo", None)
+        .capability("admin.reset", "tool", "admin.reset", None)
+        .push("realms.default.oauth", fetched)
+        .push("realms.default.oauth", fixed)
+        .set("realms.other.anonymous_roles", Vec::<String>::new())
 }
 
 fn bearer(request: Req, token: &str) -> Req {
@@ -169,7 +150,7 @@ fn assert_challenged(response: &support::Resp, challenge: &str, case: &str) {
 #[tokio::test]
 async fn tokens_of_each_algorithm_authenticate_with_their_roles() {
     let jwks = Jwks::serve(&["rsa-1", "ec-1", "ed-1"]).await;
-    let server = TestServer::with_config(&config(&jwks.url)).await;
+    let server = TestServer::with_config(&config(&jwks.url).text()).await;
     for kid in ["rsa-1", "ec-1", "ed-1"] {
         assert_eq!(listed(&server, &token(kid, &claims())).await, ["demo.echo"], "{kid}");
     }
@@ -189,7 +170,7 @@ async fn tokens_of_each_algorithm_authenticate_with_their_roles() {
 #[tokio::test]
 async fn every_wrong_token_is_refused_with_the_metadata_challenge() {
     let jwks = Jwks::serve(&["rsa-1", "ec-1"]).await;
-    let server = TestServer::with_config(&config(&jwks.url)).await;
+    let server = TestServer::with_config(&config(&jwks.url).text()).await;
     let with = |change: &dyn Fn(&mut Value)| {
         let mut claims = claims();
         change(&mut claims);
@@ -256,7 +237,7 @@ async fn every_wrong_token_is_refused_with_the_metadata_challenge() {
 #[tokio::test]
 async fn a_rotated_key_is_fetched_at_most_once_per_interval() {
     let jwks = Jwks::serve(&["rsa-1"]).await;
-    let server = TestServer::with_config(&config(&jwks.url)).await;
+    let server = TestServer::with_config(&config(&jwks.url).text()).await;
     assert_eq!(listed(&server, &token("rsa-1", &claims())).await, ["demo.echo"]);
     assert_eq!(jwks.fetches(), 1, "fetched once, then cached");
 
@@ -283,7 +264,7 @@ async fn a_rotated_key_is_fetched_at_most_once_per_interval() {
 #[tokio::test]
 async fn static_keys_namespace_principals_and_map_nested_role_claims() {
     let jwks = Jwks::serve(&["rsa-1"]).await;
-    let server = TestServer::with_config(&config(&jwks.url)).await;
+    let server = TestServer::with_config(&config(&jwks.url).text()).await;
     let mut claims = claims();
     claims["iss"] = json!(STATIC_ISSUER);
     claims["sub"] = json!("bob");
@@ -309,7 +290,7 @@ async fn static_keys_namespace_principals_and_map_nested_role_claims() {
 #[tokio::test]
 async fn protected_resource_metadata_is_served_where_oauth_is_configured() {
     let jwks = Jwks::serve(&["rsa-1"]).await;
-    let server = TestServer::with_config(&config(&jwks.url)).await;
+    let server = TestServer::with_config(&config(&jwks.url).text()).await;
     let expected = json!({
         "resource": RESOURCE,
         "authorization_servers": [ISSUER, STATIC_ISSUER],
@@ -348,33 +329,20 @@ async fn protected_resource_metadata_is_served_where_oauth_is_configured() {
 
 #[tokio::test]
 async fn metadata_of_a_named_realm_sits_under_its_path() {
-    let config = format!(
-        r#"
-[listeners.main]
-bind = "127.0.0.1:0"
-
-[realms.default]
-
-[realms.ops]
-anonymous = false
-resource_url = "https://mcp.example.test/mcp/realm/ops"
-
-[[realms.ops.roles]]
-name = "ops"
-grants = ["demo.*"]
-
-[[realms.ops.capabilities]]
-id = "demo.echo"
-kind = "tool"
-handler = "demo.echo"
-
-[[realms.ops.oauth]]
-issuer = "{STATIC_ISSUER}"
-roles = ["ops"]
-keys = [{{ kty = "OKP", crv = "Ed25519", x = "{x}" }}]
-"#,
-        x = jwk("ed-1")["x"].as_str().unwrap()
-    );
+    let key =
+        table([("kty", "OKP".into()), ("crv", "Ed25519".into()), ("x", jwk("ed-1")["x"].as_str().unwrap().into())]);
+    let issuer = table([
+        ("issuer", STATIC_ISSUER.into()),
+        ("roles", vec!["ops"].into()),
+        ("keys", toml::Value::Array(vec![key.into()])),
+    ]);
+    let config = TestConfig::bare()
+        .set("realms.ops.anonymous", false)
+        .set("realms.ops.resource_url", "https://mcp.example.test/mcp/realm/ops")
+        .role_in("ops", "ops", &["demo.*"])
+        .capability_in("ops", "demo.echo", "tool", "demo.echo", None)
+        .push("realms.ops.oauth", issuer)
+        .text();
     let server = TestServer::with_config(&config).await;
     let response = server
         .send(Req::post().method(reqwest::Method::GET).path("/.well-known/oauth-protected-resource/mcp/realm/ops"))
@@ -403,9 +371,14 @@ keys = [{{ kty = "OKP", crv = "Ed25519", x = "{x}" }}]
 #[tokio::test]
 async fn event_streams_end_when_the_token_that_opened_them_expires() {
     let jwks = Jwks::serve(&["rsa-1"]).await;
-    let config =
-        config(&jwks.url).replace("jwks_refresh_interval_ms = 1500", "jwks_refresh_interval_ms = 1500\nleeway_ms = 0");
-    let server = TestServer::with_config(&config).await;
+    let config = config(&jwks.url).retain("realms.default.oauth", |issuer| issuer.get("jwks_url").is_none());
+    let fetched = table([
+        ("issuer", ISSUER.into()),
+        ("jwks_url", jwks.url.as_str().into()),
+        ("jwks_refresh_interval_ms", 1500.into()),
+        ("leeway_ms", 0.into()),
+    ]);
+    let server = TestServer::with_config(&config.push("realms.default.oauth", fetched).text()).await;
     // Expiring at least three seconds from now (`exp` is in whole seconds): time enough for
     // the streams below to open before it, on a loaded machine too.
     let mut short = claims();
@@ -469,11 +442,8 @@ async fn event_streams_end_when_the_token_that_opened_them_expires() {
 #[tokio::test]
 async fn a_token_without_the_required_scopes_is_forbidden_with_a_step_up_challenge() {
     let jwks = Jwks::serve(&["rsa-1"]).await;
-    let config = config(&jwks.url).replace(
-        &format!("resource_url = \"{RESOURCE}\"\n"),
-        &format!("resource_url = \"{RESOURCE}\"\nrequired_scopes = [\"mcp:tools\", \"mcp:read\"]\n"),
-    );
-    let server = TestServer::with_config(&config).await;
+    let config = config(&jwks.url).set("realms.default.required_scopes", vec!["mcp:tools", "mcp:read"]);
+    let server = TestServer::with_config(&config.text()).await;
     let scoped = format!("{CHALLENGE}, scope=\"mcp:tools mcp:read\"");
     let with = |change: &dyn Fn(&mut Value)| {
         let mut claims = claims();
@@ -528,7 +498,7 @@ async fn a_token_without_the_required_scopes_is_forbidden_with_a_step_up_challen
 async fn new_credentials_keep_the_keys_of_unchanged_issuers() {
     let jwks = Jwks::serve(&["rsa-1"]).await;
     let config = config(&jwks.url);
-    let server = TestServer::with_config(&config).await;
+    let server = TestServer::with_config(&config.text()).await;
     let valid = token("rsa-1", &claims());
     assert_eq!(listed(&server, &valid).await, ["demo.echo"]);
     assert_eq!(jwks.fetches(), 1);
@@ -536,22 +506,15 @@ async fn new_credentials_keep_the_keys_of_unchanged_issuers() {
     // A ticket added: the credentials change, the issuers do not, and their keys stay as
     // fetched (an issuer down at that moment locks nobody out).
     let slot = server.auth("default");
-    let with_ticket = format!(
-        "{config}\n[[realms.default.principals]]\nid = \"ci\"\nroles = [\"demo\"]\n\
-         [[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"ci\"\n",
-        "a".repeat(64)
-    );
-    assert!(slot.replace(support::authenticator(&with_ticket, "default")));
+    let with_ticket = config.principal("ci", &["demo"]).ticket("ci-ticket", "ci");
+    assert!(slot.replace(support::authenticator(&with_ticket.text(), "default")));
     assert_eq!(listed(&server, &valid).await, ["demo.echo"]);
     assert_eq!(jwks.fetches(), 1, "the kept issuers' keys were not fetched again");
 
     // Required scopes added: the issuers' verifier is new, its keys fetched anew, and the
     // metadata and challenges say so at once.
-    let scoped = with_ticket.replace(
-        &format!("resource_url = \"{RESOURCE}\"\n"),
-        &format!("resource_url = \"{RESOURCE}\"\nrequired_scopes = [\"mcp\"]\n"),
-    );
-    assert!(slot.replace(support::authenticator(&scoped, "default")));
+    let scoped = with_ticket.set("realms.default.required_scopes", vec!["mcp"]);
+    assert!(slot.replace(support::authenticator(&scoped.text(), "default")));
     let response = server.send(bearer(Req::modern("tools/list", json!({})), &valid)).await;
     assert_eq!(response.status, 403, "the token has no scope");
     assert!(jwks.fetches() >= 2, "the new verifier fetched its keys");

@@ -3,38 +3,22 @@
 //! see and of nothing else, a change of credentials ends what the old ones opened, and a
 //! broken file keeps the running configuration.
 
-mod support;
+use bondry_test_support as support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Binary, Events, ticket_hash};
+use support::{Binary, Events, TestConfig};
 
-const BASE: &str = r#"
-[listeners.main]
-bind = "127.0.0.1:0"
-
-[realms.default]
-anonymous_roles = ["demo"]
-
-[[realms.default.roles]]
-name = "demo"
-grants = ["demo.*"]
-
-[[realms.default.roles]]
-name = "admin"
-grants = ["admin.*"]
-
-[[realms.default.capabilities]]
-id = "demo.echo"
-kind = "tool"
-handler = "demo.echo"
-"#;
-
-fn with_tool(text: &str, id: &str, handler: &str) -> String {
-    format!("{text}\n[[realms.default.capabilities]]\nid = \"{id}\"\nkind = \"tool\"\nhandler = \"{handler}\"\n")
+/// The demo realm, with an `admin` role, on an ephemeral port.
+fn base() -> TestConfig {
+    TestConfig::bare()
+        .set("realms.default.anonymous_roles", vec!["demo"])
+        .role("demo", &["demo.*"])
+        .role("admin", &["admin.*"])
+        .capability("demo.echo", "tool", "demo.echo", None)
 }
 
 /// Replaces the file the way editors do: a new file renamed over the old one.
@@ -48,8 +32,8 @@ fn rewrite(path: &Path, text: &str) {
 async fn a_rewritten_file_reaches_the_streams_that_can_see_the_change() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bondry.toml");
-    std::fs::write(&path, BASE).unwrap();
-    let server = Binary::serve(&path, &[]);
+    std::fs::write(&path, base().text()).unwrap();
+    let server = Binary::serve(support::bondry_exe!(), &path, &[]);
     let client = reqwest::Client::new();
     let mut stream = Events::new(
         server.post(&client, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}})).await,
@@ -59,12 +43,12 @@ async fn a_rewritten_file_reaches_the_streams_that_can_see_the_change() {
     assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}));
 
     // A tool only admins see: the anonymous stream hears nothing of it.
-    let with_admin = with_tool(BASE, "admin.reset", "admin.reset");
-    rewrite(&path, &with_admin);
+    let with_admin = base().capability("admin.reset", "tool", "admin.reset", None);
+    rewrite(&path, &with_admin.text());
     server.logged("configuration reloaded", 1).await;
     // A tool anonymous callers see: this is the stream's first notification.
-    let with_both = with_tool(&with_admin, "demo.add", "demo.add");
-    rewrite(&path, &with_both);
+    let with_both = with_admin.capability("demo.add", "tool", "demo.add", None);
+    rewrite(&path, &with_both.text());
     server.logged("configuration reloaded", 2).await;
     let changed = stream.next(Duration::from_secs(5)).await.expect("a list change");
     assert_eq!(changed["method"], "notifications/tools/list_changed");
@@ -81,7 +65,7 @@ async fn a_rewritten_file_reaches_the_streams_that_can_see_the_change() {
     assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 2);
 
     // SIGHUP reloads too: back to the base file, demo.add is gone.
-    rewrite(&path, BASE);
+    rewrite(&path, &base().text());
     server.logged("configuration reloaded", 3).await;
     let changed = stream.next(Duration::from_secs(5)).await.expect("a second list change");
     assert_eq!(changed["method"], "notifications/tools/list_changed");
@@ -90,21 +74,18 @@ async fn a_rewritten_file_reaches_the_streams_that_can_see_the_change() {
     server.logged("configuration reloaded", 4).await;
 }
 
-fn with_ticket(text: &str, ticket: &str, roles: &str) -> String {
-    format!(
-        "{text}\n[[realms.default.principals]]\nid = \"ops\"\nroles = {roles}\n\
-         [[realms.default.tickets]]\nsha256 = \"{}\"\nprincipal = \"ops\"\n",
-        ticket_hash(ticket)
-    )
+/// `config` with the principal `ops` holding `roles` and the ticket `ticket`.
+fn with_ticket(config: TestConfig, ticket: &str, roles: &[&str]) -> TestConfig {
+    config.principal("ops", roles).ticket(ticket, "ops")
 }
 
 #[tokio::test]
 async fn a_reload_revokes_and_grants_credentials_without_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bondry.toml");
-    let with_admin = with_tool(BASE, "admin.reset", "admin.reset");
-    std::fs::write(&path, with_ticket(&with_admin, "first-ticket", "[\"admin\", \"demo\"]")).unwrap();
-    let server = Binary::serve(&path, &[]);
+    let with_admin = base().capability("admin.reset", "tool", "admin.reset", None);
+    std::fs::write(&path, with_ticket(with_admin.clone(), "first-ticket", &["admin", "demo"]).text()).unwrap();
+    let server = Binary::serve(support::bondry_exe!(), &path, &[]);
     let client = reqwest::Client::new();
     let names = |listed: Value| -> Vec<String> {
         listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
@@ -128,7 +109,7 @@ async fn a_reload_revokes_and_grants_credentials_without_a_restart() {
     let session = session_of(&server, &client, &as_holder("first-ticket")).await;
 
     // The leaked ticket is replaced by a new one with fewer roles: no restart needed.
-    rewrite(&path, &with_ticket(&with_admin, "second-ticket", "[\"demo\"]"));
+    rewrite(&path, &with_ticket(with_admin.clone(), "second-ticket", &["demo"]).text());
     server.logged("configuration reloaded", 1).await;
     server.logged("credentials changed", 1).await;
     assert_eq!(post_as("first-ticket", "tools/list", json!({})).await.status(), 401, "revoked by the reload");
@@ -147,7 +128,8 @@ async fn a_reload_revokes_and_grants_credentials_without_a_restart() {
     // A reload that leaves the credentials alone disturbs nobody.
     let mut listening = Events::new(post_as("second-ticket", "subscriptions/listen", filter).await);
     listening.next(Duration::from_secs(5)).await.expect("the acknowledgement");
-    rewrite(&path, &with_ticket(&with_tool(&with_admin, "demo.add", "demo.add"), "second-ticket", "[\"demo\"]"));
+    let with_add = with_admin.capability("demo.add", "tool", "demo.add", None);
+    rewrite(&path, &with_ticket(with_add, "second-ticket", &["demo"]).text());
     server.logged("configuration reloaded", 2).await;
     let changed = listening.next(Duration::from_secs(5)).await.expect("a list change, on the same stream");
     assert_eq!(changed["method"], "notifications/tools/list_changed");

@@ -2,13 +2,13 @@
 //! of progress and log notifications on a call's own event stream, of resource
 //! subscriptions, and of what a disconnect means in each era.
 
-mod support;
+use bondry_test_support as support;
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{
-    BLOB, Events, Req, Resp, TestServer, default_config, in_session, meta, open, rpc, saw, sse_messages, wait_for,
+    BLOB, Events, Req, Resp, TestConfig, TestServer, in_session, meta, open, rpc, saw, sse_messages, wait_for,
 };
 
 const SESSION: &str = "Mcp-Session-Id";
@@ -39,46 +39,38 @@ const PAGES: [(&str, bool); 10] = [
 const TEMPLATES: [(&str, bool); 6] =
     [("tpl.a", true), ("tpl.b", false), ("tpl.c", true), ("tpl.d", false), ("tpl.e", true), ("tpl.f", false)];
 
-fn stanza(id: &str, kind: &str, handler: &str, uri: Option<&str>) -> String {
-    let uri = uri.map(|uri| format!("uri = \"{uri}\"\n")).unwrap_or_default();
-    format!("\n[[realms.default.capabilities]]\nid = \"{id}\"\nkind = \"{kind}\"\nhandler = \"{handler}\"\n{uri}")
-}
-
 /// The default test configuration plus prompts, resources and templates: `test.*` and
 /// some `page.*` and `tpl.*` granted to anonymous callers, `hidden.*` not. Without
 /// `hidden`, the `hidden.*` capabilities are not configured at all.
 fn config_with(hidden: bool) -> String {
-    let granted: Vec<String> = PAGES
-        .iter()
-        .chain(TEMPLATES.iter())
-        .filter(|(_, granted)| *granted)
-        .map(|(id, _)| format!("\"{id}\""))
-        .collect();
-    let mut text = default_config().replace(
-        "grants = [\"demo.*\", \"test.*\"]",
-        &format!("grants = [\"demo.*\", \"test.*\", {}]", granted.join(", ")),
-    );
-    assert!(text.contains("\"page.01\""), "the grants were extended");
+    let granted = PAGES.iter().chain(TEMPLATES.iter()).filter(|(_, granted)| *granted).map(|(id, _)| *id);
+    let grants: Vec<&str> = ["demo.*", "test.*"].into_iter().chain(granted).collect();
+    let mut config = TestConfig::new().retain("realms.default.roles", |_| false).role("demo", &grants);
     for id in ["test.text_resource", "test.blob_resource", "test.empty_resource", "test.failing_resource"] {
-        text.push_str(&stanza(id, "resource", id, None));
+        config = config.capability(id, "resource", id, None);
     }
     for (id, _) in PAGES {
         let uri = format!("test://page/{}", &id[5..]);
-        text.push_str(&stanza(id, "resource", "test.text_resource", Some(&uri)));
+        config = config.capability(id, "resource", "test.text_resource", Some(&uri));
     }
-    text.push_str(&stanza("test.items", "resource_template", "test.items", None));
+    config = config.capability("test.items", "resource_template", "test.items", None);
     for (id, _) in TEMPLATES {
         let uri = format!("tpl://{}/{{name}}/v{{version}}", &id[4..]);
-        text.push_str(&stanza(id, "resource_template", "test.items", Some(&uri)));
+        config = config.capability(id, "resource_template", "test.items", Some(&uri));
     }
-    text.push_str(&stanza("test.note", "prompt", "test.note", None));
-    text.push_str(&stanza("test.failing_prompt", "prompt", "test.failing_prompt", None));
+    config = config.capability("test.note", "prompt", "test.note", None).capability(
+        "test.failing_prompt",
+        "prompt",
+        "test.failing_prompt",
+        None,
+    );
     if hidden {
-        text.push_str(&stanza("hidden.secret", "resource", "test.text_resource", Some("test://secret")));
-        text.push_str(&stanza("hidden.items", "resource_template", "test.items", Some(HIDDEN_ITEMS)));
-        text.push_str(&stanza("hidden.note", "prompt", "test.note", None));
+        config = config
+            .capability("hidden.secret", "resource", "test.text_resource", Some("test://secret"))
+            .capability("hidden.items", "resource_template", "test.items", Some(HIDDEN_ITEMS))
+            .capability("hidden.note", "prompt", "test.note", None);
     }
-    text
+    config.text()
 }
 
 fn config() -> String {

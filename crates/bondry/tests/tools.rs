@@ -1,9 +1,9 @@
 //! Black-box tests of `server/discover`, `tools/list` and `tools/call` on the real server.
 
-mod support;
+use bondry_test_support as support;
 
 use serde_json::{Value, json};
-use support::{Req, TestServer, default_config};
+use support::{Req, TestConfig, TestServer};
 
 #[tokio::test]
 async fn discover_announces_modern_revisions_tools_and_caching() {
@@ -350,10 +350,7 @@ async fn a_caller_that_goes_away_cancels_the_call() {
 #[tokio::test]
 async fn a_hidden_tool_and_an_absent_one_are_byte_identical() {
     let hidden = TestServer::start().await;
-    let without_it = default_config().replace(
-        "\n[[realms.default.capabilities]]\nid = \"admin.reset\"\nkind = \"tool\"\nhandler = \"admin.reset\"\n",
-        "",
-    );
+    let without_it = TestConfig::new().without_capability("admin.reset").text();
     assert!(!without_it.contains("\"admin.reset\""));
     let absent = TestServer::with_config(&without_it).await;
     let request = || Req::call("admin.reset", json!({}));
@@ -397,12 +394,8 @@ async fn every_outcome_is_audited_once_with_its_fields_and_no_raw_arguments() {
 #[tokio::test]
 async fn schemas_keep_the_order_their_properties_were_written_in() {
     // Clients build forms from a tool's schema in property order: it is kept as configured.
-    let config = default_config().replace(
-        "id = \"demo.echo\"\nkind = \"tool\"\nhandler = \"demo.echo\"\n",
-        "id = \"demo.echo\"\nkind = \"tool\"\nhandler = \"demo.echo\"\n\
-         input_schema = '{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"},\
-         \"zeta\":{\"type\":\"integer\"},\"alpha\":{\"type\":\"boolean\"}},\"required\":[\"text\"]}'\n",
-    );
+    let schema = r#"{"type":"object","properties":{"text":{"type":"string"},"zeta":{"type":"integer"},"alpha":{"type":"boolean"}},"required":["text"]}"#;
+    let config = TestConfig::new().set_on_capability("demo.echo", "input_schema", schema).text();
     let server = TestServer::with_config(&config).await;
     let (tools, _) = all_tools(&server).await;
     let echo = tools.iter().find(|tool| tool["name"] == "demo.echo").expect("demo.echo is listed");
@@ -415,7 +408,7 @@ async fn schemas_keep_the_order_their_properties_were_written_in() {
 #[tokio::test]
 async fn an_answer_about_bad_input_does_not_grow_with_the_input() {
     let server =
-        TestServer::with_config(&default_config().replace("max_body_bytes = 4096", "max_body_bytes = 4194304")).await;
+        TestServer::with_config(&TestConfig::new().set("listeners.main.max_body_bytes", 4_194_304).text()).await;
     let mut arguments: serde_json::Map<String, Value> =
         (0..60_000).map(|n| (format!("key{n}"), json!("do not repeat me"))).collect();
     arguments.insert("text".into(), json!("hello"));

@@ -1,10 +1,10 @@
 //! Black-box tests of the HTTP boundary before the adapter: method, media types, body
 //! limit, origin and host, realms and credentials, in the contract's order of checks.
 
-mod support;
+use bondry_test_support as support;
 
 use serde_json::json;
-use support::{Req, TestServer, default_config};
+use support::{Req, TestConfig, TestServer};
 
 fn discover() -> Req {
     Req::modern("server/discover", json!({}))
@@ -108,7 +108,7 @@ async fn streamed_bodies_are_counted_as_they_arrive() {
 
 #[tokio::test]
 async fn the_default_body_limit_is_4_mib() {
-    let config = default_config().replace("max_body_bytes = 4096\n", "");
+    let config = TestConfig::new().remove("listeners.main.max_body_bytes").text();
     let server = TestServer::with_config(&config).await;
     server.send(discover_of_size(4 << 20)).await.assert_result();
     server.send(discover_of_size((4 << 20) + 1)).await.assert_error(413, None, -32600, "Payload too large");
@@ -134,8 +134,7 @@ async fn origins_and_hosts() {
 
 #[tokio::test]
 async fn listed_and_any_origins() {
-    let listed =
-        default_config().replace("page_size = 3\n", "page_size = 3\nallowed_origins = [\"https://app.example\"]\n");
+    let listed = TestConfig::new().set("listeners.main.allowed_origins", vec!["https://app.example"]).text();
     let server = TestServer::with_config(&listed).await;
     server.send(discover().header("origin", "https://APP.example")).await.assert_result();
     server.send(discover().header("origin", "http://localhost")).await.assert_error(
@@ -145,7 +144,7 @@ async fn listed_and_any_origins() {
         "Origin not allowed",
     );
     server.stop().await;
-    let any = default_config().replace("page_size = 3\n", "page_size = 3\nallowed_origins = [\"any\"]\n");
+    let any = TestConfig::new().set("listeners.main.allowed_origins", vec!["any"]).text();
     let server = TestServer::with_config(&any).await;
     server.send(discover().header("origin", "https://anything.example")).await.assert_result();
     server.stop().await;
@@ -194,7 +193,7 @@ async fn credentials_are_refused_until_authentication_exists() {
         assert_eq!(record["realm"], "default");
     }
 
-    let closed = default_config().replace("[realms.default]\n", "[realms.default]\nanonymous = false\n");
+    let closed = TestConfig::new().set("realms.default.anonymous", false).text();
     let server = TestServer::with_config(&closed).await;
     let response = server.send(discover()).await;
     assert_eq!(response.status, 401);
@@ -223,7 +222,7 @@ async fn shutdown_lets_in_flight_calls_finish() {
 
 #[tokio::test]
 async fn calls_still_running_after_the_grace_period_are_stopped() {
-    let config = default_config().replace("shutdown_grace_ms = 2000", "shutdown_grace_ms = 50");
+    let config = TestConfig::new().set("shutdown_grace_ms", 50).text();
     let server = TestServer::with_config(&config).await;
     let url = server.url();
     let request = Req::call("test.slow", json!({"ms": 10_000}));

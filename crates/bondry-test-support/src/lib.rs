@@ -1,5 +1,6 @@
-//! Test support: start the real server on an ephemeral loopback port and speak HTTP to it.
-#![allow(dead_code)]
+//! What Bondry's tests share: the test configuration and its builder, the real server on
+//! an ephemeral loopback port and an HTTP client for it, the real binary, the test
+//! handlers, and one seeded random source.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -57,7 +58,149 @@ pub struct TestServer {
 
 /// The default test configuration with the listener serving only the modern revision.
 pub fn modern_only_config() -> String {
-    default_config().replace("page_size = 3\n", "page_size = 3\nprotocol_versions = [\"2026-07-28\"]\n")
+    TestConfig::new().set("listeners.main.protocol_versions", vec!["2026-07-28"]).text()
+}
+
+/// A test configuration built from [`default_config`] key by key, so that no test edits
+/// configuration text: `TestConfig::new().set("listeners.main.page_size", 10).text()`.
+#[derive(Debug, Clone)]
+pub struct TestConfig(toml::Table);
+
+impl Default for TestConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestConfig {
+    /// The default test configuration.
+    pub fn new() -> Self {
+        Self(default_config().parse().expect("the default test configuration is TOML"))
+    }
+
+    /// A listener on an ephemeral loopback port and an empty default realm: for tests that
+    /// build a deployment of their own.
+    pub fn bare() -> Self {
+        let listener = table([("bind", "127.0.0.1:0".into())]);
+        let listeners = table([("main", listener.into())]);
+        let realms = table([("default", toml::Table::new().into())]);
+        Self(table([("listeners", listeners.into()), ("realms", realms.into())]))
+    }
+
+    /// Sets the key at the dotted `path`, making the tables on the way.
+    pub fn set(mut self, path: &str, value: impl Into<toml::Value>) -> Self {
+        let (table, key) = self.table_of(path);
+        table.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// Removes the key at the dotted `path`.
+    pub fn remove(mut self, path: &str) -> Self {
+        let (table, key) = self.table_of(path);
+        assert!(table.remove(key).is_some(), "{path} is not set");
+        self
+    }
+
+    /// Appends `entry` to the array of tables at `path` (`realms.default.roles`).
+    pub fn push(mut self, path: &str, entry: toml::Table) -> Self {
+        let (table, key) = self.table_of(path);
+        let array = table.entry(key).or_insert_with(|| toml::Value::Array(Vec::new()));
+        array.as_array_mut().unwrap_or_else(|| panic!("{path} is not an array")).push(entry.into());
+        self
+    }
+
+    /// Keeps only the entries of the array of tables at `path` for which `keep` holds.
+    pub fn retain(mut self, path: &str, keep: impl Fn(&toml::Table) -> bool) -> Self {
+        let (table, key) = self.table_of(path);
+        let array = table.get_mut(key).and_then(toml::Value::as_array_mut).unwrap_or_else(|| panic!("{path}"));
+        array.retain(|entry| entry.as_table().is_some_and(&keep));
+        self
+    }
+
+    /// Adds the capability `id` of `kind` served by `handler` (at `uri`, for resources and
+    /// templates) to the default realm.
+    pub fn capability(self, id: &str, kind: &str, handler: &str, uri: Option<&str>) -> Self {
+        self.capability_in("default", id, kind, handler, uri)
+    }
+
+    /// [`TestConfig::capability`] in `realm`.
+    pub fn capability_in(self, realm: &str, id: &str, kind: &str, handler: &str, uri: Option<&str>) -> Self {
+        let mut entry = table([("id", id.into()), ("kind", kind.into()), ("handler", handler.into())]);
+        if let Some(uri) = uri {
+            entry.insert("uri".into(), uri.into());
+        }
+        self.push(&format!("realms.{realm}.capabilities"), entry)
+    }
+
+    /// Sets `key` of the default realm's capability `id`.
+    pub fn set_on_capability(self, id: &str, key: &str, value: impl Into<toml::Value>) -> Self {
+        self.set_on_array("realms.default.capabilities", id, key, value)
+    }
+
+    /// Sets `key` of the entry whose `id` is `id` in the array of tables at `path`.
+    pub fn set_on_array(mut self, path: &str, id: &str, key: &str, value: impl Into<toml::Value>) -> Self {
+        let (table, name) = self.table_of(path);
+        let entry = table
+            .get_mut(name)
+            .and_then(toml::Value::as_array_mut)
+            .and_then(|entries| {
+                entries.iter_mut().find(|entry| entry.get("id").and_then(toml::Value::as_str) == Some(id))
+            })
+            .and_then(toml::Value::as_table_mut)
+            .unwrap_or_else(|| panic!("no entry {id} in {path}"));
+        entry.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// Leaves the default realm's capability `id` out.
+    pub fn without_capability(self, id: &str) -> Self {
+        self.retain("realms.default.capabilities", |entry| entry.get("id").and_then(toml::Value::as_str) != Some(id))
+    }
+
+    /// Adds the role `name` granting `grants` to the default realm.
+    pub fn role(self, name: &str, grants: &[&str]) -> Self {
+        self.role_in("default", name, grants)
+    }
+
+    /// [`TestConfig::role`] in `realm`.
+    pub fn role_in(self, realm: &str, name: &str, grants: &[&str]) -> Self {
+        let entry = table([("name", name.into()), ("grants", grants.to_vec().into())]);
+        self.push(&format!("realms.{realm}.roles"), entry)
+    }
+
+    /// Adds the principal `id` with `roles` to the default realm.
+    pub fn principal(self, id: &str, roles: &[&str]) -> Self {
+        self.push("realms.default.principals", table([("id", id.into()), ("roles", roles.to_vec().into())]))
+    }
+
+    /// Adds a ticket of `principal` whose plain text is `ticket` to the default realm.
+    pub fn ticket(self, ticket: &str, principal: &str) -> Self {
+        self.push(
+            "realms.default.tickets",
+            table([("sha256", ticket_hash(ticket).into()), ("principal", principal.into())]),
+        )
+    }
+
+    /// The configuration as the server reads it.
+    pub fn text(&self) -> String {
+        toml::to_string(&self.0).expect("a table renders as TOML")
+    }
+
+    /// The table holding the last key of `path`, and that key.
+    fn table_of<'a>(&mut self, path: &'a str) -> (&mut toml::Table, &'a str) {
+        let (tables, key) = path.rsplit_once('.').map_or(("", path), |(tables, key)| (tables, key));
+        let mut table = &mut self.0;
+        for name in tables.split('.').filter(|name| !name.is_empty()) {
+            let next = table.entry(name).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            table = next.as_table_mut().unwrap_or_else(|| panic!("{name} in {path} is not a table"));
+        }
+        (table, key)
+    }
+}
+
+/// A TOML table from key-value pairs, for [`TestConfig::push`].
+pub fn table<const N: usize>(pairs: [(&str, toml::Value); N]) -> toml::Table {
+    pairs.into_iter().map(|(key, value)| (key.to_owned(), value)).collect()
 }
 
 /// The default test configuration: the demo realm plus the test tools, all granted
@@ -922,6 +1065,14 @@ impl Handler for AsksOnce {
     }
 }
 
+/// The `bondry` binary cargo built for the calling integration test of the `bondry` crate.
+#[macro_export]
+macro_rules! bondry_exe {
+    () => {
+        ::std::path::Path::new(env!("CARGO_BIN_EXE_bondry"))
+    };
+}
+
 /// The real `bondry` binary serving a configuration file: its port and its log so far.
 pub struct Binary {
     pub child: Child,
@@ -930,9 +1081,10 @@ pub struct Binary {
 }
 
 impl Binary {
-    /// `bondry serve --config CONFIG` with `env` added, once it has printed its banner.
-    pub fn serve(config: &Path, env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_bondry"))
+    /// `EXE serve --config CONFIG` with `env` added, once it has printed its banner; `EXE`
+    /// is the binary cargo built for the test ([`bondry_exe!`]).
+    pub fn serve(exe: &Path, config: &Path, env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(exe)
             .args(["serve", "--config", config.to_str().unwrap()])
             .envs(env.iter().copied())
             .env("RUST_LOG", "info")
