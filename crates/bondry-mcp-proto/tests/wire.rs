@@ -4,7 +4,8 @@
 //! (headers, a JSON or raw body), and the listener it reaches (`"all"`: every revision;
 //! `"modern"`: 2026-07-28 only). It also states what must come back: the status, and for a
 //! JSON-RPC answer its id, error code, message and data, or keys of its result. The request
-//! goes through [`Adapter::admit`] and [`Adapter::receive`]. A dispatched call is driven
+//! goes through [`Adapter::admit`] and [`Adapter::receive`]; `"audit"` names the one
+//! audit outcome the reply must bring (`null`: none), `"meta"` keys of the result's `_meta`. A dispatched call is driven
 //! through its [`Conversation`] with an echoing handler. There is no socket, the clock is
 //! fixed and randomness is counted, so every run is the same. What needs the runtime
 //! (transport, authentication, streams, cancellation, shutdown) stays in the black-box
@@ -32,7 +33,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bondry_core::BoxFuture;
 use bondry_core::audit::AuditRecord;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
-use bondry_core::handler::{Answer, Cancellation, Emitter, Handler, HandlerRequest, LogLevel, Publisher};
+use bondry_core::handler::{
+    Answer, Cancellation, ContentBlock, Emitter, Handler, HandlerRequest, LogLevel, Message, Publisher, Role,
+};
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot};
 use bondry_core::registry::{Catalogue, Lint, Registration};
@@ -72,9 +75,28 @@ impl Handler for Echo {
     }
 }
 
-/// The realm every case reaches: `demo.echo` and `demo.add`, granted to every user.
+/// A handler whose answer is fixed.
+struct Fixed(Answer);
+
+impl Handler for Fixed {
+    fn call(&self, _: HandlerRequest) -> BoxFuture<'static, Answer> {
+        Box::pin(std::future::ready(self.0.clone()))
+    }
+}
+
+/// A handler that panics, with a detail that must never reach the caller.
+struct Panics;
+
+impl Handler for Panics {
+    fn call(&self, _: HandlerRequest) -> BoxFuture<'static, Answer> {
+        panic!("the handler's secret detail")
+    }
+}
+
+/// The realm every case reaches: `demo.echo`, `demo.add` and the `test.*` tools granted to
+/// every user, and `admin.reset`, granted to nobody.
 fn realm() -> Arc<RealmSnapshot> {
-    let tool = |id: &str, input_schema: Value| Registration {
+    let tool = |id: &str, input_schema: Value, handler: Arc<dyn Handler>| Registration {
         descriptor: Arc::new(Descriptor {
             id: CapabilityId::new(id).unwrap(),
             kind: CapabilityKind::Tool,
@@ -89,17 +111,63 @@ fn realm() -> Arc<RealmSnapshot> {
             binding: Binding { kind: "builtin".into(), target: id.into() },
             audit_arguments: false,
         }),
-        handler: Arc::new(Echo),
+        handler,
     };
-    let echo = tool(
-        "demo.echo",
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
-               "additionalProperties": false}),
-    );
-    let add = tool("demo.add", json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
+    let with_output = |mut registration: Registration, schema: Value| {
+        Arc::make_mut(&mut registration.descriptor).output_schema = Some(schema);
+        registration
+    };
+    let object = || json!({"type": "object"});
+    let fixed = |answer: Answer| -> Arc<dyn Handler> { Arc::new(Fixed(answer)) };
+    let text = |text: &str| ContentBlock::Text { text: text.into() };
+    let registrations = vec![
+        tool(
+            "demo.echo",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+                   "additionalProperties": false}),
+            Arc::new(Echo),
+        ),
+        tool(
+            "demo.add",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                   "required": ["a", "b"]}),
+            fixed(Answer::Value(json!({"sum": 0}))),
+        ),
+        tool("admin.reset", object(), fixed(Answer::Value(json!({"reset": true})))),
+        tool("test.fail", object(), fixed(Answer::Failure { code: "boom".into() })),
+        tool(
+            "test.tool_error",
+            object(),
+            fixed(Answer::ToolError { code: "quota_exceeded".into(), retryable: true, content: None }),
+        ),
+        with_output(
+            tool("test.bad_output", object(), fixed(Answer::Value(json!({"n": "seven"})))),
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+        ),
+        with_output(
+            tool("test.no_structured", object(), fixed(Answer::Content { blocks: vec![text("t")], structured: None })),
+            object(),
+        ),
+        tool(
+            "test.wrong_kind",
+            object(),
+            fixed(Answer::Messages {
+                description: None,
+                messages: vec![Message { role: Role::User, content: text("x") }],
+            }),
+        ),
+        tool(
+            "test.input_required",
+            object(),
+            fixed(Answer::InputRequired { requests: Default::default(), state: None }),
+        ),
+        tool("test.panics", object(), Arc::new(Panics)),
+        tool("test.scalar", object(), fixed(Answer::Value(json!(42)))),
+    ];
     let lints: [&dyn Lint; 1] = [&McpLint];
-    let catalogue = Catalogue::build(1, vec![echo, add], &SchemaBounds::default(), &lints).unwrap();
-    let grants = vec![Grant::parse(Subject::Role("user".into()), "demo.*", "mcp").unwrap()];
+    let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &lints).unwrap();
+    let grants =
+        ["demo.*", "test.*"].map(|raw| Grant::parse(Subject::Role("user".into()), raw, "mcp").unwrap()).to_vec();
     let keys = KeySet { active: Key { id: "k1".into(), secret: [7; 32] }, retired: Vec::new() };
     Arc::new(RealmSnapshot::new("default", catalogue, Policy::new(grants), keys))
 }
@@ -231,7 +299,11 @@ fn ready<T>(mut future: BoxFuture<'static, T>) -> T {
 }
 
 /// What the adapter answers `case` with: the reply, or the call's reply once run.
-fn answer(case: &Value, realm: &Arc<RealmSnapshot>, principal: &Principal) -> http::Response<Bytes> {
+fn answer(
+    case: &Value,
+    realm: &Arc<RealmSnapshot>,
+    principal: &Principal,
+) -> (http::Response<Bytes>, Vec<AuditRecord>) {
     let adapter = adapter(case.get("listener").and_then(Value::as_str).unwrap_or("all"));
     let sessions = Table::default();
     let session = case.get("session").map(|_| sessions.open(&adapter, realm, principal, case));
@@ -241,7 +313,7 @@ fn answer(case: &Value, realm: &Arc<RealmSnapshot>, principal: &Principal) -> ht
         None => Method::POST,
     };
     if let Err(error) = adapter.admit(&method, &headers) {
-        return error.to_http_in(adapter.early_context(session.as_deref(), realm, &sessions, now()));
+        return (error.to_http_in(adapter.early_context(session.as_deref(), realm, &sessions, now())), Vec::new());
     }
     let rng = &mut Counting(0);
     let inbound = Inbound { method: &method, headers: &headers, body: &body };
@@ -262,14 +334,20 @@ fn answer(case: &Value, realm: &Arc<RealmSnapshot>, principal: &Principal) -> ht
         }
         Step::Listen(_) | Step::Subscribe(_) => panic!("a wire case opens no stream: {case}"),
     };
-    reply.settle(&mut Discard)
+    let mut kept = Kept::default();
+    (reply.settle(&mut kept), kept.records)
 }
 
-/// A reply's record and effect, let go: the cases look at the response only.
-struct Discard;
+/// A reply's audit records, kept for the case to look at; its effect, let go.
+#[derive(Default)]
+struct Kept {
+    records: Vec<AuditRecord>,
+}
 
-impl Settle for Discard {
-    fn record(&mut self, _: AuditRecord) {}
+impl Settle for Kept {
+    fn record(&mut self, record: AuditRecord) {
+        self.records.push(record);
+    }
 
     fn apply(&mut self, _: Effect) {}
 }
@@ -300,8 +378,15 @@ impl Publisher for Quiet {
 }
 
 /// Why `reply` is not what `case` expects, if it is not.
-fn mismatch(case: &Value, response: &http::Response<Bytes>) -> Option<String> {
+fn mismatch(case: &Value, (response, records): &(http::Response<Bytes>, Vec<AuditRecord>)) -> Option<String> {
     let expect = &case["expect"];
+    if let Some(wanted) = expect.get("audit") {
+        let outcomes: Vec<Value> = records.iter().map(|record| serde_json::to_value(record.outcome).unwrap()).collect();
+        let expected: Vec<Value> = if wanted.is_null() { Vec::new() } else { vec![wanted.clone()] };
+        if outcomes != expected {
+            return Some(format!("audit outcomes {outcomes:?}, expected [{wanted}]"));
+        }
+    }
     let status = response.status().as_u16();
     if expect["status"] != json!(status) {
         return Some(format!("status {status}, expected {}", expect["status"]));
@@ -343,6 +428,24 @@ fn mismatch(case: &Value, response: &http::Response<Bytes>) -> Option<String> {
         && wanted != &message
     {
         return Some(format!("body {message}, expected {wanted}"));
+    }
+    for key in expect.get("result_absent").and_then(Value::as_array).into_iter().flatten() {
+        let key = key.as_str().unwrap();
+        if message["result"].get(key).is_some() {
+            return Some(format!("result.{key} present, expected absent; the answer: {message}"));
+        }
+    }
+    for part in expect.get("text_contains").and_then(Value::as_array).into_iter().flatten() {
+        let text = message["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        if !text.contains(part.as_str().unwrap()) {
+            return Some(format!("result text {text:?} does not contain {part}"));
+        }
+    }
+    for (key, wanted) in expect.get("meta").and_then(Value::as_object).unwrap_or(&Map::new()) {
+        let got = &message["result"]["_meta"][key];
+        if got != wanted {
+            return Some(format!("result._meta.{key} {got}, expected {wanted}; the answer: {message}"));
+        }
     }
     for (key, wanted) in expect.get("result").and_then(Value::as_object).unwrap_or(&Map::new()) {
         let got = &message["result"][key];

@@ -83,75 +83,6 @@ async fn list_pages_through_the_callers_view_in_id_order() {
 }
 
 #[tokio::test]
-async fn bad_cursors_are_invalid_params() {
-    let server = TestServer::start().await;
-    for cursor in [json!("garbage"), json!(""), json!("eyJ2IjoieCIsImFmdGVyIjoiYSJ9")] {
-        server.send(Req::modern("tools/list", json!({"cursor": cursor}))).await.assert_error(
-            200,
-            Some(json!(1)),
-            -32602,
-            "Invalid cursor",
-        );
-    }
-    let data = server.send(Req::modern("tools/list", json!({"cursor": 5}))).await.assert_error(
-        200,
-        Some(json!(1)),
-        -32602,
-        "Invalid params",
-    );
-    assert_eq!(data["reason"], "params.cursor must be a string");
-    server.stop().await;
-}
-
-#[tokio::test]
-async fn hidden_and_missing_tools_answer_the_same_bytes() {
-    let server = TestServer::start().await;
-    let hidden = server.send(Req::call("admin.reset", json!({}))).await;
-    let hidden_text = hidden.text();
-    hidden.assert_error(200, Some(json!(1)), -32602, "Unknown tool: admin.reset");
-    // Rename the missing tool to the hidden one's name length so the bodies can be compared.
-    let missing = server.send(Req::call("admin.nope", json!({}))).await;
-    assert_eq!(missing.text(), hidden_text.replace("admin.reset", "admin.nope"));
-    assert_eq!(missing.headers.get("content-type"), hidden.headers.get("content-type"));
-    let records = server.stop().await;
-    let outcomes: Vec<(&str, &str)> =
-        records.iter().map(|r| (r["capability"].as_str().unwrap(), r["outcome"].as_str().unwrap())).collect();
-    assert_eq!(outcomes, [("admin.reset", "denied"), ("admin.nope", "not_found")]);
-}
-
-#[tokio::test]
-async fn call_params_shape_errors() {
-    let server = TestServer::start().await;
-    for arguments in [json!(null), json!([1]), json!("{\"text\":\"hi\"}"), json!(3)] {
-        let data = server.send(Req::call("demo.echo", arguments)).await.assert_error(
-            200,
-            Some(json!(1)),
-            -32602,
-            "Invalid params",
-        );
-        assert_eq!(data["reason"], "params.arguments must be an object");
-    }
-    let data = server.send(Req::call("demo.echo", json!({"text": "hi", "_mcpSecret": 1}))).await.assert_error(
-        200,
-        Some(json!(1)),
-        -32602,
-        "Invalid params",
-    );
-    assert_eq!(data["reason"], "argument names starting with _mcp are reserved");
-    for params in [json!({}), json!({"name": 5})] {
-        let data = server.send(Req::modern("tools/call", params)).await.assert_error(
-            200,
-            Some(json!(1)),
-            -32602,
-            "Invalid params",
-        );
-        assert_eq!(data["reason"], "params.name must be a string");
-    }
-    let records = server.stop().await;
-    assert!(records.iter().take(5).all(|r| r["outcome"] == "invalid_input"), "{records:?}");
-}
-
-#[tokio::test]
 async fn success_shapes() {
     let server = TestServer::start().await;
     let result = server.send(Req::call("demo.echo", json!({"text": "hi"}))).await.assert_result();
@@ -196,47 +127,6 @@ async fn success_shapes() {
     assert!(first.get("arguments").is_none(), "arguments are not recorded unless opted in");
     assert!(first["time"].as_str().unwrap().ends_with('Z'));
     assert_eq!(records[3]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
-}
-
-#[tokio::test]
-async fn invalid_arguments_are_error_results_naming_pointer_and_rule() {
-    let server = TestServer::start().await;
-    let result = server.send(Req::call("demo.add", json!({"a": "x"}))).await.assert_result();
-    assert_eq!(result["isError"], true);
-    let text = result["content"][0]["text"].as_str().unwrap();
-    assert!(text.starts_with("Invalid arguments for tool demo.add: "), "{text}");
-    assert!(text.contains("/a: type:") && text.contains("/: required:"), "{text}");
-    assert_eq!(result["_meta"]["dev.bondry/errorCode"], "invalid_input");
-    assert_eq!(result["_meta"]["dev.bondry/retryable"], false);
-    assert!(result.get("structuredContent").is_none());
-    let records = server.stop().await;
-    assert_eq!(records[0]["outcome"], "invalid_input");
-}
-
-#[tokio::test]
-async fn failures_are_generic_error_results() {
-    let server = TestServer::start().await;
-    let cases = [
-        ("test.fail", "boom", false, "handler_failed"),
-        ("test.tool_error", "quota_exceeded", true, "tool_error"),
-        ("test.bad_output", "invalid_output", false, "handler_failed"),
-        ("test.no_structured", "invalid_output", false, "handler_failed"),
-        ("test.wrong_kind", "wrong_answer_kind", false, "handler_failed"),
-        ("test.input_required", "empty_input_required", false, "handler_failed"),
-        ("test.panics", "handler_panicked", false, "handler_failed"),
-    ];
-    for (tool, code, retryable, _) in cases {
-        let result = server.send(Req::call(tool, json!({}))).await.assert_result();
-        assert_eq!(result["isError"], true, "{tool}");
-        assert_eq!(result["content"], json!([{"type": "text", "text": "Capability execution failed"}]), "{tool}");
-        assert_eq!(result["_meta"]["dev.bondry/errorCode"], code, "{tool}");
-        assert_eq!(result["_meta"]["dev.bondry/retryable"], retryable, "{tool}");
-        assert!(result.get("structuredContent").is_none(), "{tool}");
-        assert!(result["_meta"]["dev.bondry/invocationId"].is_string());
-    }
-    let records = server.stop().await;
-    let outcomes: Vec<&str> = records.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
-    assert_eq!(outcomes, cases.map(|case| case.3));
 }
 
 #[tokio::test]
