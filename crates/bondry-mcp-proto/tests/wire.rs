@@ -16,9 +16,12 @@
 //! request carries its `Mcp-Session-Id` and no modern header or envelope. `"method"`
 //! makes it a `GET` or `DELETE`; `"modern": true` sends a modern request in it.
 //!
+//! Cases reach the realm `default` (tools) unless `"realm": "content"` (resources, a
+//! template and prompts) says otherwise.
+//!
 //! Headers default to what a well-formed modern request carries: the media types,
 //! `MCP-Protocol-Version: 2026-07-28`, `Mcp-Method` from the body, and `Mcp-Name` from
-//! its `params.name` for `tools/call` (`"modern_headers": false` sends none of these, nor
+//! its `params.name` for `tools/call` and `prompts/get`, `params.uri` for `resources/read` (`"modern_headers": false` sends none of these, nor
 //! the envelope). A case changes them with `set` (replace), `add`
 //! (repeat), `without` (remove) and `bytes` (a value of raw Latin-1 bytes). A `body`
 //! whose `params` lack `_meta` gets the standard envelope unless `"envelope": false`.
@@ -34,7 +37,8 @@ use bondry_core::BoxFuture;
 use bondry_core::audit::AuditRecord;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::handler::{
-    Answer, Cancellation, ContentBlock, Emitter, Handler, HandlerRequest, LogLevel, Message, Publisher, Role,
+    Answer, Cancellation, Completion, CompletionQuery, ContentBlock, Emitter, Handler, HandlerRequest, LogLevel,
+    Message, Publisher, ResourceBody, ResourceContents, Role,
 };
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot};
@@ -91,6 +95,156 @@ impl Handler for Panics {
     fn call(&self, _: HandlerRequest) -> BoxFuture<'static, Answer> {
         panic!("the handler's secret detail")
     }
+}
+
+/// `test.note`: one user message naming the topic and style; completes both arguments.
+struct Note;
+
+impl Handler for Note {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let argument = |name: &str| request.arguments[name].as_str().unwrap_or("short").to_owned();
+        let text = format!("Write a {} note about {}", argument("style"), argument("topic"));
+        let message = Message { role: Role::User, content: ContentBlock::Text { text } };
+        Box::pin(std::future::ready(Answer::Messages { description: None, messages: vec![message] }))
+    }
+
+    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+        let values: &[&str] = match query.argument.as_str() {
+            "style" => &["short", "long"],
+            _ => &["rust", "ruby", "python"],
+        };
+        Box::pin(std::future::ready(starting_with(values, &query.value)))
+    }
+}
+
+/// `test://items/{name}/v{version}`: its typed variables, echoed as JSON; names and
+/// versions complete from short lists.
+struct Items;
+
+impl Handler for Items {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let contents = ResourceContents {
+            uri: String::new(),
+            mime_type: None,
+            body: ResourceBody::Text(request.arguments.to_string()),
+        };
+        Box::pin(std::future::ready(Answer::Contents { items: vec![contents] }))
+    }
+
+    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+        let values: &[&str] = match query.argument.as_str() {
+            "name" => &["apple", "apricot", "banana"],
+            _ => &["1", "2", "10"],
+        };
+        Box::pin(std::future::ready(starting_with(values, &query.value)))
+    }
+}
+
+/// The values of `values` that start with `prefix`.
+fn starting_with(values: &[&str], prefix: &str) -> Completion {
+    let values: Vec<String> = values.iter().filter(|v| v.starts_with(prefix)).map(|v| (*v).to_owned()).collect();
+    Completion { total: Some(values.len() as u64), has_more: Some(false), values }
+}
+
+/// The realm `content`: resources, a template and prompts under `test.*` granted to every
+/// user, and their `hidden.*` twins, granted to nobody.
+fn content_realm() -> Arc<RealmSnapshot> {
+    let entry = |id: &str, kind, uri: Option<&str>, input_schema: Value, handler: Arc<dyn Handler>| Registration {
+        descriptor: Arc::new(Descriptor {
+            id: CapabilityId::new(id).unwrap(),
+            kind,
+            title: None,
+            summary: None,
+            uri: uri.map(str::to_owned),
+            mime_type: None,
+            input_schema,
+            output_schema: None,
+            annotations: Annotations::default(),
+            requires_client: None,
+            binding: Binding { kind: "builtin".into(), target: id.into() },
+            audit_arguments: false,
+        }),
+        handler,
+    };
+    let described = |mut registration: Registration, title: &str, summary: &str, mime_type: Option<&str>| {
+        let descriptor = Arc::make_mut(&mut registration.descriptor);
+        descriptor.title = Some(title.into());
+        descriptor.summary = Some(summary.into());
+        descriptor.mime_type = mime_type.map(str::to_owned);
+        registration
+    };
+    let contents = |uri: &str, mime_type: Option<&str>, body: ResourceBody| -> Arc<dyn Handler> {
+        let item = ResourceContents { uri: uri.into(), mime_type: mime_type.map(str::to_owned), body };
+        Arc::new(Fixed(Answer::Contents { items: vec![item] }))
+    };
+    let failing = || -> Arc<dyn Handler> { Arc::new(Fixed(Answer::Failure { code: "upstream_down".into() })) };
+    let object = || json!({"type": "object"});
+    let note_schema = json!({
+        "type": "object",
+        "properties": {
+            "topic": {"type": "string", "title": "Topic", "description": "What the note is about"},
+            "style": {"type": "string", "enum": ["short", "long"], "description": "How long"}
+        },
+        "required": ["topic"]
+    });
+    let items_schema = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "minLength": 1}, "version": {"type": "integer", "minimum": 1}},
+        "required": ["name", "version"]
+    });
+    use CapabilityKind::{Prompt, Resource, ResourceTemplate};
+    let text = contents("", None, ResourceBody::Text("hello, world".into()));
+    let registrations = vec![
+        described(
+            entry("test.text_resource", Resource, Some("test://text"), object(), text.clone()),
+            "Text",
+            "A text resource",
+            Some("text/plain"),
+        ),
+        entry(
+            "test.blob_resource",
+            Resource,
+            Some("test://blob"),
+            object(),
+            contents("test://blob", Some("application/octet-stream"), ResourceBody::Blob("AAEC/w==".into())),
+        ),
+        entry(
+            "test.empty_resource",
+            Resource,
+            Some("test://empty"),
+            object(),
+            Arc::new(Fixed(Answer::Contents { items: vec![] })),
+        ),
+        entry("test.failing_resource", Resource, Some("test://failing"), object(), failing()),
+        described(
+            entry(
+                "test.items",
+                ResourceTemplate,
+                Some("test://items/{name}/v{version}"),
+                items_schema.clone(),
+                Arc::new(Items),
+            ),
+            "Items",
+            "An item at a version",
+            Some("application/json"),
+        ),
+        described(entry("test.note", Prompt, None, note_schema.clone(), Arc::new(Note)), "Note", "Writes a note", None),
+        entry("test.failing_prompt", Prompt, None, json!({"type": "object", "properties": {}}), failing()),
+        entry("hidden.secret", Resource, Some("test://secret"), object(), text),
+        entry(
+            "hidden.items",
+            ResourceTemplate,
+            Some("secret://items/{name}/v{version}"),
+            items_schema,
+            Arc::new(Items),
+        ),
+        described(entry("hidden.note", Prompt, None, note_schema, Arc::new(Note)), "Note", "Writes a note", None),
+    ];
+    let lints: [&dyn Lint; 1] = [&McpLint];
+    let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &lints).unwrap();
+    let grants = vec![Grant::parse(Subject::Role("user".into()), "test.*", "mcp").unwrap()];
+    let keys = KeySet { active: Key { id: "k1".into(), secret: [7; 32] }, retired: Vec::new() };
+    Arc::new(RealmSnapshot::new("content", catalogue, Policy::new(grants), keys))
 }
 
 /// The realm every case reaches: `demo.echo`, `demo.add` and the `test.*` tools granted to
@@ -267,8 +421,13 @@ fn request(case: &Value, session: Option<&str>) -> (Vec<u8>, HeaderMap) {
         if let Some(method) = method {
             put("mcp-method", method);
         }
-        let name = body.as_ref().and_then(|b| b["params"].get("name")).and_then(Value::as_str);
-        if let (Some("tools/call"), Some(name)) = (method, name) {
+        let param = |key: &str| body.as_ref().and_then(|b| b["params"].get(key)).and_then(Value::as_str);
+        let name = match method {
+            Some("tools/call" | "prompts/get") => param("name"),
+            Some("resources/read") => param("uri"),
+            _ => None,
+        };
+        if let Some(name) = name {
             put("mcp-name", name);
         }
     }
@@ -459,7 +618,7 @@ fn mismatch(case: &Value, (response, records): &(http::Response<Bytes>, Vec<Audi
 #[test]
 fn every_fixture_is_answered_as_it_states() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wire");
-    let realm = realm();
+    let realms = [("default", realm()), ("content", content_realm())];
     let principal = Principal::new("alice", PrincipalKind::User, vec!["user".to_owned()]);
     let (mut cases, mut failures) = (0, Vec::new());
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|entry| entry.path()).collect();
@@ -470,7 +629,11 @@ fn every_fixture_is_answered_as_it_states() {
         for case in &fixture {
             cases += 1;
             let name = case["name"].as_str().unwrap_or("(unnamed)");
-            if let Some(why) = mismatch(case, &answer(case, &realm, &principal)) {
+            let wanted = case.get("realm").and_then(Value::as_str).unwrap_or("default");
+            let Some((_, realm)) = realms.iter().find(|(name, _)| *name == wanted) else {
+                panic!("unknown realm {wanted:?} in {name}: use \"default\" or \"content\"");
+            };
+            if let Some(why) = mismatch(case, &answer(case, realm, &principal)) {
                 failures.push(format!("{} / {name}: {why}", file.file_name().unwrap().to_string_lossy()));
             }
         }
