@@ -27,8 +27,8 @@ use bondry_core::BoxFuture;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::dispatch::Outcome;
 use bondry_core::handler::{
-    Answer, Cancellation, Completion, CompletionQuery, ContentBlock, Emitter, Handler, HandlerRequest, InputKind,
-    InputRequest, LogLevel, Message, Publisher, ResourceBody, ResourceContents, Role,
+    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind, InputRequest, LogLevel,
+    Message, ResourceBody, ResourceContents, Role,
 };
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot};
@@ -37,9 +37,10 @@ use bondry_core::schema::{SchemaBounds, Violation, Violations};
 use bondry_mcp_proto::envelope::{CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION};
 use bondry_mcp_proto::lint::McpLint;
 use bondry_mcp_proto::{
-    Adapter, Call, Csprng, Ended, Error, Inbound, ListenerSettings, LiveSession, Next, Reply, Revision, SessionLookup,
-    Step, sentinel, session,
+    Adapter, Call, Csprng, Error, Inbound, ListenerSettings, LiveSession, Reply, Revision, SessionLookup, Step,
+    sentinel, session,
 };
+use bondry_test_support::sans_io::{Quiet, TestRandom, complete};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::{Map, Value, json};
 
@@ -47,22 +48,16 @@ use serde_json::{Map, Value, json};
 // The random source.
 // ---------------------------------------------------------------------------------------
 
-/// xorshift64*: tiny, fast, and plenty for choosing inputs deterministically.
-struct Prng(u64);
+/// The choices of the test, drawn from the tests' one random source.
+struct Prng(TestRandom);
 
 impl Prng {
     fn new(seed: u64) -> Self {
-        // Any seed, zero included, gives a non-zero state.
-        Self((seed ^ 0x9E37_79B9_7F4A_7C15) | 1)
+        Self(TestRandom::new(seed))
     }
 
     fn word(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.0.word()
     }
 
     /// A number in `0..n`; `n` must not be zero.
@@ -80,7 +75,7 @@ impl Prng {
 
     fn bytes(&mut self, len: usize) -> Vec<u8> {
         let mut bytes = vec![0; len];
-        self.fill(&mut bytes);
+        self.0.fill(&mut bytes);
         bytes
     }
 
@@ -299,16 +294,6 @@ impl Prng {
     }
 }
 
-/// The adapter's injected CSPRNG, deterministic here.
-impl Csprng for Prng {
-    fn fill(&mut self, dest: &mut [u8]) {
-        for chunk in dest.chunks_mut(8) {
-            let word = self.word().to_le_bytes();
-            chunk.copy_from_slice(&word[..chunk.len()]);
-        }
-    }
-}
-
 const NAMES: &[&str] = &[
     "t.echo",
     "t.ask",
@@ -475,31 +460,6 @@ impl Handler for Echo {
         let values = vec![query.value, query.argument];
         Box::pin(std::future::ready(Completion { values, total: Some(2), has_more: Some(false) }))
     }
-}
-
-/// The runtime's side of a running call, doing nothing.
-struct Quiet;
-
-impl Cancellation for Quiet {
-    fn is_cancelled(&self) -> bool {
-        false
-    }
-
-    fn cancelled(&self) -> BoxFuture<'_, ()> {
-        Box::pin(std::future::pending())
-    }
-}
-
-impl Emitter for Quiet {
-    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
-
-    fn log(&self, _level: LogLevel, _logger: Option<String>, _data: Value) {}
-}
-
-impl Publisher for Quiet {
-    fn resource_updated(&self, _uri: &str) {}
-
-    fn set_dynamic(&self, _capabilities: Vec<Descriptor>) {}
 }
 
 /// Runs a planned call through the core as the runtime would: input validation against
@@ -710,7 +670,7 @@ impl World {
     /// bob's, expired, another realm's, one sealed under a retired key (it still opens)
     /// and one under an unknown key.
     fn mint_tokens(&self) -> Vec<String> {
-        let mut rng = Prng::new(7);
+        let mut rng = TestRandom::new(7);
         let full = &self.realms[0].1;
         let (alice, bob) = (&self.principals[0].1, &self.principals[1].1);
         let hour = Duration::from_secs(3600);
@@ -1571,7 +1531,7 @@ fn exercise(
     let (_, principal) = &world.principals[setting.principal];
     let table = Table(setting.table.clone());
     let headers = case.header_map();
-    let mut rng = Prng::new(g.word());
+    let mut rng = TestRandom::new(g.word());
 
     if let Err(error) = adapter.admit(&case.method, &headers) {
         check_reply(&Reply::from(error), world, "admission refusal")?;
@@ -1579,7 +1539,7 @@ fn exercise(
     let session_id = headers.get(session::HEADER).and_then(|value| value.to_str().ok());
     let _ = adapter.early_context(session_id, realm, &table, world.now);
 
-    let receive = |rng: &mut Prng| {
+    let receive = |rng: &mut TestRandom| {
         let inbound = Inbound { method: &case.method, headers: &headers, body: &case.body };
         adapter.receive(inbound, realm, principal, &table, world.now, rng)
     };
@@ -1648,26 +1608,6 @@ thread_local! {
 
 /// Runs `f`, turning a panic into its message and location. Panics elsewhere (and the
 /// test's own assertions) still go to the default hook.
-/// `call` run to its reply with `outcome` as its handler's one answer, the way the runtime
-/// drives it: a session's questions go out and the deadline passes unanswered. `None`
-/// when the handler would be called again (a session round with only a state).
-fn complete(adapter: &Adapter, call: Call, outcome: Outcome, now: SystemTime, rng: &mut dyn Csprng) -> Option<Reply> {
-    let mut conversation = adapter.conversation(call, Duration::from_secs(60));
-    let _ = conversation.poll();
-    conversation.handle_outcome(outcome, now, rng);
-    if let Next::Ask(_) = conversation.poll() {
-        conversation.handle_asked(now);
-        conversation.handle_timeout(now, rng);
-    }
-    match conversation.poll() {
-        Next::Done => match conversation.finish(now) {
-            Ended::Replied(reply) => Some(reply),
-            Ended::Cancelled(_) => None,
-        },
-        _ => None,
-    }
-}
-
 fn catching<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {

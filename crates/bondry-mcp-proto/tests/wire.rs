@@ -26,8 +26,6 @@
 //! (repeat), `without` (remove) and `bytes` (a value of raw Latin-1 bytes). A `body`
 //! whose `params` lack `_meta` gets the standard envelope unless `"envelope": false`.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -37,18 +35,16 @@ use bondry_core::BoxFuture;
 use bondry_core::audit::AuditRecord;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::handler::{
-    Answer, Cancellation, Completion, CompletionQuery, ContentBlock, Emitter, Handler, HandlerRequest, LogLevel,
-    Message, Publisher, ResourceBody, ResourceContents, Role,
+    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, Message, ResourceBody,
+    ResourceContents, Role,
 };
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot};
 use bondry_core::registry::{Catalogue, Lint, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::lint::McpLint;
-use bondry_mcp_proto::{
-    Adapter, Conversation, Csprng, Effect, Ended, Inbound, ListenerSettings, LiveSession, Next, Revision,
-    SessionLookup, Settle, Step,
-};
+use bondry_mcp_proto::{Adapter, Conversation, Effect, Ended, Inbound, ListenerSettings, Next, Revision, Settle, Step};
+use bondry_test_support::sans_io::{Quiet, SessionTable, TestRandom};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use serde_json::{Map, Value, json};
@@ -56,18 +52,6 @@ use serde_json::{Map, Value, json};
 /// The wire's fixed clock.
 fn now() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_785_000_000)
-}
-
-/// Counts instead of drawing: every run mints the same ids.
-struct Counting(u8);
-
-impl Csprng for Counting {
-    fn fill(&mut self, dest: &mut [u8]) {
-        for byte in dest {
-            self.0 = self.0.wrapping_add(1);
-            *byte = self.0;
-        }
-    }
 }
 
 /// `demo.echo`: answers its `text` as structured content.
@@ -352,37 +336,30 @@ fn envelope() -> Value {
     })
 }
 
-/// The runtime's session table, in memory: what `initialize` opened.
-#[derive(Default)]
-struct Table(RefCell<HashMap<String, LiveSession>>);
-
-impl SessionLookup for Table {
-    fn find(&self, sid: &str) -> Option<LiveSession> {
-        self.0.borrow().get(sid).cloned()
-    }
-}
-
-impl Table {
-    /// Opens a session of `revision` declaring `capabilities`; its `Mcp-Session-Id`.
-    fn open(&self, adapter: &Adapter, realm: &Arc<RealmSnapshot>, principal: &Principal, case: &Value) -> String {
-        let revision = case["session"].as_str().unwrap();
-        let capabilities = case.get("session_capabilities").cloned().unwrap_or(json!({}));
-        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": revision, "capabilities": capabilities, "clientInfo": {"name": "w", "version": "0"}}});
-        let body = serde_json::to_vec(&body).unwrap();
-        let mut headers = HeaderMap::new();
-        headers.insert("content-type", HeaderValue::from_static("application/json"));
-        headers.insert("accept", HeaderValue::from_static("application/json, text/event-stream"));
-        let inbound = Inbound { method: &Method::POST, headers: &headers, body: &body };
-        let Step::Reply(reply) = adapter.receive(inbound, realm, principal, self, now(), &mut Counting(200)) else {
-            panic!("initialize replies at once");
-        };
-        let Some(Effect::OpenSession(new)) = reply.effect() else { panic!("initialize opens a session: {case}") };
-        let live =
-            LiveSession { client_capabilities: new.client_capabilities.clone(), log_level: None, subscriptions: 0 };
-        self.0.borrow_mut().insert(new.sid.clone(), live);
-        reply.response().headers()["mcp-session-id"].to_str().unwrap().to_owned()
-    }
+/// Opens a session for `case` (of its `session` revision, declaring its
+/// `session_capabilities`) in `sessions`; its `Mcp-Session-Id`.
+fn open_session(
+    adapter: &Adapter,
+    realm: &Arc<RealmSnapshot>,
+    principal: &Principal,
+    sessions: &SessionTable,
+    case: &Value,
+) -> String {
+    let revision = case["session"].as_str().unwrap();
+    let capabilities = case.get("session_capabilities").cloned().unwrap_or(json!({}));
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": revision, "capabilities": capabilities, "clientInfo": {"name": "w", "version": "0"}}});
+    let body = serde_json::to_vec(&body).unwrap();
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    headers.insert("accept", HeaderValue::from_static("application/json, text/event-stream"));
+    let inbound = Inbound { method: &Method::POST, headers: &headers, body: &body };
+    let Step::Reply(reply) = adapter.receive(inbound, realm, principal, sessions, now(), &mut TestRandom::new(200))
+    else {
+        panic!("initialize replies at once");
+    };
+    sessions.apply(reply.effect().unwrap_or_else(|| panic!("initialize opens a session: {case}")));
+    reply.response().headers()["mcp-session-id"].to_str().unwrap().to_owned()
 }
 
 /// One case's request: its body and headers; `session` is the session it runs in.
@@ -464,8 +441,8 @@ fn answer(
     principal: &Principal,
 ) -> (http::Response<Bytes>, Vec<AuditRecord>) {
     let adapter = adapter(case.get("listener").and_then(Value::as_str).unwrap_or("all"));
-    let sessions = Table::default();
-    let session = case.get("session").map(|_| sessions.open(&adapter, realm, principal, case));
+    let sessions = SessionTable::default();
+    let session = case.get("session").map(|_| open_session(&adapter, realm, principal, &sessions, case));
     let (body, headers) = request(case, session.as_deref());
     let method = match case.get("method").and_then(Value::as_str) {
         Some(method) => Method::from_bytes(method.as_bytes()).unwrap(),
@@ -474,7 +451,7 @@ fn answer(
     if let Err(error) = adapter.admit(&method, &headers) {
         return (error.to_http_in(adapter.early_context(session.as_deref(), realm, &sessions, now())), Vec::new());
     }
-    let rng = &mut Counting(0);
+    let rng = &mut TestRandom::new(0);
     let inbound = Inbound { method: &method, headers: &headers, body: &body };
     let reply = match adapter.receive(inbound, realm, principal, &sessions, now(), rng) {
         Step::Reply(reply) => reply,
@@ -509,31 +486,6 @@ impl Settle for Kept {
     }
 
     fn apply(&mut self, _: Effect) {}
-}
-
-/// The runtime's side of a running call, doing nothing.
-struct Quiet;
-
-impl Cancellation for Quiet {
-    fn is_cancelled(&self) -> bool {
-        false
-    }
-
-    fn cancelled(&self) -> BoxFuture<'_, ()> {
-        Box::pin(std::future::pending())
-    }
-}
-
-impl Emitter for Quiet {
-    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
-
-    fn log(&self, _level: LogLevel, _logger: Option<String>, _data: Value) {}
-}
-
-impl Publisher for Quiet {
-    fn resource_updated(&self, _uri: &str) {}
-
-    fn set_dynamic(&self, _capabilities: Vec<Descriptor>) {}
 }
 
 /// Why `reply` is not what `case` expects, if it is not.

@@ -2,6 +2,8 @@
 //! an ephemeral loopback port and an HTTP client for it, the real binary, the test
 //! handlers, and one seeded random source.
 
+pub mod sans_io;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

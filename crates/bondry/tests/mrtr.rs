@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bondry_core::realm::KeySet;
-use bondry_mcp_proto::{Csprng, state};
+use bondry_mcp_proto::state;
+use bondry_test_support::sans_io::TestRandom;
 use serde_json::{Value, json};
 use support::{Req, Resp, TestConfig, TestServer, open, table};
 
@@ -135,15 +136,6 @@ fn binding<'a>(principal: &'a str, capability: &'a str, arguments: &'a Value) ->
     state::Binding { principal, realm: "default", method: "tools/call", capability, arguments }
 }
 
-/// The operating system's random source, for states the tests seal themselves.
-struct OsRandom;
-
-impl Csprng for OsRandom {
-    fn fill(&mut self, dest: &mut [u8]) {
-        getrandom::fill(dest).unwrap();
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------------------
@@ -238,7 +230,8 @@ async fn every_unusable_request_state_is_refused_the_same_way() {
     // `STATE_LIFETIME` ago.
     let seal = |keys: &KeySet, binding: &state::Binding<'_>, age: u64| {
         let sealed_at = SystemTime::now() - Duration::from_secs(age);
-        state::seal(keys, binding, json!({"answers": [answer(1)]}), "forged", sealed_at, &mut OsRandom).unwrap()
+        state::seal(keys, binding, json!({"answers": [answer(1)]}), "forged", sealed_at, &mut TestRandom::new(41))
+            .unwrap()
     };
     let anonymous = binding("anonymous", "test.asks", &arguments);
     let expired = seal(&default_keys, &anonymous, state::STATE_LIFETIME.as_secs() + 1);
