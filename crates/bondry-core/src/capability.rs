@@ -136,6 +136,28 @@ pub struct Descriptor {
     pub audit_arguments: bool,
 }
 
+impl Descriptor {
+    /// A capability of `kind` taking `input_schema`, served through `binding`, with
+    /// nothing else stated: no title, description, URI, media type, output schema,
+    /// annotations or required client capabilities, and arguments audited by digest only.
+    pub fn new(id: CapabilityId, kind: CapabilityKind, input_schema: Value, binding: Binding) -> Self {
+        Self {
+            id,
+            kind,
+            title: None,
+            summary: None,
+            uri: None,
+            mime_type: None,
+            input_schema,
+            output_schema: None,
+            annotations: Annotations::default(),
+            requires_client: None,
+            binding,
+            audit_arguments: false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -278,20 +278,15 @@ mod tests {
     }
 
     fn tool(id: &str, description: &str, handler: &Arc<dyn crate::handler::Handler>) -> Registration {
-        use crate::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+        use crate::capability::{Binding, CapabilityId, CapabilityKind, Descriptor};
         let descriptor = Descriptor {
-            id: CapabilityId::new(id).unwrap(),
-            kind: CapabilityKind::Tool,
-            title: None,
             summary: Some(description.into()),
-            uri: None,
-            mime_type: None,
-            input_schema: serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
-            output_schema: None,
-            annotations: Annotations::default(),
-            requires_client: None,
-            binding: Binding { kind: "builtin".into(), target: "nothing".into() },
-            audit_arguments: false,
+            ..Descriptor::new(
+                CapabilityId::new(id).unwrap(),
+                CapabilityKind::Tool,
+                serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+                Binding { kind: "builtin".into(), target: "nothing".into() },
+            )
         };
         Registration { descriptor: Arc::new(descriptor), handler: Arc::clone(handler) }
     }

@@ -7,30 +7,28 @@
 
 use std::path::PathBuf;
 use std::sync::LazyLock;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bondry::assemble::{Overrides, assemble};
 use bondry::builtins::Builtins;
 use bondry_core::capability::CapabilityKind;
-use bondry_core::dispatch::Outcome;
 use bondry_core::handler::LogLevel;
 use bondry_core::policy::{Principal, PrincipalKind};
 use bondry_core::realm::RealmSnapshot;
 use bondry_core::schema::{CompiledSchema, SchemaBounds};
 use bondry_core::template::UriTemplate;
 use bondry_mcp_proto::listen::Subscription;
-use bondry_mcp_proto::{
-    Adapter, Call, Csprng, Ended, Inbound, Next, Reply, Revision, Step, headers, seal, sentinel, session, state,
-};
+use bondry_mcp_proto::{Call, Inbound, Reply, Revision, Step, headers, seal, sentinel, session, state};
+use bondry_test_support::sans_io::{TestRandom, complete};
 use http::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 mod wire;
 mod world;
 
-use world::{Prng, WORLD};
+use world::WORLD;
 
 /// `Adapter::receive` in both eras with arbitrary headers and bodies, then
 /// `Adapter::complete` of any call it plans, and one retry of a multi-round request.
@@ -47,7 +45,7 @@ pub fn adapter_receive(data: &[u8]) {
     let table = &world.tables[usize::from(setting >> 2 & 3)];
     let principal = &world.principals[[0, 0, 1, 2][usize::from(setting >> 4 & 3)]];
     let realm = &world.realms[usize::from(setting >> 6 == 3)];
-    let mut rng = Prng::new(u64::from(*setting));
+    let mut rng = TestRandom::new(u64::from(*setting));
 
     // The runtime answers a refused head itself and never reads the body.
     if let Err(error) = adapter.admit(&request.method, &request.headers) {
@@ -57,7 +55,7 @@ pub fn adapter_receive(data: &[u8]) {
     let session_id = request.headers.get(session::HEADER).and_then(|value| value.to_str().ok());
     let _ = adapter.early_context(session_id, realm, table, world.now);
 
-    let receive = |body: &[u8], rng: &mut Prng| {
+    let receive = |body: &[u8], rng: &mut TestRandom| {
         let inbound = Inbound { method: &request.method, headers: &request.headers, body };
         adapter.receive(inbound, realm, principal, table, world.now, rng)
     };
@@ -157,7 +155,7 @@ pub fn sealed(data: &[u8]) {
     let _ = seal::open::<Value>(&realm.keys, token);
 
     let state: Value = serde_json::from_str(rest).unwrap_or_else(|_| json!(rest));
-    let mut rng = Prng::new(data.len() as u64);
+    let mut rng = TestRandom::new(data.len() as u64);
     let binding = state::Binding {
         principal: token,
         realm: "default",
@@ -313,25 +311,5 @@ fn names_a_path_outside(value: &toml::Value) -> bool {
         toml::Value::Array(items) => items.iter().any(names_a_path_outside),
         toml::Value::Table(table) => table.values().any(names_a_path_outside),
         _ => false,
-    }
-}
-
-/// `call` run to its reply with `outcome` as its handler's one answer, the way the runtime
-/// drives it: a session's questions go out and the deadline passes unanswered. `None`
-/// when the handler would be called again (a session round with only a state).
-fn complete(adapter: &Adapter, call: Call, outcome: Outcome, now: SystemTime, rng: &mut dyn Csprng) -> Option<Reply> {
-    let mut conversation = adapter.conversation(call, Duration::from_secs(60));
-    let _ = conversation.poll();
-    conversation.handle_outcome(outcome, now, rng);
-    if let Next::Ask(_) = conversation.poll() {
-        conversation.handle_asked(now);
-        conversation.handle_timeout(now, rng);
-    }
-    match conversation.poll() {
-        Next::Done => match conversation.finish(now) {
-            Ended::Replied(reply) => Some(reply),
-            Ended::Cancelled(_) => None,
-        },
-        _ => None,
     }
 }

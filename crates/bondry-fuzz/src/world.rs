@@ -10,8 +10,8 @@ use bondry_core::BoxFuture;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::dispatch::Outcome;
 use bondry_core::handler::{
-    Answer, Cancellation, Completion, CompletionQuery, ContentBlock, Emitter, Handler, HandlerRequest, LogLevel,
-    Message, Publisher, ResourceBody, ResourceContents, Role,
+    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, LogLevel, Message, ResourceBody,
+    ResourceContents, Role,
 };
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot};
@@ -19,36 +19,10 @@ use bondry_core::registry::{Catalogue, Lint, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::jsonrpc::Id;
 use bondry_mcp_proto::lint::McpLint;
-use bondry_mcp_proto::{Adapter, Call, Csprng, Error, ListenerSettings, LiveSession, Revision, SessionLookup, session};
+use bondry_mcp_proto::{Adapter, Call, Error, ListenerSettings, LiveSession, Revision, SessionLookup, session};
+use bondry_test_support::sans_io::{Quiet, TestRandom};
 use http::StatusCode;
 use serde_json::{Value, json};
-
-/// xorshift64*: deterministic, so a crash reproduces from its input alone.
-pub struct Prng(u64);
-
-impl Prng {
-    pub fn new(seed: u64) -> Self {
-        // Any seed, zero included, gives a non-zero state.
-        Self((seed ^ 0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn word(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
-impl Csprng for Prng {
-    fn fill(&mut self, dest: &mut [u8]) {
-        for chunk in dest.chunks_mut(8) {
-            chunk.copy_from_slice(&self.word().to_le_bytes()[..chunk.len()]);
-        }
-    }
-}
 
 /// A handler answering its arguments back in the shape its capability's kind allows.
 struct Echo(CapabilityKind);
@@ -75,31 +49,6 @@ impl Handler for Echo {
     }
 }
 
-/// The runtime's side of a running call, doing nothing.
-struct Quiet;
-
-impl Cancellation for Quiet {
-    fn is_cancelled(&self) -> bool {
-        false
-    }
-
-    fn cancelled(&self) -> BoxFuture<'_, ()> {
-        Box::pin(std::future::pending())
-    }
-}
-
-impl Emitter for Quiet {
-    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
-
-    fn log(&self, _level: LogLevel, _logger: Option<String>, _data: Value) {}
-}
-
-impl Publisher for Quiet {
-    fn resource_updated(&self, _uri: &str) {}
-
-    fn set_dynamic(&self, _capabilities: Vec<Descriptor>) {}
-}
-
 /// Runs a planned call through the core as the runtime would: input validation, then
 /// the handler (or completion hook), which answers at once.
 pub fn invoked(call: &Call) -> Outcome {
@@ -115,18 +64,16 @@ pub fn invoked(call: &Call) -> Outcome {
 fn descriptor(id: &str, kind: CapabilityKind, uri: Option<&str>, input_schema: Value) -> Descriptor {
     let resource = matches!(kind, CapabilityKind::Resource | CapabilityKind::ResourceTemplate);
     Descriptor {
-        id: CapabilityId::new(id).expect("valid capability id"),
-        kind,
         title: Some(format!("Title of {id}")),
         summary: Some("A capability under fuzzing".into()),
         uri: uri.map(str::to_owned),
         mime_type: resource.then(|| "text/plain".to_owned()),
-        input_schema,
-        output_schema: None,
-        annotations: Annotations::default(),
-        requires_client: None,
-        binding: Binding { kind: "builtin".into(), target: id.into() },
-        audit_arguments: false,
+        ..Descriptor::new(
+            CapabilityId::new(id).expect("valid capability id"),
+            kind,
+            input_schema,
+            Binding { kind: "builtin".into(), target: id.into() },
+        )
     }
 }
 
@@ -329,7 +276,7 @@ impl World {
     /// must not resolve for her: bob's, an expired one, another realm's, and one sealed
     /// under a key the realm does not hold.
     fn mint_tokens(&self) -> Vec<String> {
-        let mut rng = Prng::new(7);
+        let mut rng = TestRandom::new(7);
         let [alice, bob, _] = &self.principals;
         let hour = Duration::from_secs(3600);
         let mut mint = |realm: &RealmSnapshot, principal: &Principal, revision, now| {

@@ -480,7 +480,8 @@ async fn drive(
         match conversation.poll() {
             Next::Invoke => {
                 round = None;
-                let request = conversation.handler_request(cancellation.clone(), emitter.clone(), publisher.clone());
+                let request =
+                    conversation.call().handler_request(cancellation.clone(), emitter.clone(), publisher.clone());
                 let outcome =
                     CancelOnDrop { token: token.clone(), work: conversation.invoke(request), done: false }.await;
                 // A handler that noticed its cancellation may still have answered: nothing is sent.

@@ -15,7 +15,7 @@ use bondry_core::BoxFuture;
 use bondry_core::audit::{AuditOutcome, AuditRecord, Digest};
 use bondry_core::capability::CapabilityKind;
 use bondry_core::dispatch::Outcome;
-use bondry_core::handler::{Answer, Cancellation, Emitter, HandlerRequest, InputRequest, Publisher, Retry};
+use bondry_core::handler::{Answer, HandlerRequest, InputRequest, Retry};
 use serde_json::{Map, Value, json};
 
 use crate::call::Call;
@@ -39,8 +39,8 @@ pub const MAX_INPUT_ROUNDS: usize = 8;
 /// The driver (the runtime) feeds it events (`handle_*`) and polls it ([`poll`]), in this
 /// order, until `poll` says [`Next::Done`]:
 ///
-/// 1. [`Next::Invoke`]: run the handler once with [`handler_request`]'s request through
-///    [`invoke`], then feed [`handle_outcome`].
+/// 1. [`Next::Invoke`]: run the handler once with the call's [`Call::handler_request`]
+///    through [`invoke`], then feed [`handle_outcome`].
 /// 2. [`Next::Ask`]: send each [`Question`] to the client as [`Question::message`] with an
 ///    id the session reserved for it. Feed [`handle_refused`] if the session cannot wait
 ///    for one more answer, [`handle_unreachable`] if the message cannot be sent, and
@@ -55,7 +55,6 @@ pub const MAX_INPUT_ROUNDS: usize = 8;
 /// from `Invoke` to `Done`.
 ///
 /// [`poll`]: Conversation::poll
-/// [`handler_request`]: Conversation::handler_request
 /// [`invoke`]: Conversation::invoke
 /// [`handle_outcome`]: Conversation::handle_outcome
 /// [`handle_refused`]: Conversation::handle_refused
@@ -166,16 +165,6 @@ impl Conversation {
             Stage::Waiting { deadline, .. } => Next::Wait(*deadline),
             Stage::Ended(_) => Next::Done,
         }
-    }
-
-    /// The handler's view of the call, for its next invocation.
-    pub fn handler_request(
-        &self,
-        cancellation: Arc<dyn Cancellation>,
-        emitter: Arc<dyn Emitter>,
-        publisher: Arc<dyn Publisher>,
-    ) -> HandlerRequest {
-        self.call.handler_request(cancellation, emitter, publisher)
     }
 
     /// Runs the handler (or a completion hook) once: its future owns what it needs, so the

@@ -157,7 +157,7 @@ mod tests {
     use std::sync::Arc;
 
     use bondry_core::BoxFuture;
-    use bondry_core::capability::{Annotations, Binding, CapabilityId, Descriptor};
+    use bondry_core::capability::{Binding, CapabilityId, Descriptor};
     use bondry_core::handler::{Answer, Handler, HandlerRequest};
     use bondry_core::policy::{Grant, Policy, PrincipalKind, Subject};
     use bondry_core::realm::{Key, KeySet};
@@ -177,18 +177,13 @@ mod tests {
 
     fn tool(id: &str, summary: &str) -> Registration {
         let descriptor = Descriptor {
-            id: CapabilityId::new(id).unwrap(),
-            kind: CapabilityKind::Tool,
-            title: None,
             summary: Some(summary.into()),
-            uri: None,
-            mime_type: None,
-            input_schema: serde_json::json!({"type": "object"}),
-            output_schema: None,
-            annotations: Annotations::default(),
-            requires_client: None,
-            binding: Binding { kind: "builtin".into(), target: "nothing".into() },
-            audit_arguments: false,
+            ..Descriptor::new(
+                CapabilityId::new(id).unwrap(),
+                CapabilityKind::Tool,
+                serde_json::json!({"type": "object"}),
+                Binding { kind: "builtin".into(), target: "nothing".into() },
+            )
         };
         Registration { descriptor: Arc::new(descriptor), handler: Arc::new(Nothing) }
     }

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bondry_core::BoxFuture;
 use bondry_core::audit::AuditOutcome;
-use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+use bondry_core::capability::{Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::dispatch::Outcome;
 use bondry_core::handler::{Answer, Handler, HandlerRequest, InputKind, InputRequest, Retry};
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
@@ -41,20 +41,9 @@ fn now() -> SystemTime {
 
 /// The realm of these calls: the tool `t.ask`, granted to every user.
 fn realm() -> Arc<RealmSnapshot> {
-    let descriptor = Descriptor {
-        id: CapabilityId::new("t.ask").unwrap(),
-        kind: CapabilityKind::Tool,
-        title: None,
-        summary: None,
-        uri: None,
-        mime_type: None,
-        input_schema: json!({"type": "object"}),
-        output_schema: None,
-        annotations: Annotations::default(),
-        requires_client: None,
-        binding: Binding { kind: "builtin".into(), target: "unused".into() },
-        audit_arguments: false,
-    };
+    let binding = Binding { kind: "builtin".into(), target: "unused".into() };
+    let descriptor =
+        Descriptor::new(CapabilityId::new("t.ask").unwrap(), CapabilityKind::Tool, json!({"type": "object"}), binding);
     let registration = Registration { descriptor: Arc::new(descriptor), handler: Arc::new(Unused) };
     let catalogue = Catalogue::build(1, vec![registration], &SchemaBounds::default(), &[]).unwrap();
     let keys = KeySet { active: Key { id: "k1".into(), secret: [7; 32] }, retired: Vec::new() };
@@ -124,7 +113,7 @@ fn planned(session: Option<Revision>, client_capabilities: Value) -> Conversatio
 /// What the handler's next invocation is handed back: the client's answers and its state.
 fn retry_of(conversation: &Conversation) -> Retry {
     let quiet = Arc::new(Quiet);
-    conversation.handler_request(quiet.clone(), quiet.clone(), quiet).retry.expect("a retry")
+    conversation.call().handler_request(quiet.clone(), quiet.clone(), quiet).retry.expect("a retry")
 }
 
 fn elicit(message: &str) -> InputRequest {

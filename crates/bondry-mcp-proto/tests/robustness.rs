@@ -477,18 +477,16 @@ fn invoked(call: &Call) -> Outcome {
 fn descriptor(id: &str, kind: CapabilityKind, uri: Option<&str>, input_schema: Value) -> Descriptor {
     let resource = matches!(kind, CapabilityKind::Resource | CapabilityKind::ResourceTemplate);
     Descriptor {
-        id: CapabilityId::new(id).unwrap(),
-        kind,
         title: Some(format!("Title of {id}")),
         summary: Some("A capability under test".into()),
         uri: uri.map(str::to_owned),
         mime_type: resource.then(|| "text/plain".to_owned()),
-        input_schema,
-        output_schema: None,
-        annotations: Annotations::default(),
-        requires_client: None,
-        binding: Binding { kind: "builtin".into(), target: id.into() },
-        audit_arguments: false,
+        ..Descriptor::new(
+            CapabilityId::new(id).unwrap(),
+            kind,
+            input_schema,
+            Binding { kind: "builtin".into(), target: id.into() },
+        )
     }
 }
 

@@ -33,7 +33,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bondry_core::BoxFuture;
 use bondry_core::audit::AuditRecord;
-use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+use bondry_core::capability::{Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::handler::{
     Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, Message, ResourceBody,
     ResourceContents, Role,
@@ -130,26 +130,26 @@ fn starting_with(values: &[&str], prefix: &str) -> Completion {
     Completion { total: Some(values.len() as u64), has_more: Some(false), values }
 }
 
+/// The capability `id` of `kind` (at `uri`, for resources and templates) served by `handler`.
+fn registration(
+    id: &str,
+    kind: CapabilityKind,
+    uri: Option<&str>,
+    input_schema: Value,
+    handler: Arc<dyn Handler>,
+) -> Registration {
+    let binding = Binding { kind: "builtin".into(), target: id.into() };
+    let descriptor = Descriptor {
+        uri: uri.map(str::to_owned),
+        ..Descriptor::new(CapabilityId::new(id).unwrap(), kind, input_schema, binding)
+    };
+    Registration { descriptor: Arc::new(descriptor), handler }
+}
+
 /// The realm `content`: resources, a template and prompts under `test.*` granted to every
 /// user, and their `hidden.*` twins, granted to nobody.
 fn content_realm() -> Arc<RealmSnapshot> {
-    let entry = |id: &str, kind, uri: Option<&str>, input_schema: Value, handler: Arc<dyn Handler>| Registration {
-        descriptor: Arc::new(Descriptor {
-            id: CapabilityId::new(id).unwrap(),
-            kind,
-            title: None,
-            summary: None,
-            uri: uri.map(str::to_owned),
-            mime_type: None,
-            input_schema,
-            output_schema: None,
-            annotations: Annotations::default(),
-            requires_client: None,
-            binding: Binding { kind: "builtin".into(), target: id.into() },
-            audit_arguments: false,
-        }),
-        handler,
-    };
+    let entry = |id, kind, uri: Option<&str>, input_schema, handler| registration(id, kind, uri, input_schema, handler);
     let described = |mut registration: Registration, title: &str, summary: &str, mime_type: Option<&str>| {
         let descriptor = Arc::make_mut(&mut registration.descriptor);
         descriptor.title = Some(title.into());
@@ -234,23 +234,7 @@ fn content_realm() -> Arc<RealmSnapshot> {
 /// The realm every case reaches: `demo.echo`, `demo.add` and the `test.*` tools granted to
 /// every user, and `admin.reset`, granted to nobody.
 fn realm() -> Arc<RealmSnapshot> {
-    let tool = |id: &str, input_schema: Value, handler: Arc<dyn Handler>| Registration {
-        descriptor: Arc::new(Descriptor {
-            id: CapabilityId::new(id).unwrap(),
-            kind: CapabilityKind::Tool,
-            title: None,
-            summary: None,
-            uri: None,
-            mime_type: None,
-            input_schema,
-            output_schema: None,
-            annotations: Annotations::default(),
-            requires_client: None,
-            binding: Binding { kind: "builtin".into(), target: id.into() },
-            audit_arguments: false,
-        }),
-        handler,
-    };
+    let tool = |id, input_schema, handler| registration(id, CapabilityKind::Tool, None, input_schema, handler);
     let with_output = |mut registration: Registration, schema: Value| {
         Arc::make_mut(&mut registration.descriptor).output_schema = Some(schema);
         registration
@@ -459,7 +443,7 @@ fn answer(
             let mut conversation: Conversation = adapter.conversation(*call, Duration::from_secs(60));
             while let Next::Invoke = conversation.poll() {
                 let quiet = Arc::new(Quiet);
-                let request = conversation.handler_request(quiet.clone(), quiet.clone(), quiet);
+                let request = conversation.call().handler_request(quiet.clone(), quiet.clone(), quiet);
                 let outcome = ready(conversation.invoke(request));
                 conversation.handle_outcome(outcome, now(), rng);
             }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use bondry_core::BoxFuture;
-use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+use bondry_core::capability::{Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::handler::{
     Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind, InputRequest, LogLevel,
     Message, ResourceBody, ResourceContents, Role,
@@ -668,18 +668,14 @@ impl Handler for Toggle {
         }
         let present = !self.present.fetch_xor(true, std::sync::atomic::Ordering::SeqCst);
         let dynamic = present.then(|| Descriptor {
-            id: CapabilityId::new(self.id).expect("a valid id"),
-            kind: self.kind,
             title: Some("Dynamic".into()),
             summary: Some("Added and removed by a trigger tool".into()),
-            uri: None,
-            mime_type: None,
-            input_schema: no_arguments(),
-            output_schema: None,
-            annotations: Annotations::default(),
-            requires_client: None,
-            binding: Binding { kind: "builtin".into(), target: String::new() },
-            audit_arguments: false,
+            ..Descriptor::new(
+                CapabilityId::new(self.id).expect("a valid id"),
+                self.kind,
+                no_arguments(),
+                Binding { kind: "builtin".into(), target: String::new() },
+            )
         });
         request.publisher.set_dynamic(dynamic.into_iter().collect());
         Box::pin(std::future::ready(blocks(vec![text("Mutation triggered")])))
