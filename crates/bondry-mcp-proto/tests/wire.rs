@@ -35,8 +35,7 @@ use bondry_core::BoxFuture;
 use bondry_core::audit::AuditRecord;
 use bondry_core::capability::{Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::handler::{
-    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, Message, ResourceBody,
-    ResourceContents, Role,
+    Answer, ContentBlock, Handler, HandlerRequest, Message, ResourceBody, ResourceContents, Role,
 };
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot};
@@ -45,6 +44,7 @@ use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::lint::McpLint;
 use bondry_mcp_proto::{Adapter, Conversation, Effect, Ended, Inbound, ListenerSettings, Next, Revision, Settle, Step};
 use bondry_test_support::sans_io::{Quiet, SessionTable, TestRandom};
+use bondry_test_support::{Items, NotePrompt};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use serde_json::{Map, Value, json};
@@ -79,55 +79,6 @@ impl Handler for Panics {
     fn call(&self, _: HandlerRequest) -> BoxFuture<'static, Answer> {
         panic!("the handler's secret detail")
     }
-}
-
-/// `test.note`: one user message naming the topic and style; completes both arguments.
-struct Note;
-
-impl Handler for Note {
-    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
-        let argument = |name: &str| request.arguments[name].as_str().unwrap_or("short").to_owned();
-        let text = format!("Write a {} note about {}", argument("style"), argument("topic"));
-        let message = Message { role: Role::User, content: ContentBlock::Text { text } };
-        Box::pin(std::future::ready(Answer::Messages { description: None, messages: vec![message] }))
-    }
-
-    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
-        let values: &[&str] = match query.argument.as_str() {
-            "style" => &["short", "long"],
-            _ => &["rust", "ruby", "python"],
-        };
-        Box::pin(std::future::ready(starting_with(values, &query.value)))
-    }
-}
-
-/// `test://items/{name}/v{version}`: its typed variables, echoed as JSON; names and
-/// versions complete from short lists.
-struct Items;
-
-impl Handler for Items {
-    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
-        let contents = ResourceContents {
-            uri: String::new(),
-            mime_type: None,
-            body: ResourceBody::Text(request.arguments.to_string()),
-        };
-        Box::pin(std::future::ready(Answer::Contents { items: vec![contents] }))
-    }
-
-    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
-        let values: &[&str] = match query.argument.as_str() {
-            "name" => &["apple", "apricot", "banana"],
-            _ => &["1", "2", "10"],
-        };
-        Box::pin(std::future::ready(starting_with(values, &query.value)))
-    }
-}
-
-/// The values of `values` that start with `prefix`.
-fn starting_with(values: &[&str], prefix: &str) -> Completion {
-    let values: Vec<String> = values.iter().filter(|v| v.starts_with(prefix)).map(|v| (*v).to_owned()).collect();
-    Completion { total: Some(values.len() as u64), has_more: Some(false), values }
 }
 
 /// The capability `id` of `kind` (at `uri`, for resources and templates) served by `handler`.
@@ -212,7 +163,12 @@ fn content_realm() -> Arc<RealmSnapshot> {
             "An item at a version",
             Some("application/json"),
         ),
-        described(entry("test.note", Prompt, None, note_schema.clone(), Arc::new(Note)), "Note", "Writes a note", None),
+        described(
+            entry("test.note", Prompt, None, note_schema.clone(), Arc::new(NotePrompt)),
+            "Note",
+            "Writes a note",
+            None,
+        ),
         entry("test.failing_prompt", Prompt, None, json!({"type": "object", "properties": {}}), failing()),
         entry("hidden.secret", Resource, Some("test://secret"), object(), text),
         entry(
@@ -222,7 +178,7 @@ fn content_realm() -> Arc<RealmSnapshot> {
             items_schema,
             Arc::new(Items),
         ),
-        described(entry("hidden.note", Prompt, None, note_schema, Arc::new(Note)), "Note", "Writes a note", None),
+        described(entry("hidden.note", Prompt, None, note_schema, Arc::new(NotePrompt)), "Note", "Writes a note", None),
     ];
     let lints: [&dyn Lint; 1] = [&McpLint];
     let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &lints).unwrap();

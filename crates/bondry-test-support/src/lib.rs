@@ -794,7 +794,7 @@ fn starting_with(values: &[&str], prefix: &str) -> Completion {
 }
 
 /// `test.note`: one user message naming the topic and style; completes both arguments.
-struct NotePrompt;
+pub struct NotePrompt;
 
 impl Handler for NotePrompt {
     fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
@@ -817,7 +817,7 @@ impl Handler for NotePrompt {
 
 /// `test://items/{name}/v{version}`: its (typed) variables, echoed as JSON; names and
 /// versions complete from short lists.
-struct Items;
+pub struct Items;
 
 impl Handler for Items {
     fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
