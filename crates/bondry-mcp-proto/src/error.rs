@@ -51,89 +51,120 @@ impl HeaderFault {
     }
 }
 
-/// Every refusal, in the order the checks run.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Error {
-    /// `Origin` is present and not in the listener's list.
-    OriginNotAllowed,
-    /// A loopback listener was reached under a non-loopback `Host`.
-    HostNotAllowed,
-    /// The request has no `Host` header (RFC 9112 §3.2: a server must refuse it).
-    HostMissing,
-    /// The path is not one the server serves (`/mcp`, `/mcp/realm/{realm}`, metadata).
-    NotFound,
-    /// The path names a realm that does not exist.
-    NoSuchRealm,
-    /// The HTTP method is not served on this endpoint.
-    MethodNotAllowed { allow: &'static str },
-    /// A GET whose `Accept` does not admit `text/event-stream`.
-    StreamNotAcceptable,
-    /// `Content-Type` is not exactly one `application/json`.
-    UnsupportedMediaType,
-    /// `Accept` does not admit both `application/json` and `text/event-stream`.
-    NotAcceptable,
-    /// The body exceeds the listener's limit.
-    PayloadTooLarge,
-    /// The client did not finish sending the body in time.
-    BodyTimeout,
-    /// A credential was presented and not accepted, or one is required.
-    Unauthenticated { challenges: Vec<String> },
-    /// A valid OAuth token that lacks a scope the realm requires (RFC 6750 §3.1).
-    InsufficientScope { challenge: String },
-    /// The body is not JSON.
-    Parse,
-    /// The body is JSON but not one valid JSON-RPC message.
-    InvalidRequest { id: Option<Id>, reason: &'static str },
-    /// The `_meta` envelope lacks required keys or has keys of the wrong type.
-    InvalidEnvelope { id: Option<Id>, missing: Vec<&'static str>, invalid: Vec<&'static str> },
-    /// A routing header is missing, repeated, malformed or disagrees with the body.
-    HeaderMismatch { id: Option<Id>, header: String, fault: HeaderFault },
-    /// The requested revision is not served by this endpoint.
-    UnsupportedVersion { id: Option<Id>, supported: Vec<&'static str>, requested: String },
-    /// A request outside `initialize` without a session, on an endpoint that needs one.
-    SessionRequired { id: Option<Id> },
-    /// The session id is unknown, expired, revoked or another principal's.
-    SessionNotFound { id: Option<Id> },
-    /// `MCP-Protocol-Version` inside a session is repeated or not a handshake revision
-    /// this endpoint accepts.
-    InvalidSessionVersion { id: Option<Id> },
-    /// `initialize` inside a live session.
-    AlreadyInitialized { id: Id },
-    /// A second GET stream while the session's first is alive.
-    StreamConflict,
-    /// A session has as many calls in flight as it may.
-    TooManyRequests { id: Option<Id>, retry_after_secs: u64 },
-    /// The capability needs client capabilities the request did not declare.
-    MissingClientCapability { id: Id, missing: Value },
-    /// `inputResponses` is not an object of objects.
-    InvalidInputResponses { id: Id },
-    /// `requestState` does not open, has expired, or belongs to another request.
-    InvalidRequestState { id: Id },
-    /// The method is not served in this era.
-    MethodNotFound { id: Id, method: String },
-    /// Params failed validation after dispatch (in band).
-    InvalidParams { id: Id, detail: &'static str },
-    /// The tool does not exist or the caller may not see it: the same bytes either way.
-    /// The name is repeated cut to the longest id, so the answer does not grow with it.
-    UnknownTool { id: Id, name: String },
-    /// The resource does not exist or the caller may not see it: -32602 in the modern
-    /// era, -32002 inside a session, the same bytes either way.
-    ResourceNotFound { id: Id, uri: String, in_session: bool },
-    /// The URI matches a template, but its variables fail the template's schema.
-    InvalidResourceVariables { id: Id, uri: String },
-    /// The prompt does not exist or the caller may not see it.
-    UnknownPrompt { id: Id, name: String },
-    /// A prompt argument its schema requires is absent.
-    MissingPromptArgument { id: Id, name: String },
-    /// Prompt arguments that fail the prompt's schema: the first few violations, and how
-    /// many more there were.
-    InvalidPromptArguments { id: Id, violations: Vec<String>, more: usize },
-    /// A prompt, resource or completion handler failed; its detail never leaks.
-    CapabilityFailed { id: Id, code: String },
-    /// A list cursor is garbage or was issued for another view.
-    InvalidCursor { id: Id },
-    /// The server stopped waiting for this request at the end of its shutdown grace period.
-    ShuttingDown,
+/// Declares [`Error`] and, from the same list of variants, [`Error::VARIANTS`] and
+/// [`Error::variant`]: the table's tests find every variant by name, so none can go
+/// without a row in `docs/errors.md`.
+macro_rules! refusals {
+    (
+        $(#[$attr:meta])*
+        pub enum $name:ident {
+            $( $(#[$doc:meta])* $variant:ident $({ $($field:ident : $ty:ty),* $(,)? })? ),* $(,)?
+        }
+    ) => {
+        $(#[$attr])*
+        pub enum $name {
+            $( $(#[$doc])* $variant $({ $($field: $ty),* })? ),*
+        }
+
+        impl $name {
+            /// The name of every variant, in the order the checks run.
+            pub const VARIANTS: &'static [&'static str] = &[$(stringify!($variant)),*];
+
+            /// The name of this error's variant.
+            pub fn variant(&self) -> &'static str {
+                match self {
+                    $(Self::$variant { .. } => stringify!($variant)),*
+                }
+            }
+        }
+    };
+}
+
+refusals! {
+    /// Every refusal, in the order the checks run.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Error {
+        /// `Origin` is present and not in the listener's list.
+        OriginNotAllowed,
+        /// A loopback listener was reached under a non-loopback `Host`.
+        HostNotAllowed,
+        /// The request has no `Host` header (RFC 9112 §3.2: a server must refuse it).
+        HostMissing,
+        /// The path is not one the server serves (`/mcp`, `/mcp/realm/{realm}`, metadata).
+        NotFound,
+        /// The path names a realm that does not exist.
+        NoSuchRealm,
+        /// The HTTP method is not served on this endpoint.
+        MethodNotAllowed { allow: &'static str },
+        /// A GET whose `Accept` does not admit `text/event-stream`.
+        StreamNotAcceptable,
+        /// `Content-Type` is not exactly one `application/json`.
+        UnsupportedMediaType,
+        /// `Accept` does not admit both `application/json` and `text/event-stream`.
+        NotAcceptable,
+        /// The body exceeds the listener's limit.
+        PayloadTooLarge,
+        /// The client did not finish sending the body in time.
+        BodyTimeout,
+        /// A credential was presented and not accepted, or one is required.
+        Unauthenticated { challenges: Vec<String> },
+        /// A valid OAuth token that lacks a scope the realm requires (RFC 6750 §3.1).
+        InsufficientScope { challenge: String },
+        /// The body is not JSON.
+        Parse,
+        /// The body is JSON but not one valid JSON-RPC message.
+        InvalidRequest { id: Option<Id>, reason: &'static str },
+        /// The `_meta` envelope lacks required keys or has keys of the wrong type.
+        InvalidEnvelope { id: Option<Id>, missing: Vec<&'static str>, invalid: Vec<&'static str> },
+        /// A routing header is missing, repeated, malformed or disagrees with the body.
+        HeaderMismatch { id: Option<Id>, header: String, fault: HeaderFault },
+        /// The requested revision is not served by this endpoint.
+        UnsupportedVersion { id: Option<Id>, supported: Vec<&'static str>, requested: String },
+        /// A request outside `initialize` without a session, on an endpoint that needs one.
+        SessionRequired { id: Option<Id> },
+        /// The session id is unknown, expired, revoked or another principal's.
+        SessionNotFound { id: Option<Id> },
+        /// `MCP-Protocol-Version` inside a session is repeated or not a handshake revision
+        /// this endpoint accepts.
+        InvalidSessionVersion { id: Option<Id> },
+        /// `initialize` inside a live session.
+        AlreadyInitialized { id: Id },
+        /// A second GET stream while the session's first is alive.
+        StreamConflict,
+        /// A session has as many calls in flight as it may.
+        TooManyRequests { id: Option<Id>, retry_after_secs: u64 },
+        /// The capability needs client capabilities the request did not declare.
+        MissingClientCapability { id: Id, missing: Value },
+        /// `inputResponses` is not an object of objects.
+        InvalidInputResponses { id: Id },
+        /// `requestState` does not open, has expired, or belongs to another request.
+        InvalidRequestState { id: Id },
+        /// The method is not served in this era.
+        MethodNotFound { id: Id, method: String },
+        /// Params failed validation after dispatch (in band).
+        InvalidParams { id: Id, detail: &'static str },
+        /// The tool does not exist or the caller may not see it: the same bytes either way.
+        /// The name is repeated cut to the longest id, so the answer does not grow with it.
+        UnknownTool { id: Id, name: String },
+        /// The resource does not exist or the caller may not see it: -32602 in the modern
+        /// era, -32002 inside a session, the same bytes either way.
+        ResourceNotFound { id: Id, uri: String, in_session: bool },
+        /// The URI matches a template, but its variables fail the template's schema.
+        InvalidResourceVariables { id: Id, uri: String },
+        /// The prompt does not exist or the caller may not see it.
+        UnknownPrompt { id: Id, name: String },
+        /// A prompt argument its schema requires is absent.
+        MissingPromptArgument { id: Id, name: String },
+        /// Prompt arguments that fail the prompt's schema: the first few violations, and how
+        /// many more there were.
+        InvalidPromptArguments { id: Id, violations: Vec<String>, more: usize },
+        /// A prompt, resource or completion handler failed; its detail never leaks.
+        CapabilityFailed { id: Id, code: String },
+        /// A list cursor is garbage or was issued for another view.
+        InvalidCursor { id: Id },
+        /// The server stopped waiting for this request at the end of its shutdown grace period.
+        ShuttingDown,
+    }
 }
 
 /// Where an error is answered.
@@ -322,7 +353,22 @@ impl Error {
             | Self::InvalidPromptArguments { id, .. }
             | Self::CapabilityFailed { id, .. }
             | Self::InvalidCursor { id } => Some(id),
-            _ => None,
+            Self::OriginNotAllowed
+            | Self::HostNotAllowed
+            | Self::HostMissing
+            | Self::NotFound
+            | Self::NoSuchRealm
+            | Self::MethodNotAllowed { .. }
+            | Self::StreamNotAcceptable
+            | Self::UnsupportedMediaType
+            | Self::NotAcceptable
+            | Self::PayloadTooLarge
+            | Self::BodyTimeout
+            | Self::Unauthenticated { .. }
+            | Self::InsufficientScope { .. }
+            | Self::Parse
+            | Self::StreamConflict
+            | Self::ShuttingDown => None,
         }
     }
 
@@ -341,7 +387,40 @@ impl Error {
             Self::InsufficientScope { challenge } => {
                 HeaderValue::from_str(challenge).map(|value| vec![(WWW_AUTHENTICATE, value)]).unwrap_or_default()
             }
-            _ => Vec::new(),
+            Self::OriginNotAllowed
+            | Self::HostNotAllowed
+            | Self::HostMissing
+            | Self::NotFound
+            | Self::NoSuchRealm
+            | Self::StreamNotAcceptable
+            | Self::UnsupportedMediaType
+            | Self::NotAcceptable
+            | Self::PayloadTooLarge
+            | Self::BodyTimeout
+            | Self::Parse
+            | Self::InvalidRequest { .. }
+            | Self::InvalidEnvelope { .. }
+            | Self::HeaderMismatch { .. }
+            | Self::UnsupportedVersion { .. }
+            | Self::SessionRequired { .. }
+            | Self::SessionNotFound { .. }
+            | Self::InvalidSessionVersion { .. }
+            | Self::AlreadyInitialized { .. }
+            | Self::StreamConflict
+            | Self::MissingClientCapability { .. }
+            | Self::InvalidInputResponses { .. }
+            | Self::InvalidRequestState { .. }
+            | Self::MethodNotFound { .. }
+            | Self::InvalidParams { .. }
+            | Self::UnknownTool { .. }
+            | Self::ResourceNotFound { .. }
+            | Self::InvalidResourceVariables { .. }
+            | Self::UnknownPrompt { .. }
+            | Self::MissingPromptArgument { .. }
+            | Self::InvalidPromptArguments { .. }
+            | Self::CapabilityFailed { .. }
+            | Self::InvalidCursor { .. }
+            | Self::ShuttingDown => Vec::new(),
         }
     }
 
@@ -378,7 +457,8 @@ impl Error {
         response
     }
 
-    /// One example of every variant, in table order, for rendering `docs/errors.md`.
+    /// At least one example of every variant ([`Error::VARIANTS`]), in table order, for
+    /// rendering `docs/errors.md`.
     pub fn examples() -> Vec<Error> {
         let id = || Id::Integer(1);
         vec![
@@ -406,6 +486,12 @@ impl Error {
             },
             Self::HeaderMismatch { id: Some(id()), header: "Mcp-Name".into(), fault: HeaderFault::Mismatch },
             Self::UnsupportedVersion { id: Some(id()), supported: vec!["2026-07-28"], requested: "1900-01-01".into() },
+            Self::SessionRequired { id: Some(id()) },
+            Self::SessionNotFound { id: Some(id()) },
+            Self::InvalidSessionVersion { id: Some(id()) },
+            Self::AlreadyInitialized { id: id() },
+            Self::StreamConflict,
+            Self::TooManyRequests { id: None, retry_after_secs: 1 },
             Self::MissingClientCapability { id: id(), missing: json!({"elicitation": {}}) },
             Self::InvalidInputResponses { id: id() },
             Self::InvalidRequestState { id: id() },

@@ -18,8 +18,7 @@ fn render() -> String {
     for error in Error::examples() {
         let row = error.row();
         let response = error.to_http();
-        let situation = format!("{error:?}");
-        let situation = situation.split([' ', '{', '(']).next().unwrap_or_default();
+        let situation = error.variant();
         let code = row.code.map_or_else(|| "(empty body)".to_owned(), |code| code.to_string());
         let data = row.data.map_or_else(String::new, |data| format!("`{data}`"));
         let headers: Vec<String> = response
@@ -50,6 +49,14 @@ const DEPARTURES: &str = "\n## Departures\n\n\
     | A NUL or other byte not allowed in a header | 400 |\n\
     | A request line that is not HTTP/1.x | 400 |\n\n\
     `crates/bondry/tests/transport.rs` (`framing_errors_keep_hypers_answer`) checks these.\n";
+
+#[test]
+fn every_variant_has_an_example_in_table_order() {
+    let examples: Vec<&str> = Error::examples().iter().map(Error::variant).collect();
+    let mut seen = examples.clone();
+    seen.dedup();
+    assert_eq!(seen, Error::VARIANTS, "one example or more of each variant, in declaration order");
+}
 
 #[test]
 fn docs_errors_md_is_current() {
