@@ -77,10 +77,8 @@ pub struct Conversation {
 
 #[derive(Debug)]
 enum Stage {
-    /// The handler is to be called (again).
+    /// The handler is to be called (again); its outcome comes next.
     Invoke,
-    /// The handler is running; its outcome comes next.
-    Running,
     /// The handler asked for input: the questions go out next.
     Asking { questions: Vec<Question>, state: Option<Value> },
     /// The questions went out; the answers are awaited until `deadline`.
@@ -153,14 +151,9 @@ impl Conversation {
     }
 
     /// What the conversation needs next.
-    pub fn poll(&mut self) -> Next {
-        match &mut self.stage {
-            Stage::Invoke => {
-                self.stage = Stage::Running;
-                Next::Invoke
-            }
-            // Polled again before the outcome came: nothing new to do.
-            Stage::Running => Next::Invoke,
+    pub fn poll(&self) -> Next {
+        match &self.stage {
+            Stage::Invoke => Next::Invoke,
             Stage::Asking { questions, .. } => Next::Ask(questions.clone()),
             Stage::Waiting { deadline, .. } => Next::Wait(*deadline),
             Stage::Ended(_) => Next::Done,
@@ -175,7 +168,7 @@ impl Conversation {
 
     /// The handler's outcome at `now`.
     pub fn handle_outcome(&mut self, outcome: Outcome, now: SystemTime, rng: &mut dyn Csprng) {
-        if !matches!(self.stage, Stage::Running | Stage::Invoke) {
+        if !matches!(self.stage, Stage::Invoke) {
             return;
         }
         self.invocations += 1;

@@ -189,7 +189,7 @@ fn a_session_call_asks_its_client_three_rounds_then_answers() {
 fn a_round_waits_for_every_answer_until_one_deadline() {
     let mut conversation = planned(Some(Revision::V2025_11_25), elicitation());
     let rng = &mut TestRandom::new(0);
-    let _ = conversation.poll();
+    assert!(matches!(conversation.poll(), Next::Invoke));
     conversation.handle_outcome(needs(&[("a", elicit("a")), ("b", elicit("b"))], None), now(), rng);
     conversation.handle_asked(now());
     conversation.handle_answer("a", Ok(json!({})), now(), rng);
@@ -207,7 +207,7 @@ fn a_round_waits_for_every_answer_until_one_deadline() {
 fn a_client_error_ends_the_call() {
     let mut conversation = planned(Some(Revision::V2025_06_18), elicitation());
     let rng = &mut TestRandom::new(0);
-    let _ = conversation.poll();
+    assert!(matches!(conversation.poll(), Next::Invoke));
     conversation.handle_outcome(needs(&[("q", elicit("q"))], None), now(), rng);
     conversation.handle_asked(now());
     conversation.handle_answer("q", Err(json!({"code": -1, "message": "no"})), now(), rng);
@@ -246,13 +246,13 @@ fn what_the_client_cannot_answer_is_never_asked() {
     let rng = &mut TestRandom::new(0);
     // Input the session's client did not declare.
     let mut undeclared = planned(Some(Revision::V2025_11_25), json!({}));
-    let _ = undeclared.poll();
+    assert!(matches!(undeclared.poll(), Next::Invoke));
     undeclared.handle_outcome(needs(&[("q", elicit("q"))], None), now(), rng);
     assert!(matches!(undeclared.poll(), Next::Done));
     assert_eq!(tool_error_code(&ended(undeclared).1), MISSING_CLIENT_CAPABILITY);
     // Neither requests nor state.
     let mut empty = planned(Some(Revision::V2025_11_25), elicitation());
-    let _ = empty.poll();
+    assert!(matches!(empty.poll(), Next::Invoke));
     empty.handle_outcome(needs(&[], None), now(), rng);
     let (status, body, outcome) = ended(empty);
     assert_eq!((status, outcome), (200, AuditOutcome::HandlerFailed));
@@ -260,7 +260,7 @@ fn what_the_client_cannot_answer_is_never_asked() {
     // A session that waits for as many answers as it may, and a stream that is gone.
     for (refuse, code) in [(true, TOO_MANY_PENDING_INPUTS), (false, CLIENT_TIMEOUT)] {
         let mut conversation = planned(Some(Revision::V2025_11_25), elicitation());
-        let _ = conversation.poll();
+        assert!(matches!(conversation.poll(), Next::Invoke));
         conversation.handle_outcome(needs(&[("q", elicit("q"))], None), now(), rng);
         if refuse {
             conversation.handle_refused(now(), rng);
@@ -278,7 +278,7 @@ fn what_the_client_cannot_answer_is_never_asked() {
 fn a_call_cancelled_mid_round_sends_nothing_and_is_recorded() {
     let mut conversation = planned(Some(Revision::V2025_11_25), elicitation());
     let rng = &mut TestRandom::new(0);
-    let _ = conversation.poll();
+    assert!(matches!(conversation.poll(), Next::Invoke));
     conversation.handle_outcome(needs(&[("q", elicit("q"))], None), now(), rng);
     conversation.handle_asked(now());
     assert!(matches!(conversation.poll(), Next::Wait(_)));
@@ -288,8 +288,8 @@ fn a_call_cancelled_mid_round_sends_nothing_and_is_recorded() {
     assert!(matches!(conversation.poll(), Next::Done));
     assert_eq!(ended(conversation), (0, Value::Null, AuditOutcome::Cancelled));
     // Finishing before the end is a cancellation too.
-    let mut running = planned(None, json!({}));
-    let _ = running.poll();
+    let running = planned(None, json!({}));
+    assert!(matches!(running.poll(), Next::Invoke));
     assert_eq!(ended(running), (0, Value::Null, AuditOutcome::Cancelled));
 }
 
@@ -311,7 +311,7 @@ fn a_modern_call_answers_input_required_at_once() {
     assert!(result["requestState"].as_str().is_some_and(|state| !state.is_empty()), "{body}");
     // Undeclared input is the caller's refusal, as before dispatch.
     let mut undeclared = planned(None, json!({}));
-    let _ = undeclared.poll();
+    assert!(matches!(undeclared.poll(), Next::Invoke));
     undeclared.handle_outcome(needs(&[("q", elicit("which?"))], None), now(), rng);
     let (status, body, outcome) = ended(undeclared);
     assert_eq!((status, outcome), (400, AuditOutcome::InvalidInput));

@@ -118,7 +118,6 @@ pub fn complete(
     rng: &mut dyn Csprng,
 ) -> Option<Reply> {
     let mut conversation = adapter.conversation(call, Duration::from_secs(60));
-    let _ = conversation.poll();
     conversation.handle_outcome(outcome, now, rng);
     if let Next::Ask(_) = conversation.poll() {
         conversation.handle_asked(now);
