@@ -10,6 +10,8 @@ use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use bondry_mcp_proto::Error;
+use bondry_mcp_proto::jsonrpc::Id;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use http::HeaderMap;
@@ -96,6 +98,27 @@ pub fn network_key(address: IpAddr) -> String {
     }
 }
 
+/// A request over a limit: the whole seconds before it may be tried again (never 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryAfter(pub u64);
+
+impl RetryAfter {
+    /// For caps on what is open at once, which free up when something closes.
+    pub const SECOND: Self = Self(1);
+
+    /// The refusal of request `id`.
+    pub fn refusing(self, id: Option<Id>) -> Error {
+        Error::TooManyRequests { id, retry_after_secs: self.0 }
+    }
+}
+
+/// Every refusal over a limit is a 429 from the error table.
+impl From<RetryAfter> for Error {
+    fn from(retry: RetryAfter) -> Self {
+        retry.refusing(None)
+    }
+}
+
 /// One GCRA bucket per key.
 pub struct Bucket {
     limiter: DefaultKeyedRateLimiter<String>,
@@ -110,11 +133,11 @@ impl Bucket {
         Some(Self { limiter: DefaultKeyedRateLimiter::dashmap(quota), clock: DefaultClock::default() })
     }
 
-    /// Takes one cell for `key`; when the bucket is empty, the whole seconds to wait (never 0).
-    pub fn take(&self, key: &str) -> Result<(), u64> {
+    /// Takes one cell for `key`; when the bucket is empty, how long to wait.
+    pub fn take(&self, key: &str) -> Result<(), RetryAfter> {
         self.limiter
             .check_key(&key.to_owned())
-            .map_err(|not_until| whole_seconds(not_until.wait_time_from(self.clock.now())))
+            .map_err(|not_until| RetryAfter(whole_seconds(not_until.wait_time_from(self.clock.now()))))
     }
 
     /// Forgets buckets that are full again.
@@ -140,18 +163,18 @@ impl FailureLimit {
         Some(Self { bucket: Bucket::new(rate)?, blocked: Mutex::new(HashMap::new()) })
     }
 
-    /// Whether `key` may try to authenticate now; else the seconds to wait.
-    pub fn check(&self, key: &str) -> Result<(), u64> {
+    /// Whether `key` may try to authenticate now; else how long to wait.
+    pub fn check(&self, key: &str) -> Result<(), RetryAfter> {
         let blocked = self.blocked.lock().unwrap_or_else(|p| p.into_inner());
         match blocked.get(key) {
-            Some(until) if *until > Instant::now() => Err(whole_seconds(*until - Instant::now())),
+            Some(until) if *until > Instant::now() => Err(RetryAfter(whole_seconds(*until - Instant::now()))),
             _ => Ok(()),
         }
     }
 
     /// Records a failed authentication from `key`.
     pub fn failed(&self, key: &str) {
-        if let Err(seconds) = self.bucket.take(key) {
+        if let Err(RetryAfter(seconds)) = self.bucket.take(key) {
             let until = Instant::now() + Duration::from_secs(seconds);
             self.blocked.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_owned(), until);
         }
@@ -216,7 +239,7 @@ mod tests {
         let bucket = Bucket::new(Rate { per_second: 0.5, burst: 2 }).unwrap();
         assert_eq!(bucket.take("a"), Ok(()));
         assert_eq!(bucket.take("a"), Ok(()));
-        assert_eq!(bucket.take("a"), Err(2));
+        assert_eq!(bucket.take("a"), Err(RetryAfter(2)));
         assert_eq!(bucket.take("b"), Ok(()), "keys are independent");
         assert!(Bucket::new(Rate { per_second: 0.0, burst: 1 }).is_none());
     }

@@ -20,9 +20,8 @@ use http::header::{
 };
 use http::{HeaderValue, Method, StatusCode, Uri};
 
-use crate::admission::{self, OriginPolicy};
-use crate::endpoint::Endpoint;
-use crate::limits;
+use crate::admission::OriginPolicy;
+use crate::listener::Endpoint;
 use crate::realm::DEFAULT_REALM;
 
 pub async fn default_realm(
@@ -64,13 +63,7 @@ fn document(
     uri: &Uri,
     headers: &http::HeaderMap,
 ) -> Result<Response, Error> {
-    if let Some(bucket) = &endpoint.per_address {
-        let client = limits::client_address(peer.ip(), headers, &endpoint.trusted_proxies);
-        bucket
-            .take(&limits::network_key(client))
-            .map_err(|retry_after_secs| Error::TooManyRequests { id: None, retry_after_secs })?;
-    }
-    admission::check(headers, uri.authority().map(|a| a.as_str()), &OriginPolicy::Any, endpoint.loopback)?;
+    endpoint.front_door(peer, headers, uri, &OriginPolicy::Any)?;
     let oauth =
         endpoint.realms.get(realm).and_then(|realm| realm.auth.current().oauth().cloned()).ok_or(Error::NotFound)?;
     let mut response = Response::new(Body::empty());

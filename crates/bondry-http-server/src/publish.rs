@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use bondry_core::capability::{Binding, CapabilityKind, Descriptor};
 use bondry_core::dispatch::{self, ResourceResolution};
@@ -20,11 +20,10 @@ use tokio::sync::mpsc;
 use crate::realm::RealmEntry;
 use crate::session::{Owner, Sessions};
 
-/// Every listener's session table, set once all listeners are bound, and every open
-/// listen stream.
+/// Every listener's session table, and every open listen stream.
 pub struct Publications {
     realms: Arc<HashMap<String, RealmEntry>>,
-    tables: OnceLock<Vec<Arc<Sessions>>>,
+    tables: Vec<Arc<Sessions>>,
     subscribers: Mutex<HashMap<u64, Subscriber>>,
     next_subscriber: AtomicU64,
 }
@@ -54,13 +53,8 @@ impl Drop for Listening {
 }
 
 impl Publications {
-    pub fn new(realms: Arc<HashMap<String, RealmEntry>>) -> Self {
-        Self {
-            realms,
-            tables: OnceLock::new(),
-            subscribers: Mutex::new(HashMap::new()),
-            next_subscriber: AtomicU64::new(0),
-        }
+    pub fn new(realms: Arc<HashMap<String, RealmEntry>>, tables: Vec<Arc<Sessions>>) -> Self {
+        Self { realms, tables, subscribers: Mutex::new(HashMap::new()), next_subscriber: AtomicU64::new(0) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Subscriber>> {
@@ -99,7 +93,7 @@ impl Publications {
     pub fn swapped(&self, realm: &str, old: &RealmSnapshot, new: &RealmSnapshot) {
         for kind in listing::ANNOUNCED_LISTS {
             let message = listing::list_changed_notification(kind);
-            for table in self.tables.get().into_iter().flatten() {
+            for table in &self.tables {
                 table.notify(realm, |principal| listing::list_changed(old, new, principal, kind), &message);
             }
         }
@@ -133,13 +127,8 @@ impl Publications {
         }
     }
 
-    /// Called once, when every listener's table exists.
-    pub fn attach(&self, tables: Vec<Arc<Sessions>>) {
-        let _ = self.tables.set(tables);
-    }
-
     fn resource_updated(&self, realm: &str, uri: &str) {
-        let (Some(entry), Some(tables)) = (self.realms.get(realm), self.tables.get()) else {
+        let Some(entry) = self.realms.get(realm) else {
             return;
         };
         let snapshot = entry.registry.snapshot();
@@ -148,7 +137,7 @@ impl Publications {
             matches!(dispatch::resolve_resource(&snapshot, principal, ADAPTER, uri), ResourceResolution::Visible { .. })
         };
         let message = bondry_mcp_proto::resources::updated_notification(uri);
-        for table in tables {
+        for table in &self.tables {
             table.notify_subscribed(realm, uri, sees, &message);
         }
         for subscriber in self.lock().values().filter(|s| s.realm == realm) {

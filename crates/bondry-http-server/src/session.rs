@@ -14,10 +14,12 @@ use std::time::{Duration, Instant, SystemTime};
 use bondry_core::handler::LogLevel;
 use bondry_core::policy::{Principal, PrincipalKind};
 use bondry_mcp_proto::jsonrpc::Id;
-use bondry_mcp_proto::{Effect, LiveSession, NewSession, SessionLookup};
+use bondry_mcp_proto::{Effect, Error, LiveSession, NewSession, NotStarted, SessionLookup};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+
+use crate::limits::RetryAfter;
 
 /// Caps on one principal's sessions in one realm, and on each session's activity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,14 +110,25 @@ impl Entry {
     }
 }
 
-/// Why a call or stream could not start.
+/// Why a session's event stream could not open.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Refused {
+pub enum StreamRefused {
+    /// The session ended, or never was.
     Gone,
-    TooMany,
+    /// The session's stream is open already.
     Conflict,
-    /// A call with this request id is already running in the session.
-    IdInFlight,
+    /// The owner has as many streams open as it may.
+    TooMany,
+}
+
+impl From<StreamRefused> for Error {
+    fn from(refused: StreamRefused) -> Self {
+        match refused {
+            StreamRefused::Gone => Error::SessionNotFound { id: None },
+            StreamRefused::Conflict => Error::StreamConflict,
+            StreamRefused::TooMany => RetryAfter::SECOND.into(),
+        }
+    }
 }
 
 /// A call registered in its session; [`Sessions::end_call`] takes it back.
@@ -296,14 +309,14 @@ impl Sessions {
     /// `notifications/cancelled`, DELETE or the session's end (a change of the realm's
     /// credentials included, at once). An id may not be reused while its call runs: the
     /// cap and cancellation both count on ids naming one call.
-    pub fn begin_call(&self, sid: &str, request: &Id) -> Result<(CallSlot, CancellationToken), Refused> {
+    pub fn begin_call(&self, sid: &str, request: &Id) -> Result<(CallSlot, CancellationToken), NotStarted> {
         let mut shard = self.shard(sid);
-        let entry = shard.get_mut(sid).filter(|entry| !entry.ended.is_cancelled()).ok_or(Refused::Gone)?;
+        let entry = shard.get_mut(sid).filter(|entry| !entry.ended.is_cancelled()).ok_or(NotStarted::SessionGone)?;
         if entry.inflight.contains_key(request) {
-            return Err(Refused::IdInFlight);
+            return Err(NotStarted::IdInFlight);
         }
         if entry.inflight.len() >= entry.limits.inflight_per_session {
-            return Err(Refused::TooMany);
+            return Err(NotStarted::TooMany);
         }
         entry.next_call += 1;
         let token = entry.ended.child_token();
@@ -345,10 +358,10 @@ impl Sessions {
     /// Opens the session's GET stream: refused while another is alive, replacing a dead
     /// one, and past the owner's cap on open streams. The owner's shard is held while its
     /// streams are counted and this one is set, so the cap holds under concurrent GETs.
-    pub fn open_stream(&self, sid: &str) -> Result<Stream, Refused> {
+    pub fn open_stream(&self, sid: &str) -> Result<Stream, StreamRefused> {
         let key = {
             let shard = self.shard(sid);
-            let entry = shard.get(sid).ok_or(Refused::Gone)?;
+            let entry = shard.get(sid).ok_or(StreamRefused::Gone)?;
             (entry.realm.clone(), entry.owner.clone())
         };
         let owners = self.owner_shard(&key);
@@ -356,12 +369,12 @@ impl Sessions {
             sids.iter().filter(|other| self.shard(other).get(*other).is_some_and(Entry::has_live_stream)).count()
         });
         let mut shard = self.shard(sid);
-        let entry = shard.get_mut(sid).ok_or(Refused::Gone)?;
+        let entry = shard.get_mut(sid).ok_or(StreamRefused::Gone)?;
         if entry.has_live_stream() {
-            return Err(Refused::Conflict);
+            return Err(StreamRefused::Conflict);
         }
         if open >= entry.limits.listen_streams_per_principal {
-            return Err(Refused::TooMany);
+            return Err(StreamRefused::TooMany);
         }
         let (sender, feed) = mpsc::channel(QUEUE);
         entry.stream = Some(sender);
@@ -549,10 +562,10 @@ mod tests {
         opened(&sessions, "a", 8);
         opened(&sessions, "b", 8);
         let stream = sessions.open_stream("a").unwrap();
-        assert_eq!(sessions.open_stream("a").err(), Some(Refused::Conflict));
-        assert_eq!(sessions.open_stream("b").err(), Some(Refused::TooMany));
+        assert_eq!(sessions.open_stream("a").err(), Some(StreamRefused::Conflict));
+        assert_eq!(sessions.open_stream("b").err(), Some(StreamRefused::TooMany));
         drop(stream);
         assert!(sessions.open_stream("b").is_ok(), "a closed stream no longer counts");
-        assert_eq!(sessions.open_stream("nope").err(), Some(Refused::Gone));
+        assert_eq!(sessions.open_stream("nope").err(), Some(StreamRefused::Gone));
     }
 }
