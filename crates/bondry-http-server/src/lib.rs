@@ -1,6 +1,17 @@
 //! Bondry's HTTP runtime: binds listeners, admits requests (origin, host, media types,
 //! body limit, credentials), drives the sans-IO MCP adapter and the core's dispatcher,
 //! writes audit records and shuts down gracefully.
+//!
+//! Where the contract leaves the runtime a choice:
+//! - Streaming a call is the runtime's choice, not the adapter's: a POST's response
+//!   becomes an event stream only once something is sent before the result (progress,
+//!   log messages, requests for input); otherwise it is one JSON body. A cancelled
+//!   session call answers an event stream that ends empty ("nothing is sent").
+//! - Progress and log messages are best effort: a call queues at most
+//!   `EMITTED_QUEUE` (64, in `context.rs`) and a message that finds the queue full is dropped, as is
+//!   one for a full listen stream. Requests for client input wait for room instead.
+//! - `listen_streams_per_principal` is counted per owner and realm over all listeners
+//!   for `subscriptions/listen`, and per listener for session GET streams.
 
 pub mod admission;
 pub mod audit;
