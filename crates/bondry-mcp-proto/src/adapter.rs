@@ -9,6 +9,7 @@ use bondry_core::realm::RealmSnapshot;
 use http::{HeaderMap, Method, StatusCode};
 use serde_json::Value;
 
+use crate::envelope::EnvelopeFault;
 use crate::error::{self, Error};
 use crate::jsonrpc::Id;
 use crate::reply::Reply;
@@ -119,12 +120,9 @@ impl Adapter {
                     // refused. `notifications/cancelled` is accepted and ignored: closing the
                     // stream cancels.
                     return match claim {
-                        Some(claim) if !claim.is_string() => Error::InvalidEnvelope {
-                            id: None,
-                            missing: vec![],
-                            invalid: vec![envelope::PROTOCOL_VERSION],
+                        Some(claim) if !claim.is_string() => {
+                            Error::InvalidEnvelope { id: None, fault: EnvelopeFault::claim_not_a_string() }.into()
                         }
-                        .into(),
                         _ => Step::Reply(Reply::empty(StatusCode::ACCEPTED)),
                     };
                 }
@@ -178,11 +176,8 @@ impl Adapter {
         if method != "initialize"
             && header.and_then(|version| version.parse::<Revision>().ok()).is_some_and(|r| r.era() == Era::Modern)
         {
-            return Error::InvalidEnvelope {
-                id: Some(id),
-                missing: envelope::missing_keys(Some(params)),
-                invalid: vec![],
-            };
+            let fault = EnvelopeFault { missing: envelope::missing_keys(Some(params)), ..Default::default() };
+            return Error::InvalidEnvelope { id: Some(id), fault };
         }
         if self.serves_handshake() {
             return Error::SessionRequired { id: Some(id) };

@@ -9,6 +9,7 @@ use http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
+use crate::envelope::EnvelopeFault;
 use crate::jsonrpc::{ErrorId, ErrorObject, Id, error_body};
 use crate::revision::Revision;
 use crate::vocabulary::{ERROR_CODE_KEY, FAILURE_TEXT};
@@ -114,8 +115,8 @@ refusals! {
         Parse,
         /// The body is JSON but not one valid JSON-RPC message.
         InvalidRequest { id: Option<Id>, reason: &'static str },
-        /// The `_meta` envelope lacks required keys or has keys of the wrong type.
-        InvalidEnvelope { id: Option<Id>, missing: Vec<&'static str>, invalid: Vec<&'static str> },
+        /// The `_meta` envelope lacks required keys or has values of the wrong shape.
+        InvalidEnvelope { id: Option<Id>, fault: EnvelopeFault },
         /// A routing header is missing, repeated, malformed or disagrees with the body.
         HeaderMismatch { id: Option<Id>, header: String, fault: HeaderFault },
         /// The requested revision is not served by this endpoint.
@@ -242,13 +243,16 @@ impl Error {
             Self::InvalidRequest { reason, .. } => {
                 (S::BAD_REQUEST, INVALID_REQUEST, "Invalid request".into(), Some(json!({ "reason": reason })))
             }
-            Self::InvalidEnvelope { missing, invalid, .. } => {
+            Self::InvalidEnvelope { fault, .. } => {
                 let mut data = serde_json::Map::new();
-                if !missing.is_empty() {
-                    data.insert("missing".into(), json!(missing));
+                if !fault.missing.is_empty() {
+                    data.insert("missing".into(), json!(fault.missing));
                 }
-                if !invalid.is_empty() {
-                    data.insert("invalid".into(), json!(invalid));
+                if !fault.invalid.is_empty() {
+                    data.insert("invalid".into(), json!(fault.invalid));
+                }
+                if fault.more > 0 {
+                    data.insert("more".into(), json!(fault.more));
                 }
                 (S::BAD_REQUEST, INVALID_PARAMS, "Invalid params".into(), Some(Value::Object(data)))
             }
@@ -481,8 +485,17 @@ impl Error {
             Self::InvalidRequest { id: None, reason: "batches are not supported" },
             Self::InvalidEnvelope {
                 id: Some(id()),
-                missing: vec!["io.modelcontextprotocol/clientCapabilities"],
-                invalid: vec![],
+                fault: EnvelopeFault {
+                    missing: vec!["io.modelcontextprotocol/clientCapabilities"],
+                    ..Default::default()
+                },
+            },
+            Self::InvalidEnvelope {
+                id: Some(id()),
+                fault: EnvelopeFault {
+                    invalid: vec!["/params/_meta/io.modelcontextprotocol~1clientInfo/icons/0/theme".into()],
+                    ..Default::default()
+                },
             },
             Self::HeaderMismatch { id: Some(id()), header: "Mcp-Name".into(), fault: HeaderFault::Mismatch },
             Self::UnsupportedVersion { id: Some(id()), supported: vec!["2026-07-28"], requested: "1900-01-01".into() },

@@ -10,8 +10,9 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-/// The largest integer id magnitude: ids must survive a round trip through an IEEE double.
-const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+/// The largest integer magnitude a JSON number holds exactly: ids and progress tokens must
+/// survive a round trip through an IEEE double.
+pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 /// A JSON-RPC request id: a string or a safe integer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

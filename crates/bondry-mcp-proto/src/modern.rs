@@ -31,9 +31,7 @@ pub fn receive(
 ) -> Step {
     let envelope = match envelope::validate(Some(params)) {
         Ok(envelope) => envelope,
-        Err(fault) => {
-            return Error::InvalidEnvelope { id: Some(id), missing: fault.missing, invalid: fault.invalid }.into();
-        }
+        Err(fault) => return Error::InvalidEnvelope { id: Some(id), fault }.into(),
     };
     let header_error =
         |header: &str, fault| Error::HeaderMismatch { id: Some(id.clone()), header: header.to_owned(), fault };

@@ -553,7 +553,7 @@ async fn a_modern_call_streams_what_it_was_asked_for() {
         -32602,
         "Invalid params",
     );
-    assert_eq!(data, json!({"invalid": ["io.modelcontextprotocol/logLevel"]}));
+    assert_eq!(data, json!({"invalid": ["/params/_meta/io.modelcontextprotocol~1logLevel"]}));
     let records = server.stop().await;
     assert_eq!(records.len(), 5, "one record per call that ran: {records:?}");
     assert!(records.iter().all(|r| r["outcome"] == "succeeded"));
