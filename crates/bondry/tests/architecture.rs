@@ -174,6 +174,45 @@ fn the_http_server_does_not_depend_on_the_binary_crate() {
     assert_no_path("bondry-http-server", &["bondry"], "the binary assembles the server, not the reverse");
 }
 
+#[test]
+fn no_shipped_crate_depends_on_test_tools() {
+    for root in ["bondry-core", "bondry-mcp-proto", "bondry-http-server", "bondry"] {
+        assert_no_path(root, &["bondry-test-support", "rmcp"], "test tools stay out of the data path");
+    }
+}
+
+/// ARCHITECTURE.md stays a map: short enough to read at once, and naming only source
+/// files that exist, so a rename that forgets it fails here.
+#[test]
+fn the_architecture_map_is_short_and_names_real_files() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md is readable");
+    let words = map.split_whitespace().count();
+    assert!(words <= 2_500, "ARCHITECTURE.md has {words} words; a map has at most 2,500");
+    let mut files = Vec::new();
+    collect_rust_files(&root.join("crates"), &mut files);
+    collect_rust_files(&root.join("bench"), &mut files);
+    let named: Vec<&str> = map.split('`').skip(1).step_by(2).filter(|code| code.ends_with(".rs")).collect();
+    assert!(named.len() > 20, "the map's file names are found: {named:?}");
+    for name in named {
+        assert!(
+            files.iter().any(|file| file.ends_with(name)),
+            "ARCHITECTURE.md names `{name}`, which no source file is"
+        );
+    }
+}
+
+fn collect_rust_files(dir: &std::path::Path, into: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.ends_with("target") && !path.ends_with("node_modules") {
+            collect_rust_files(&path, into);
+        } else if path.extension().is_some_and(|extension| extension == "rs") {
+            into.push(path.to_string_lossy().into_owned());
+        }
+    }
+}
+
 /// The modules of one crate and which of them each one names: a module is a file or
 /// directory right under `src/` (a nested module belongs to its top-level one), and it
 /// names another through a `crate::` path, directly or through a name the crate root

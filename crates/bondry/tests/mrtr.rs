@@ -404,8 +404,6 @@ async fn input_the_client_did_not_declare_is_refused() {
         (json!({"kind": "elicitation"}), json!({"sampling": {}}), json!({"elicitation": {"form": {}}})),
         (json!({"kind": "elicitation"}), json!({"elicitation": {"url": {}}}), json!({"elicitation": {"form": {}}})),
         (json!({"kind": "roots"}), json!({"sampling": {}}), json!({"roots": {}})),
-        // Declared with a value that is not an object.
-        (json!({}), json!({"sampling": true}), json!({"sampling": {}})),
     ];
     for (arguments, declared, required) in cases {
         let request = edit(Req::call("test.asks", arguments.clone()), |params| {
@@ -415,6 +413,13 @@ async fn input_the_client_did_not_declare_is_refused() {
         let data = response.assert_error(400, Some(json!(1)), -32021, "Missing required client capability");
         assert_eq!(data, json!({"requiredCapabilities": required}), "{arguments} declaring {declared}");
     }
+    // Declared with a value that is not an object: the envelope breaks the schema, and
+    // the request is refused before any capability is weighed.
+    let request = edit(Req::call("test.asks", json!({})), |params| {
+        params["_meta"][CAPABILITIES] = json!({"sampling": true});
+    });
+    let data = server.send(request).await.assert_error(400, Some(json!(1)), -32602, "Invalid params");
+    assert_eq!(data, json!({"invalid": ["/params/_meta/io.modelcontextprotocol~1clientCapabilities/sampling"]}));
     // Declared, the same calls ask.
     for (arguments, declared) in [
         (json!({"kind": "elicitation"}), json!({"elicitation": {}})),
@@ -428,11 +433,12 @@ async fn input_the_client_did_not_declare_is_refused() {
         let method = if arguments["kind"] == "roots" { "roots/list" } else { "elicitation/create" };
         assert_eq!(requests["input"]["method"], method, "{arguments} declaring {declared}");
     }
-    // A refusal is the caller's, as one before dispatch would be; asking is recorded as such.
+    // A refusal is the caller's, as one before dispatch would be; asking is recorded as
+    // such. The broken envelope was refused before any call, so it has no record.
     let outcomes: Vec<String> =
         server.stop().await.iter().map(|record| record["outcome"].as_str().unwrap().to_owned()).collect();
-    assert_eq!(outcomes[..6], ["invalid_input"; 6]);
-    assert_eq!(outcomes[6..], ["input_required"; 3]);
+    assert_eq!(outcomes[..5], ["invalid_input"; 5]);
+    assert_eq!(outcomes[5..], ["input_required"; 3]);
 }
 
 #[tokio::test]
