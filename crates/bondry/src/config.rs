@@ -16,17 +16,85 @@ pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
 /// Prefix of environment overrides: `BONDRY__LISTENERS__MAIN__BIND=...`.
 pub const ENV_PREFIX: &str = "BONDRY__";
 
-/// A configuration error, naming where it came from.
-#[derive(Debug, thiserror::Error)]
+/// One refusal of a configuration: the file, the key path, and a message naming the
+/// offending value and what is accepted instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ConfigError {
     /// The file (or `<embedded default>`) the error is about.
     pub origin: String,
+    /// The dotted key path, as `realms.default.roles[1].grants[0]`; none for what is not
+    /// about one key (a file that cannot be read or is not TOML, an environment variable).
+    pub key: Option<String>,
     pub message: String,
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.origin, self.message)
+        match &self.key {
+            Some(key) => write!(f, "{}: {key}: {}", self.origin, self.message),
+            None => write!(f, "{}: {}", self.origin, self.message),
+        }
+    }
+}
+
+/// Every refusal of one configuration, in the order the checks found them; never empty.
+/// Displayed one per line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors(Vec<ConfigError>);
+
+impl ConfigErrors {
+    /// `None` for an empty list: a refusal needs at least one reason.
+    pub fn new(errors: Vec<ConfigError>) -> Option<Self> {
+        (!errors.is_empty()).then_some(Self(errors))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &ConfigError> {
+        self.0.iter()
+    }
+}
+
+impl From<ConfigError> for ConfigErrors {
+    fn from(error: ConfigError) -> Self {
+        Self(vec![error])
+    }
+}
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, error) in self.0.iter().enumerate() {
+            if index > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The environment a configuration is loaded in. The `BONDRY__` overlay is applied from
+/// it and the secrets the file names (`secret_env`) are read from it, so whoever loads a
+/// configuration chooses one environment for both: the process's (`std::env::vars()`)
+/// or one a test or an embedder injects.
+#[derive(Clone, Default)]
+pub struct Environment(BTreeMap<String, String>);
+
+impl Environment {
+    /// The value of the variable `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+}
+
+impl FromIterator<(String, String)> for Environment {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(variables: I) -> Self {
+        Self(variables.into_iter().collect())
+    }
+}
+
+/// The names only: values may be secrets.
+impl fmt::Debug for Environment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
     }
 }
 
@@ -332,19 +400,14 @@ pub enum AuditSinkKind {
     Off,
 }
 
-/// A parsed configuration and where it came from.
+/// A parsed configuration, where it came from, and the environment it was loaded in.
 #[derive(Debug)]
 pub struct Loaded {
     pub origin: String,
     /// The directory relative paths (schema files, audit path) are resolved against.
     pub base_dir: PathBuf,
     pub raw: RawConfig,
-}
-
-impl Loaded {
-    pub fn error(&self, message: impl Into<String>) -> ConfigError {
-        ConfigError { origin: self.origin.clone(), message: message.into() }
-    }
+    pub env: Environment,
 }
 
 /// Reads the file at `path`, or the embedded default, and applies the environment.
@@ -354,6 +417,7 @@ pub fn load(path: Option<&Path>, env: impl IntoIterator<Item = (String, String)>
             let origin = path.display().to_string();
             let text = std::fs::read_to_string(path).map_err(|error| ConfigError {
                 origin: origin.clone(),
+                key: None,
                 message: format!("cannot read the file: {error}"),
             })?;
             let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -371,23 +435,24 @@ pub fn parse(
     base_dir: PathBuf,
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Loaded, ConfigError> {
-    let error = |message: String| ConfigError { origin: origin.to_owned(), message };
-    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| error(format!("not valid TOML: {e}")))?;
-    apply_env(&mut table, env).map_err(error)?;
+    let error = |key: Option<String>, message: String| ConfigError { origin: origin.to_owned(), key, message };
+    let env: Environment = env.into_iter().collect();
+    let mut table: toml::Table =
+        text.parse().map_err(|e: toml::de::Error| error(None, format!("not valid TOML: {e}")))?;
+    apply_env(&mut table, &env).map_err(|message| error(None, message))?;
     let raw = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let path = e.path().to_string();
-        error(format!("{path}: {}", e.into_inner()))
+        error(Some(path), e.into_inner().to_string())
     })?;
-    Ok(Loaded { origin: origin.to_owned(), base_dir, raw })
+    Ok(Loaded { origin: origin.to_owned(), base_dir, raw, env })
 }
 
 /// Applies `BONDRY__SECTION__KEY=value` overrides. Names are lowercased; values are read
 /// as TOML values, falling back to strings.
-fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, String)>) -> Result<(), String> {
-    // Sorted, so that overlapping variables apply in one order whatever the environment's.
-    let mut env: Vec<_> = env.into_iter().filter(|(name, _)| name.starts_with(ENV_PREFIX)).collect();
-    env.sort();
-    for (name, raw) in env {
+fn apply_env(table: &mut toml::Table, env: &Environment) -> Result<(), String> {
+    // In name order (the environment is sorted), so that overlapping variables apply in one
+    // order whatever the process environment's.
+    for (name, raw) in &env.0 {
         let Some(path) = name.strip_prefix(ENV_PREFIX) else { continue };
         let segments: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
         if segments.iter().any(String::is_empty) {
@@ -397,7 +462,7 @@ fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, Str
             .parse::<toml::Table>()
             .ok()
             .and_then(|mut parsed| parsed.remove("v"))
-            .unwrap_or(toml::Value::String(raw));
+            .unwrap_or_else(|| toml::Value::String(raw.clone()));
         let (last, parents) = segments.split_last().expect("split yields at least one segment");
         let mut current = &mut *table;
         for segment in parents {
@@ -440,6 +505,14 @@ mod tests {
         .unwrap();
         assert_eq!(loaded.raw.listeners["main"].bind, "127.0.0.1:2");
         assert_eq!(loaded.raw.listeners["main"].page_size, 7);
+    }
+
+    #[test]
+    fn the_environment_shows_its_names_never_its_values() {
+        let loaded = parse("t.toml", "", PathBuf::new(), env(&[("BONDRY_KEY", "topsecret")])).unwrap();
+        assert_eq!(loaded.env.get("BONDRY_KEY"), Some("topsecret"));
+        let shown = format!("{loaded:?}");
+        assert!(shown.contains("BONDRY_KEY") && !shown.contains("topsecret"), "{shown}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use bondry::assemble::{Overrides, assemble};
 use bondry::builtins::Builtins;
-use bondry::config;
+use bondry::config::{self, ConfigErrors};
 use bondry::reload::{self, LiveRealm, Reloader};
 use clap::{Parser, Subcommand};
 
@@ -88,7 +88,11 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("bondry: {error:#}");
+            // A refused configuration: one line per error, each to be read (or grepped) alone.
+            match error.downcast_ref::<ConfigErrors>() {
+                Some(errors) => errors.iter().for_each(|error| eprintln!("bondry: {error}")),
+                None => eprintln!("bondry: {error:#}"),
+            }
             ExitCode::FAILURE
         }
     }

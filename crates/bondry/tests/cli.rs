@@ -594,3 +594,62 @@ fn check_refuses_keys_it_cannot_use() {
         &["realms.default.keys[0].id", "not a key id"],
     );
 }
+
+#[test]
+fn check_reports_every_error_of_a_file_in_one_run() {
+    let config = r#"[listeners.main]
+bind = "127.0.0.1:0"
+allowed_origins = ["local", "https://app.example/path"]
+
+[realms.default]
+anonymous_roles = ["demo"]
+
+[[realms.default.keys]]
+id = "k"
+secret_env = "BONDRY_TEST_UNSET_KEY"
+
+[[realms.default.roles]]
+name = "demo"
+grants = ["demo.*", "not a pattern"]
+
+[[realms.default.capabilities]]
+id = "demo.echo"
+kind = "tool"
+handler = "demo.echo"
+input_schema = '{"type":"object","properties":{"a":{"type":"nope"}}}'
+
+[[realms.default.principals]]
+id = "alice"
+roles = ["demo"]
+password_hash = "plain"
+
+[[realms.default.tickets]]
+sha256 = "ABC"
+principal = "alice"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), config);
+    let file = path.to_str().unwrap();
+    let finished = run(&["check", "--config", file]);
+    let context = format!("stderr:\n{}", finished.stderr);
+    assert_eq!(finished.status.code(), Some(1), "{context}");
+    assert_eq!(finished.stdout, "", "{context}");
+    // Each error on a line of its own: the file, the key path, the offending value.
+    let expected = [
+        ("listeners.main.allowed_origins[1]", "\"https://app.example/path\""),
+        ("realms.default.roles[0].grants[1]", "\"not a pattern\""),
+        ("realms.default.principals[0].password_hash", "not a PHC string"),
+        ("realms.default.tickets[0].sha256", "\"ABC\""),
+        ("realms.default.keys[0].secret_env", "\"BONDRY_TEST_UNSET_KEY\" is not set"),
+        ("realms.default.capabilities[0]", "demo.echo: input schema"),
+    ];
+    let lines: Vec<&str> = finished.stderr.lines().collect();
+    assert_eq!(lines.len(), expected.len(), "one line per error; {context}");
+    for (key, value) in expected {
+        let prefix = format!("bondry: {file}: {key}: ");
+        assert!(
+            lines.iter().any(|line| line.starts_with(&prefix) && line.contains(value)),
+            "no line starts with {prefix:?} and mentions {value:?}; {context}"
+        );
+    }
+}

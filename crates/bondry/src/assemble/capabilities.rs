@@ -1,0 +1,243 @@
+//! A realm's `[[realms.NAME.capabilities]]`: each registration (kind, backend, handler,
+//! schemas, annotations), then the realm's catalogue compiled from them under its policy
+//! and keys. What does not compile is reported capability by capability.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+use bondry_core::policy::Policy;
+use bondry_core::realm::{KeySet, Registry, Sources};
+use bondry_core::registry::{Catalogue, CatalogueError, Registration};
+use bondry_core::schema::SchemaBounds;
+use bondry_mcp_proto::lint::McpLint;
+use serde_json::Value;
+
+use super::diagnostics::Diagnostics;
+use crate::builtins::Builtins;
+use crate::config::{Loaded, RawCapability};
+
+/// Every configured capability, in the file's order: `None` for one that was refused.
+pub(super) fn registrations(
+    diagnostics: &mut Diagnostics,
+    loaded: &Loaded,
+    name: &str,
+    raw: &[RawCapability],
+    builtins: &Builtins,
+) -> Vec<Option<Registration>> {
+    raw.iter()
+        .enumerate()
+        .map(|(index, capability)| {
+            registration(diagnostics, loaded, &format!("realms.{name}.capabilities[{index}]"), capability, builtins)
+        })
+        .collect()
+}
+
+/// The realm's registry. When any part of it was refused elsewhere (a registration, the
+/// policy, the keys), its capabilities are still compiled, to report what is wrong with
+/// them too.
+pub(super) fn registry(
+    diagnostics: &mut Diagnostics,
+    realm: &str,
+    listed: &[Option<Registration>],
+    policy: Option<Policy>,
+    keys: Option<KeySet>,
+) -> Option<Registry> {
+    let configured: Option<Vec<Registration>> = listed.iter().cloned().collect();
+    let (Some(configured), Some(policy), Some(keys)) = (configured, policy, keys) else {
+        refuse_uncompiled(diagnostics, realm, listed);
+        return None;
+    };
+    let sources = Sources {
+        configured,
+        dynamic: Default::default(),
+        bounds: SchemaBounds::default(),
+        lints: vec![Arc::new(McpLint)],
+    };
+    match Registry::compiled(realm, sources, policy, keys) {
+        Ok(registry) => Some(registry),
+        Err(error) => {
+            if !refuse_uncompiled(diagnostics, realm, listed) {
+                diagnostics.refuse(format!("realms.{realm}.capabilities"), error.to_string());
+            }
+            None
+        }
+    }
+}
+
+/// Compiles each capability alone, then those that compiled together (where an id or a
+/// resource URI given twice shows); refuses each that fails at its own key path. Whether
+/// anything was refused.
+fn refuse_uncompiled(diagnostics: &mut Diagnostics, realm: &str, listed: &[Option<Registration>]) -> bool {
+    let bounds = SchemaBounds::default();
+    let lints = [&McpLint as &dyn bondry_core::registry::Lint];
+    let key = |index: usize| format!("realms.{realm}.capabilities[{index}]");
+    let mut refused = false;
+    let mut compiled = Vec::new();
+    for (index, registration) in listed.iter().enumerate() {
+        let Some(registration) = registration else { continue };
+        match Catalogue::build(0, vec![registration.clone()], &bounds, &lints) {
+            Ok(_) => compiled.push((index, registration.clone())),
+            Err(error) => {
+                diagnostics.refuse(key(index), error.to_string());
+                refused = true;
+            }
+        }
+    }
+    let together = compiled.iter().map(|(_, registration)| registration.clone()).collect();
+    if let Err(error) = Catalogue::build(0, together, &bounds, &lints) {
+        // The later of the two capabilities that clash is the one refused.
+        let clashing = compiled.iter().rev().find(|(_, registration)| &registration.descriptor.id == id_of(&error));
+        let at = clashing.map_or_else(|| format!("realms.{realm}.capabilities"), |(index, _)| key(*index));
+        diagnostics.refuse(at, error.to_string());
+        refused = true;
+    }
+    refused
+}
+
+/// The capability a catalogue error is about.
+fn id_of(error: &CatalogueError) -> &CapabilityId {
+    match error {
+        CatalogueError::DuplicateId(id)
+        | CatalogueError::Schema { id, .. }
+        | CatalogueError::InputNotObject { id }
+        | CatalogueError::Lint { id, .. }
+        | CatalogueError::KindField { id, .. } => id,
+    }
+}
+
+/// One capability: its id, kind and backend, the builtin handler it names, and what the
+/// file adds to or overrides of the handler's descriptor.
+fn registration(
+    diagnostics: &mut Diagnostics,
+    loaded: &Loaded,
+    path: &str,
+    raw: &RawCapability,
+    builtins: &Builtins,
+) -> Option<Registration> {
+    let at = |k: &str| format!("{path}.{k}");
+    let id = diagnostics.ok(at("id"), CapabilityId::new(&raw.id).map_err(|e| e.to_string()));
+    let kind = match raw.kind.as_str() {
+        "tool" => Some(CapabilityKind::Tool),
+        "prompt" => Some(CapabilityKind::Prompt),
+        "resource" => Some(CapabilityKind::Resource),
+        "resource_template" => Some(CapabilityKind::ResourceTemplate),
+        other => {
+            diagnostics.refuse(
+                at("kind"),
+                format!("{other:?} is not a kind; use \"tool\", \"prompt\", \"resource\" or \"resource_template\""),
+            );
+            None
+        }
+    };
+    let served = diagnostics.ok(
+        at("backend"),
+        (raw.backend == "builtin").then_some(()).ok_or_else(|| {
+            format!(
+                "{:?} is not a backend this build serves (http and upstream backends arrive in later issues); use \"builtin\"",
+                raw.backend
+            )
+        }),
+    );
+    let builtin = diagnostics.ok(
+        at("handler"),
+        builtins.get(&raw.handler).ok_or_else(|| {
+            let known: Vec<&str> = builtins.names().collect();
+            format!("no builtin handler is called {:?}; registered handlers: {}", raw.handler, known.join(", "))
+        }),
+    );
+    // The handler's kind is checked only against a kind there is.
+    let builtin = match (builtin, kind) {
+        (Some(builtin), Some(kind)) => diagnostics.ok(
+            at("kind"),
+            (builtin.kind == kind).then_some(builtin).ok_or_else(|| {
+                format!("handler {:?} serves a {}, not a {}", raw.handler, builtin.kind.as_str(), kind.as_str())
+            }),
+        ),
+        _ => None,
+    };
+    let input_schema =
+        schema(diagnostics, loaded, &at("input_schema"), raw.input_schema.as_deref(), raw.input_schema_file.as_deref());
+    let output_schema = schema(
+        diagnostics,
+        loaded,
+        &at("output_schema"),
+        raw.output_schema.as_deref(),
+        raw.output_schema_file.as_deref(),
+    );
+    let requires_client = match &raw.requires_client {
+        Some(text) => diagnostics
+            .ok(
+                at("requires_client"),
+                json_object(text, "write the JSON inside a TOML string, e.g. '{\"elicitation\": {}}'"),
+            )
+            .map(Some),
+        None => Some(None),
+    };
+    let (id, kind, builtin, ()) = (id?, kind?, builtin?, served?);
+    let annotations = match &raw.annotations {
+        Some(a) => Annotations {
+            read_only: a.read_only.or(builtin.annotations.read_only),
+            destructive: a.destructive.or(builtin.annotations.destructive),
+            idempotent: a.idempotent.or(builtin.annotations.idempotent),
+            open_world: a.open_world.or(builtin.annotations.open_world),
+        },
+        None => builtin.annotations.clone(),
+    };
+    Some(Registration {
+        descriptor: Arc::new(Descriptor {
+            id,
+            kind,
+            title: raw.title.clone().or_else(|| builtin.title.clone()),
+            summary: raw.summary.clone().or_else(|| builtin.summary.clone()),
+            uri: raw.uri.clone().or_else(|| builtin.uri.clone()),
+            mime_type: raw.mime_type.clone().or_else(|| builtin.mime_type.clone()),
+            input_schema: input_schema?.unwrap_or_else(|| builtin.input_schema.clone()),
+            output_schema: output_schema?.or_else(|| builtin.output_schema.clone()),
+            annotations,
+            requires_client: requires_client?.or_else(|| builtin.requires_client.clone()),
+            binding: Binding { kind: raw.backend.clone(), target: raw.handler.clone() },
+            audit_arguments: raw.audit_arguments,
+        }),
+        handler: Arc::clone(&builtin.handler),
+    })
+}
+
+/// A schema given inline (a JSON string) or as a file; not both. `Some(None)` when it is
+/// not given.
+fn schema(
+    diagnostics: &mut Diagnostics,
+    loaded: &Loaded,
+    key: &str,
+    inline: Option<&str>,
+    file: Option<&Path>,
+) -> Option<Option<Value>> {
+    let field = key.rsplit('.').next().unwrap_or(key);
+    match (inline, file) {
+        (Some(_), Some(_)) => {
+            diagnostics.refuse(key, format!("give {field} or {field}_file, not both"));
+            None
+        }
+        (Some(text), None) => diagnostics
+            .ok(key, json_object(text, "write the JSON inside a TOML string, e.g. '{\"type\": \"object\"}'"))
+            .map(Some),
+        (None, Some(file)) => {
+            let path = loaded.base_dir.join(file);
+            let read =
+                std::fs::read_to_string(&path).map_err(|e| format!("cannot read {:?}: {e}", path.display())).and_then(
+                    |text| json_object(&text, &format!("the file {:?} must hold one JSON object", path.display())),
+                );
+            diagnostics.ok(format!("{key}_file"), read).map(Some)
+        }
+        (None, None) => Some(None),
+    }
+}
+
+/// Parses `text` as a JSON object; `hint` says how to fix invalid JSON.
+fn json_object(text: &str, hint: &str) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(format!("must be a JSON object; {hint}")),
+        Err(e) => Err(format!("not valid JSON ({e}); {hint}")),
+    }
+}

@@ -1,0 +1,82 @@
+//! The refusals of one configuration, collected: a section records what it refuses and
+//! goes on checking, so that one run of `bondry check` names every problem of the file.
+
+use crate::config::{ConfigError, ConfigErrors};
+
+/// What the sections refused so far, in the order they found it.
+pub(super) struct Diagnostics {
+    origin: String,
+    refusals: Vec<ConfigError>,
+}
+
+impl Diagnostics {
+    /// Collects the refusals of the file (or `<embedded default>`) `origin`.
+    pub fn new(origin: &str) -> Self {
+        Self { origin: origin.to_owned(), refusals: Vec::new() }
+    }
+
+    /// Refuses the value at the key path `key`; `message` names the value and the fix.
+    pub fn refuse(&mut self, key: impl Into<String>, message: impl Into<String>) {
+        let error = ConfigError { origin: self.origin.clone(), key: Some(key.into()), message: message.into() };
+        self.refusals.push(error);
+    }
+
+    /// The value of a check of the key `key`, or `None` with its refusal recorded.
+    pub fn ok<T>(&mut self, key: impl Into<String>, checked: Result<T, String>) -> Option<T> {
+        checked.map_err(|message| self.refuse(key, message)).ok()
+    }
+
+    /// Whether nothing was refused so far.
+    pub fn is_clean(&self) -> bool {
+        self.refusals.is_empty()
+    }
+
+    /// What the sections built when nothing was refused, else every refusal. A section
+    /// returns nothing only after refusing something; should one not, the file is still
+    /// refused, saying so, rather than served without the section.
+    pub fn finish<T>(self, assembled: Option<T>) -> Result<T, ConfigErrors> {
+        match (assembled, ConfigErrors::new(self.refusals)) {
+            (Some(assembled), None) => Ok(assembled),
+            (_, Some(errors)) => Err(errors),
+            (None, None) => Err(ConfigErrors::from(ConfigError {
+                origin: self.origin,
+                key: None,
+                message: "a section was refused without a reason; please report this as a bug".into(),
+            })),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_refusal_is_kept_in_the_order_found_and_named() {
+        let mut diagnostics = Diagnostics::new("t.toml");
+        assert!(diagnostics.is_clean());
+        diagnostics.refuse("listeners.main.bind", "\"x\" is not an address");
+        assert_eq!(diagnostics.ok("realms.default.limits.inflight_per_session", Ok::<_, String>(3)), Some(3));
+        assert_eq!(diagnostics.ok::<u8>("realms.default.keys[0].id", Err("\"a b\" is not a key id".into())), None);
+        assert!(!diagnostics.is_clean());
+        let errors = diagnostics.finish(Some(())).unwrap_err();
+        let keys: Vec<_> = errors.iter().map(|error| error.key.as_deref()).collect();
+        assert_eq!(keys, [Some("listeners.main.bind"), Some("realms.default.keys[0].id")]);
+        assert_eq!(
+            errors.to_string(),
+            "t.toml: listeners.main.bind: \"x\" is not an address\n\
+             t.toml: realms.default.keys[0].id: \"a b\" is not a key id"
+        );
+    }
+
+    #[test]
+    fn a_clean_run_gives_what_was_built() {
+        assert_eq!(Diagnostics::new("t.toml").finish(Some(7)), Ok(7));
+    }
+
+    #[test]
+    fn nothing_built_without_a_refusal_is_still_refused() {
+        let errors = Diagnostics::new("t.toml").finish(None::<()>).unwrap_err();
+        assert!(errors.to_string().starts_with("t.toml: a section was refused without a reason"), "{errors}");
+    }
+}

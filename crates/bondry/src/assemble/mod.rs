@@ -1,0 +1,209 @@
+//! From a loaded configuration and the builtin handlers to what the runtime serves, one
+//! section of the file per module. Each section checks everything it holds and reports
+//! every refusal to one `Diagnostics` before the next runs, so a refused file is refused
+//! with all its errors at once, each naming the file, the key path, the offending value
+//! and the fix.
+
+mod audit;
+mod capabilities;
+mod credentials;
+mod diagnostics;
+mod keys;
+mod listener;
+mod rates;
+mod realm;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bondry_http_server::audit::AuditWriter;
+use bondry_http_server::{AuthSlot, Authenticator, RealmEntry, ServerConfig};
+
+use self::diagnostics::Diagnostics;
+use crate::builtins::Builtins;
+use crate::config::{ConfigErrors, Loaded, RawRealm};
+
+/// What `assemble` produced: the runtime's config, and the audit writer to close last.
+pub struct Assembled {
+    pub server: ServerConfig,
+    pub audit: Option<Arc<AuditWriter>>,
+}
+
+/// Options the command line adds on top of the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--listen`: the address of the one configured listener.
+    pub listen: Option<SocketAddr>,
+}
+
+/// Checks everything and builds the runtime's config, or refuses it with every error
+/// found. Only with `open_sinks` (`serve`), and only for a configuration with nothing
+/// refused, is anything written: the audit sink opened, a realm's key file made; so
+/// `bondry check` touches no files.
+pub fn assemble(
+    loaded: &Loaded,
+    builtins: &Builtins,
+    overrides: &Overrides,
+    open_sinks: bool,
+) -> Result<Assembled, ConfigErrors> {
+    let mut diagnostics = Diagnostics::new(&loaded.origin);
+    let listeners = listener::listeners(&mut diagnostics, &loaded.raw.listeners, overrides.listen);
+    let destination = audit::destination(&mut diagnostics, loaded);
+    let realms = realms(&mut diagnostics, loaded, builtins, open_sinks);
+    let sink = destination.and_then(|destination| {
+        let open = open_sinks && diagnostics.is_clean();
+        audit::open(&mut diagnostics, destination, open)
+    });
+    let assembled = match (listeners, realms, sink) {
+        (Some(listeners), Some(realms), Some(sink)) => {
+            let shutdown_grace = Duration::from_millis(loaded.raw.shutdown_grace_ms);
+            let server = ServerConfig { listeners, realms, audit: sink.records, shutdown_grace };
+            Some(Assembled { server, audit: sink.writer })
+        }
+        _ => None,
+    };
+    diagnostics.finish(assembled)
+}
+
+/// Every realm, each checked whole.
+fn realms(
+    diagnostics: &mut Diagnostics,
+    loaded: &Loaded,
+    builtins: &Builtins,
+    persist_keys: bool,
+) -> Option<HashMap<String, RealmEntry>> {
+    if loaded.raw.realms.is_empty() {
+        diagnostics.refuse("realms", "no realm is configured; add [realms.default]");
+        return None;
+    }
+    let entries: Vec<_> = loaded
+        .raw
+        .realms
+        .iter()
+        .map(|(name, raw)| Some((name.clone(), realm(diagnostics, loaded, name, raw, builtins, persist_keys)?)))
+        .collect();
+    entries.into_iter().collect()
+}
+
+/// One realm: its roles and limits, credentials, capabilities and sealing keys, each checked,
+/// then the registry compiled from them.
+fn realm(
+    diagnostics: &mut Diagnostics,
+    loaded: &Loaded,
+    name: &str,
+    raw: &RawRealm,
+    builtins: &Builtins,
+    persist_keys: bool,
+) -> Option<RealmEntry> {
+    let named = realm::name(diagnostics, name);
+    let policy = realm::policy(diagnostics, name, raw);
+    let limits = realm::session_limits(diagnostics, name, &raw.limits);
+    let rate_limits = realm::rate_limits(diagnostics, name, &raw.rate_limits);
+    let credentials = credentials::credentials(diagnostics, loaded, name, raw);
+    let registrations = capabilities::registrations(diagnostics, loaded, name, &raw.capabilities, builtins);
+    // The key file is named after the realm, so only a valid name is looked up; and it is
+    // made only for a configuration with nothing refused so far.
+    let persist = persist_keys && diagnostics.is_clean();
+    let keys = named.and_then(|()| keys::keys(diagnostics, loaded, name, raw, persist));
+    let registry = capabilities::registry(diagnostics, name, &registrations, policy, keys);
+    Some(RealmEntry {
+        limits: limits?,
+        registry: Arc::new(registry?),
+        auth: Arc::new(AuthSlot::new(Authenticator::new(name, credentials?))),
+        rate_limits: rate_limits?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConfigError, EMBEDDED_DEFAULT, parse};
+
+    fn assemble_in(text: &str, env: &[(&str, &str)]) -> Result<Assembled, ConfigErrors> {
+        let env = env.iter().map(|(name, value)| (name.to_string(), value.to_string()));
+        let loaded = parse("t.toml", text, ".".into(), env)?;
+        assemble(&loaded, &Builtins::demo(), &Overrides::default(), false)
+    }
+
+    /// Every refusal of `text`, one line each.
+    fn refused(text: &str) -> Vec<String> {
+        let errors = assemble_in(text, &[]).err().expect("the configuration is refused");
+        errors.iter().map(ConfigError::to_string).collect()
+    }
+
+    #[track_caller]
+    fn assert_refuses(text: &str, expected: &str) {
+        let refused = refused(text);
+        assert!(refused.iter().any(|line| line.contains(expected)), "{expected:?} not in {refused:#?}");
+    }
+
+    #[test]
+    fn roles_are_named_once() {
+        let twice = format!("{EMBEDDED_DEFAULT}\n[[realms.default.roles]]\nname = \"demo\"\ngrants = []\n");
+        assert_refuses(&twice, "t.toml: realms.default.roles[2].name: role \"demo\" is defined twice");
+        let unnamed = format!("{EMBEDDED_DEFAULT}\n[[realms.default.roles]]\nname = \"\"\n");
+        assert_refuses(&unnamed, "realms.default.roles[2].name: a role needs a non-empty name");
+        let undefined = EMBEDDED_DEFAULT.replace("anonymous_roles = [\"demo\"]", "anonymous_roles = [\"ghost\"]");
+        assert_refuses(&undefined, "realms.default.anonymous_roles[0]: role \"ghost\" is not defined");
+    }
+
+    #[test]
+    fn independent_errors_are_all_reported_in_section_order() {
+        let text = r#"
+            [listeners.main]
+            bind = "nowhere"
+            allowed_origins = ["local", "bogus"]
+            [realms."bad name"]
+            [realms.default]
+            anonymous_roles = ["ghost"]
+            [[realms.default.roles]]
+            name = "demo"
+            grants = ["demo.*", "no spaces"]
+        "#;
+        let keys: Vec<String> = refused(text)
+            .iter()
+            .map(|line| line.strip_prefix("t.toml: ").unwrap().split(": ").next().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "listeners.main.bind",
+                "listeners.main.allowed_origins[1]",
+                "realms.bad name",
+                "realms.default.roles[0].grants[1]",
+                "realms.default.anonymous_roles[0]",
+            ],
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_embedded_default_assembles() {
+        let assembled = assemble_in(EMBEDDED_DEFAULT, &[]).unwrap_or_else(|errors| panic!("{errors}"));
+        assert_eq!(assembled.server.listeners[0].settings.revisions.len(), 3);
+        assert_eq!(assembled.server.listeners[0].bind, "127.0.0.1:7373".parse().unwrap());
+    }
+
+    #[test]
+    fn listen_overrides_a_valid_bind_only() {
+        let loaded = parse("t.toml", EMBEDDED_DEFAULT, ".".into(), []).unwrap();
+        let listen = Overrides { listen: Some("127.0.0.1:9".parse().unwrap()) };
+        let assembled =
+            assemble(&loaded, &Builtins::demo(), &listen, false).unwrap_or_else(|errors| panic!("{errors}"));
+        assert_eq!(assembled.server.listeners[0].bind, "127.0.0.1:9".parse().unwrap());
+        let broken = parse("t.toml", &EMBEDDED_DEFAULT.replace("127.0.0.1:7373", "nowhere"), ".".into(), []).unwrap();
+        assert!(assemble(&broken, &Builtins::demo(), &listen, false).is_err());
+    }
+
+    #[test]
+    fn key_secrets_come_from_the_environment_the_configuration_was_loaded_in() {
+        let keyed = format!("{EMBEDDED_DEFAULT}\n[[realms.default.keys]]\nid = \"k\"\nsecret_env = \"PATH\"\n");
+        let secret = "q1Tp9sJ0m6m3Yt8wP4b0x2Ck7o5Vn1Lr3Ge8Hi2Ds6U=";
+        let assembled = assemble_in(&keyed, &[("PATH", secret)]).unwrap_or_else(|errors| panic!("{errors}"));
+        assert_eq!(assembled.server.realms["default"].registry.snapshot().keys.active.id, "k");
+        // The process has a PATH; the injected environment has none.
+        assert_refuses(&keyed, "realms.default.keys[0].secret_env: the environment variable \"PATH\" is not set");
+    }
+}
