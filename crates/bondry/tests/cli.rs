@@ -596,6 +596,20 @@ fn check_refuses_keys_it_cannot_use() {
 }
 
 #[test]
+fn serve_makes_no_key_file_for_a_file_it_refuses() {
+    // The keys are checked before the capabilities, whose compile refuses the file: a
+    // key file made on the way would outlive a server that never started.
+    let broken = with_capability_keys(r#"input_schema = '{"type":"object","properties":{"a":{"type":"nope"}}}'"#);
+    let config = format!("data_dir = \"state\"\n{broken}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &config);
+    let finished = run(&["serve", "--config", path.to_str().unwrap()]);
+    assert_eq!(finished.status.code(), Some(1), "stderr:\n{}", finished.stderr);
+    assert!(finished.stderr.contains("input schema"), "stderr:\n{}", finished.stderr);
+    assert!(!dir.path().join("state").exists(), "nothing is written for a refused file");
+}
+
+#[test]
 fn check_reports_every_error_of_a_file_in_one_run() {
     let config = r#"[listeners.main]
 bind = "127.0.0.1:0"

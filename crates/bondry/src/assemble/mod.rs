@@ -48,6 +48,21 @@ pub fn assemble(
     overrides: &Overrides,
     open_sinks: bool,
 ) -> Result<Assembled, ConfigErrors> {
+    if open_sinks {
+        // A check first, writing nothing: an error found late (a later realm, the
+        // capabilities' compile) must not follow a key file already made.
+        assemble_once(loaded, builtins, overrides, false)?;
+    }
+    assemble_once(loaded, builtins, overrides, open_sinks)
+}
+
+/// One pass over the configuration, writing only with `open_sinks`.
+fn assemble_once(
+    loaded: &Loaded,
+    builtins: &Builtins,
+    overrides: &Overrides,
+    open_sinks: bool,
+) -> Result<Assembled, ConfigErrors> {
     let mut diagnostics = Diagnostics::new(&loaded.origin);
     let listeners = listener::listeners(&mut diagnostics, &loaded.raw.listeners, overrides.listen);
     let destination = audit::destination(&mut diagnostics, loaded);
@@ -103,10 +118,8 @@ fn realm(
     let rate_limits = realm::rate_limits(diagnostics, name, &raw.rate_limits);
     let credentials = credentials::credentials(diagnostics, loaded, name, raw);
     let registrations = capabilities::registrations(diagnostics, loaded, name, &raw.capabilities, builtins);
-    // The key file is named after the realm, so only a valid name is looked up; and it is
-    // made only for a configuration with nothing refused so far.
-    let persist = persist_keys && diagnostics.is_clean();
-    let keys = named.and_then(|()| keys::keys(diagnostics, loaded, name, raw, persist));
+    // The key file is named after the realm, so only a valid name is looked up.
+    let keys = named.and_then(|()| keys::keys(diagnostics, loaded, name, raw, persist_keys));
     let registry = capabilities::registry(diagnostics, name, &registrations, policy, keys);
     Some(RealmEntry {
         limits: limits?,
