@@ -31,7 +31,7 @@ mod world;
 use world::WORLD;
 
 /// `Adapter::receive` in both eras with arbitrary headers and bodies, then
-/// `Adapter::complete` of any call it plans, and one retry of a multi-round request.
+/// the `Conversation` of any call it plans, and one retry of a multi-round request.
 ///
 /// Input: a byte choosing the listener, session table, principal and realm; a byte
 /// choosing how a planned call ends; then the request as `METHOD\nName: value\n...\n\nbody`,

@@ -1,15 +1,17 @@
 //! Bondry's MCP adapter, sans IO.
 //!
-//! A pure function from a request (head, body, principal, realm snapshot, time and a
-//! random source) to a [`Step`]: a finished [`Reply`], or a [`Call`] for the runtime to run
-//! through the core's dispatcher and hand back to [`Adapter::complete`]. No sockets, no
-//! runtime, no clock and no randomness of its own: everything is injected, so every rule
-//! here is testable without a server.
+//! [`Adapter::receive`] takes a request (head, body, principal, realm snapshot, the
+//! session table's answers, time and a random source) to a [`Step`]: a [`Reply`] to
+//! settle, a [`Call`] to dispatch, a session's event stream to open, or a
+//! `subscriptions/listen` subscription. [`Adapter::conversation`] turns a call into a
+//! [`Conversation`], the state machine the runtime drives with the handler's outcome,
+//! the client's answers and the time. No sockets, no runtime, no clock and no randomness
+//! of its own: everything is injected, so every rule here is testable without a server.
+//! The only state it consults between requests is the session table, through
+//! [`SessionLookup`], which the runtime owns.
 //!
-//! The pipeline follows the contract's order of checks: [`head`] (method, media types),
-//! then [`jsonrpc`] framing, era choice, the [`envelope`], the version and [`headers`],
-//! then the method ([`discover`], [`tools`]). Every refusal is an [`error::Error`], and
-//! that one table decides its status, code and message.
+//! The order of checks is the path of a request in ARCHITECTURE.md; the design notes
+//! are in the crate's README.md.
 
 mod adapter;
 mod call;

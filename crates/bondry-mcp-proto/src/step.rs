@@ -22,7 +22,7 @@ pub struct Inbound<'a> {
 pub enum Step {
     /// Answer now.
     Reply(Reply),
-    /// Run the call, then hand its outcome to [`Adapter::complete`].
+    /// Run the call through its [`Conversation`](crate::Conversation) ([`Adapter::conversation`](crate::Adapter::conversation)).
     Dispatch(Box<Call>),
     /// Open the session's standalone event stream (a handshake-era GET).
     Listen(SessionRef),

@@ -213,8 +213,8 @@ pub fn call_result(
             failure("invalid_input", false, vec![json!({"type": "text", "text": text})])
         }
         Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => failure(code, false, generic()),
-        // Input requests are answered before a result is shaped (`Adapter::complete` in the
-        // modern era, the runtime's rounds in a session); and the core only answers a tool
+        // Input requests are answered before a result is shaped (the `Conversation`'s
+        // `input_required` in the modern era, the runtime's rounds in a session); and the core only answers a tool
         // with the kinds above.
         Outcome::Answered(Answer::InputRequired { .. } | Answer::Messages { .. } | Answer::Contents { .. })
         | Outcome::Completed(_) => failure(dispatch::failure::WRONG_ANSWER_KIND, false, generic()),

@@ -3,8 +3,8 @@
 //! Valid requests of every method, in both eras, are mutated at the JSON, text and header
 //! level and handed to [`Adapter::receive`]. Whatever arrives must be answered cleanly: a
 //! reply whose status is in the error table (or 200, 202, 204) and whose body, if any, is a
-//! JSON-RPC message; or a step for the runtime. Planned calls are completed through
-//! [`Adapter::complete`], with canned outcomes or with what running them through the core
+//! JSON-RPC message; or a step for the runtime. Planned calls are driven through their
+//! `Conversation`, with canned outcomes or with what running them through the core
 //! gives (schema validation of the arguments, then an echoing handler); every audit record
 //! is serialised, as the runtime's sink would. A panic anywhere is a failure: bad input
 //! gets an error, never a panic.
