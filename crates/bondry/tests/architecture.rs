@@ -175,8 +175,17 @@ fn the_http_server_does_not_depend_on_the_binary_crate() {
 }
 
 #[test]
+fn the_upstream_crate_builds_on_core_and_proto_only() {
+    assert_no_path(
+        "bondry-upstream",
+        &["bondry-http-server", "bondry", "axum"],
+        "a backend sits behind core's handler interface; the runtime's pipeline does not learn of it",
+    );
+}
+
+#[test]
 fn no_shipped_crate_depends_on_test_tools() {
-    for root in ["bondry-core", "bondry-mcp-proto", "bondry-http-server", "bondry"] {
+    for root in ["bondry-core", "bondry-mcp-proto", "bondry-http-server", "bondry-upstream", "bondry"] {
         assert_no_path(root, &["bondry-test-support", "rmcp"], "test tools stay out of the data path");
     }
 }

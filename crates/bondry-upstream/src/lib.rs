@@ -1,0 +1,11 @@
+//! Upstream MCP servers as Bondry capabilities: Bondry's own MCP client over Streamable
+//! HTTP and stdio, the connection to each upstream and its lifecycle, and the relay
+//! handler that serves an upstream's capability through core's handler interface.
+//!
+//! The crate builds on the core and the protocol crate only: the runtime never learns
+//! about upstreams, and a relayed capability is resolved, validated and audited by the
+//! same path as a builtin one.
+
+pub mod spec;
+
+pub use spec::{Expose, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};

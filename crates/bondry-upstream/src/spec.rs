@@ -1,0 +1,261 @@
+//! An upstream as the configuration states it, checked: what `[[realms.NAME.upstreams]]`
+//! becomes once every key has been validated and every secret read from the environment
+//! the configuration was loaded in.
+//!
+//! Secrets (header values, the child's variables from `env_from`) live here resolved;
+//! `Debug` names them but never shows their values.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bondry_mcp_proto::Revision;
+use http::{HeaderName, HeaderValue};
+
+/// One upstream MCP server of a realm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamSpec {
+    /// 1-32 bytes of `[a-z0-9_-]`, unique in its realm; names it in audit, logs and the CLI.
+    pub name: String,
+    pub transport: TransportSpec,
+    /// Put before each upstream name, with a dot, to make its capability id; `""` exposes
+    /// upstream names unchanged.
+    pub prefix: String,
+    pub expose: Expose,
+    /// Globs over upstream names; `exclude` wins over `include`.
+    pub include: Vec<NameGlob>,
+    pub exclude: Vec<NameGlob>,
+    /// Offered to the upstream, newest first.
+    pub protocol_versions: Vec<Revision>,
+    /// Bondry's answer to the upstream's `roots/list`, whoever the caller.
+    pub roots: Vec<Root>,
+    pub connect_timeout: Duration,
+    /// Paused while Bondry waits for the caller's input.
+    pub call_timeout: Duration,
+    pub max_concurrent_calls: usize,
+    /// The largest upstream message read; a larger one is logged and dropped.
+    pub max_response_bytes: usize,
+    pub trust: Trust,
+    /// What a later listing's new tools and prompts become (with pins).
+    pub new_capabilities: NewEntries,
+    /// What a later listing's new resources and templates become (with pins).
+    pub new_resources: NewEntries,
+    /// How often the upstream is listed again without a `list_changed`.
+    pub refresh_interval: Duration,
+}
+
+impl UpstreamSpec {
+    /// Whether `other` reaches the same server the same way, so a reload from `self` to
+    /// `other` keeps the connection: the transport and the versions offered are equal.
+    pub fn same_connection(&self, other: &Self) -> bool {
+        self.transport == other.transport && self.protocol_versions == other.protocol_versions
+    }
+
+    /// Whether an upstream entry named `name` is served: included and not excluded.
+    pub fn admits(&self, name: &str) -> bool {
+        self.include.iter().any(|glob| glob.matches(name)) && !self.exclude.iter().any(|glob| glob.matches(name))
+    }
+}
+
+/// How Bondry reaches an upstream.
+#[derive(Clone, PartialEq)]
+pub enum TransportSpec {
+    /// A child process speaking newline-delimited JSON-RPC on stdin and stdout.
+    Stdio {
+        /// Run without a shell.
+        command: String,
+        args: Vec<String>,
+        /// The child's whole environment besides `PATH`, `HOME` and `LANG`: the stanza's
+        /// `env`, then `env_from` resolved. Never anything else of Bondry's own.
+        env: Vec<(String, String)>,
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        url: reqwest::Url,
+        /// Sent on every request: `headers_from` resolved.
+        headers: Vec<(HeaderName, HeaderValue)>,
+        /// Trusted besides the system roots.
+        ca_file: Option<PathBuf>,
+        /// The only proxy used; the proxy variables of the environment never are.
+        proxy: Option<reqwest::Url>,
+    },
+}
+
+impl fmt::Debug for TransportSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdio { command, args, env, cwd } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.iter().map(|(name, _)| name).collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .finish(),
+            Self::Http { url, headers, ca_file, proxy } => f
+                .debug_struct("Http")
+                .field("url", &url.as_str())
+                .field("headers", &headers.iter().map(|(name, _)| name).collect::<Vec<_>>())
+                .field("ca_file", ca_file)
+                .field("proxy", &proxy.as_ref().map(reqwest::Url::as_str))
+                .finish(),
+        }
+    }
+}
+
+/// Which kinds of an upstream's entries are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expose {
+    pub tools: bool,
+    pub prompts: bool,
+    /// Resources and resource templates.
+    pub resources: bool,
+}
+
+impl Default for Expose {
+    fn default() -> Self {
+        Self { tools: true, prompts: true, resources: true }
+    }
+}
+
+/// A glob over upstream names: `*` is any run of bytes, `?` any one byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameGlob(String);
+
+impl NameGlob {
+    pub fn new(pattern: impl Into<String>) -> Self {
+        Self(pattern.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        let (pattern, name) = (self.0.as_bytes(), name.as_bytes());
+        // Iterative matching with one backtrack point: linear in practice, never exponential.
+        let (mut p, mut n, mut star, mut resume) = (0, 0, None, 0);
+        while n < name.len() {
+            match pattern.get(p) {
+                Some(b'*') => {
+                    star = Some(p);
+                    resume = n;
+                    p += 1;
+                }
+                Some(&byte) if byte == b'?' || byte == name[n] => {
+                    p += 1;
+                    n += 1;
+                }
+                _ => match star {
+                    Some(at) => {
+                        p = at + 1;
+                        resume += 1;
+                        n = resume;
+                    }
+                    None => return false,
+                },
+            }
+        }
+        pattern[p..].iter().all(|&byte| byte == b'*')
+    }
+}
+
+/// One of the roots Bondry answers `roots/list` with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    pub uri: String,
+    pub name: Option<String>,
+}
+
+/// How an upstream's first listing is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// Pinned as listed.
+    FirstUse,
+    /// Held until an operator approves it.
+    Approve,
+}
+
+/// What an entry that appears in a later listing becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NewEntries {
+    Hold,
+    Trust,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_whole_names() {
+        let glob = |pattern: &str, name: &str| NameGlob::new(pattern).matches(name);
+        assert!(glob("*", "anything"));
+        assert!(glob("*", ""));
+        assert!(glob("get-*", "get-env"));
+        assert!(!glob("get-*", "xget-env"));
+        assert!(glob("*-env", "get-env"));
+        assert!(glob("g?t", "get"));
+        assert!(!glob("g?t", "gt"));
+        assert!(glob("a*b*c", "a-b-b-c"));
+        assert!(!glob("a*b*c", "a-b-b-d"));
+        assert!(glob("echo", "echo"));
+        assert!(!glob("echo", "echo2"));
+    }
+
+    #[test]
+    fn exclude_wins_over_include() {
+        let spec = |include: &[&str], exclude: &[&str]| UpstreamSpec {
+            include: include.iter().map(|glob| NameGlob::new(*glob)).collect(),
+            exclude: exclude.iter().map(|glob| NameGlob::new(*glob)).collect(),
+            ..example()
+        };
+        assert!(spec(&["*"], &[]).admits("echo"));
+        assert!(!spec(&["*"], &["ec*"]).admits("echo"));
+        assert!(!spec(&["add"], &[]).admits("echo"));
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug() {
+        let spec = UpstreamSpec {
+            transport: TransportSpec::Http {
+                url: "https://mcp.example/mcp".parse().unwrap(),
+                headers: vec![(http::header::AUTHORIZATION, HeaderValue::from_static("Bearer s3cret"))],
+                ca_file: None,
+                proxy: None,
+            },
+            ..example()
+        };
+        let shown = format!("{spec:?}");
+        assert!(shown.contains("authorization") && !shown.contains("s3cret"), "{shown}");
+        let stdio = TransportSpec::Stdio {
+            command: "node".into(),
+            args: vec![],
+            env: vec![("API_KEY".into(), "s3cret".into())],
+            cwd: None,
+        };
+        let shown = format!("{stdio:?}");
+        assert!(shown.contains("API_KEY") && !shown.contains("s3cret"), "{shown}");
+    }
+
+    fn example() -> UpstreamSpec {
+        UpstreamSpec {
+            name: "everything".into(),
+            transport: TransportSpec::Stdio { command: "node".into(), args: vec![], env: vec![], cwd: None },
+            prefix: "everything".into(),
+            expose: Expose::default(),
+            include: vec![NameGlob::new("*")],
+            exclude: vec![],
+            protocol_versions: vec![Revision::V2026_07_28, Revision::V2025_11_25, Revision::V2025_06_18],
+            roots: vec![],
+            connect_timeout: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(60),
+            max_concurrent_calls: 64,
+            max_response_bytes: 4 * 1024 * 1024,
+            trust: Trust::FirstUse,
+            new_capabilities: NewEntries::Hold,
+            new_resources: NewEntries::Trust,
+            refresh_interval: Duration::from_secs(300),
+        }
+    }
+}
