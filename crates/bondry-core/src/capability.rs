@@ -134,6 +134,10 @@ pub struct Descriptor {
     pub binding: Binding,
     /// Whether audit records may carry the arguments themselves, not only their digest.
     pub audit_arguments: bool,
+    /// The definition exactly as the backend received it (an upstream's list entry), in
+    /// the adapter's wire form: kept whole so the adapter lists what the core does not
+    /// model (icons, `_meta`, fields it does not know) as the source wrote it.
+    pub verbatim: Option<Arc<Value>>,
 }
 
 impl Descriptor {
@@ -154,6 +158,7 @@ impl Descriptor {
             requires_client: None,
             binding,
             audit_arguments: false,
+            verbatim: None,
         }
     }
 }

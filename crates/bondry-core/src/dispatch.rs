@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use crate::BoxFuture;
 use crate::audit::AuditOutcome;
 use crate::capability::CapabilityKind;
-use crate::handler::{Answer, Completion, CompletionQuery, HandlerRequest};
+use crate::handler::{Answer, Completion, CompletionFailed, CompletionQuery, HandlerRequest};
 use crate::policy::Principal;
 use crate::realm::RealmSnapshot;
 use crate::registry::Capability;
@@ -165,7 +165,9 @@ pub mod failure {
 impl Outcome {
     pub fn audit_outcome(&self) -> AuditOutcome {
         match self {
-            Self::Answered(Answer::ToolError { .. }) => AuditOutcome::ToolError,
+            Self::Answered(Answer::ToolError { .. } | Answer::Relayed { tool_error: true, .. }) => {
+                AuditOutcome::ToolError
+            }
             Self::Answered(Answer::InputRequired { .. }) => AuditOutcome::InputRequired,
             Self::Answered(Answer::Failure { .. }) | Self::Failed { .. } => AuditOutcome::HandlerFailed,
             Self::Answered(_) => AuditOutcome::Succeeded,
@@ -209,14 +211,17 @@ pub async fn invoke(capability: &Capability, request: HandlerRequest) -> Outcome
 /// Most values a completion offers; the rest are left out and `hasMore` set.
 pub const MAX_COMPLETION_VALUES: usize = 100;
 
-/// Runs `capability`'s completion hook for `query`; a panicking hook offers nothing.
-pub async fn complete(capability: &Capability, query: CompletionQuery) -> Outcome {
-    let completion = match panic::catch_unwind(AssertUnwindSafe(|| capability.handler.complete(query))) {
+/// Runs `capability`'s completion hook for `query`, asked by `request`'s caller; a hook
+/// that panics or fails fails the completion.
+pub async fn complete(capability: &Capability, request: HandlerRequest, query: CompletionQuery) -> Outcome {
+    let completion = match panic::catch_unwind(AssertUnwindSafe(|| capability.handler.complete(request, query))) {
         Ok(future) => CatchUnwind(future).await,
         Err(_) => None,
     };
-    let Some(mut completion) = completion else {
-        return Outcome::Failed { code: failure::HANDLER_PANICKED.to_owned() };
+    let mut completion = match completion {
+        None => return Outcome::Failed { code: failure::HANDLER_PANICKED.to_owned() },
+        Some(Err(CompletionFailed { code })) => return Outcome::Failed { code },
+        Some(Ok(completion)) => completion,
     };
     if completion.values.len() > MAX_COMPLETION_VALUES {
         completion.values.truncate(MAX_COMPLETION_VALUES);

@@ -18,11 +18,12 @@ pub trait Handler: Send + Sync + 'static {
     /// Serves one call, read or get.
     fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer>;
 
-    /// Suggests values for an argument of a prompt or resource template.
+    /// Suggests values for an argument of a prompt or resource template. `request` says
+    /// who asks, in which realm, and carries the cancellation; its arguments are empty.
     /// The default offers nothing.
-    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
-        let _ = query;
-        Box::pin(std::future::ready(Completion::default()))
+    fn complete(&self, request: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
+        let _ = (request, query);
+        Box::pin(std::future::ready(Ok(Completion::default())))
     }
 }
 
@@ -170,6 +171,11 @@ pub enum Answer {
     InputRequired { requests: BTreeMap<String, InputRequest>, state: Option<Value> },
     /// A failure with a stable code; its detail never reaches the caller.
     Failure { code: String },
+    /// A result as a backend's upstream answered it, in the adapter's wire form, for the
+    /// capability's own kind: the adapter passes it through, replacing only the keys that
+    /// are Bondry's own. `tool_error` says whether it reports a tool error, which the core
+    /// cannot read from the wire. Not held to the output schema: the upstream owns it.
+    Relayed { result: Value, tool_error: bool },
 }
 
 impl Answer {
@@ -177,7 +183,7 @@ impl Answer {
     pub fn allowed_for(&self, kind: CapabilityKind) -> bool {
         use CapabilityKind::*;
         match self {
-            Self::InputRequired { .. } | Self::Failure { .. } => true,
+            Self::InputRequired { .. } | Self::Failure { .. } | Self::Relayed { .. } => true,
             Self::Value(_) | Self::Content { .. } | Self::ToolError { .. } => kind == Tool,
             Self::Messages { .. } => kind == Prompt,
             Self::Contents { .. } => matches!(kind, Resource | ResourceTemplate),
@@ -246,6 +252,16 @@ pub struct CompletionQuery {
     pub value: String,
     /// Values of other arguments already chosen.
     pub context: BTreeMap<String, String>,
+}
+
+/// What a completion hook answers: suggestions, or a failure with a stable code.
+pub type CompletionAnswer = Result<Completion, CompletionFailed>;
+
+/// A completion hook that could not answer; the code is stable, the detail never reaches
+/// the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletionFailed {
+    pub code: String,
 }
 
 /// Suggested values for a completion query.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::capability::CapabilityKind;
+use crate::capability::{CapabilityId, CapabilityKind};
 use crate::policy::{Policy, Principal};
 use crate::registry::{Catalogue, CatalogueError, Lint, Registration};
 use crate::schema::SchemaBounds;
@@ -59,6 +59,9 @@ pub struct KeySet {
 /// Called after each swap with the old and the new snapshot.
 pub type SwapObserver = Box<dyn Fn(&RealmSnapshot, &RealmSnapshot) + Send + Sync>;
 
+/// Called with the URI of a resource a backend says changed outside any call.
+pub type UpdateObserver = Box<dyn Fn(&str) + Send + Sync>;
+
 /// What a realm's catalogue is compiled from: the configured capabilities, plus the
 /// dynamic ones each handler owns (keyed by the handler's binding target), which survive
 /// every rebuild until their handler replaces them.
@@ -76,6 +79,12 @@ impl Sources {
         let registrations = self.configured.iter().chain(self.dynamic.values().flatten());
         let lints: Vec<&dyn Lint> = self.lints.iter().map(|lint| &**lint).collect();
         Catalogue::build_reusing(previous, version, registrations, &self.bounds, &lints)
+    }
+
+    /// Whether `registration` compiles on its own under these bounds and lints.
+    fn compiles_alone(&self, registration: &Registration) -> Result<(), CatalogueError> {
+        let lints: Vec<&dyn Lint> = self.lints.iter().map(|lint| &**lint).collect();
+        Catalogue::build_reusing(None, 0, [registration], &self.bounds, &lints).map(drop)
     }
 
     /// Points every registration at the descriptor its entry in `catalogue` holds, so an
@@ -108,6 +117,7 @@ type Undo = Box<dyn FnOnce(&mut Sources)>;
 pub struct Registry {
     current: RwLock<Arc<RealmSnapshot>>,
     observers: RwLock<Vec<SwapObserver>>,
+    update_observers: RwLock<Vec<UpdateObserver>>,
     /// Present when the registry rebuilds its own catalogue (dynamic capabilities and
     /// reloads); a registry swapped only by its host has none.
     sources: Mutex<Option<Compiled>>,
@@ -121,7 +131,12 @@ impl fmt::Debug for Registry {
 
 impl Registry {
     pub fn new(snapshot: RealmSnapshot) -> Self {
-        Self { current: RwLock::new(Arc::new(snapshot)), observers: RwLock::new(Vec::new()), sources: Mutex::new(None) }
+        Self {
+            current: RwLock::new(Arc::new(snapshot)),
+            observers: RwLock::new(Vec::new()),
+            update_observers: RwLock::new(Vec::new()),
+            sources: Mutex::new(None),
+        }
     }
 
     /// A registry whose catalogue is compiled from `sources`, under `policy` and `keys`.
@@ -155,6 +170,40 @@ impl Registry {
             },
             None,
         )
+    }
+
+    /// Offers `owner`'s dynamic capabilities, serving every one that compiles: an entry
+    /// that does not (a bad schema, a lint, an id or URI another source holds) is left out
+    /// and returned with why, and never costs the others or the realm. Withdrawing is
+    /// offering none.
+    pub fn offer_dynamic(&self, owner: &str, mut registrations: Vec<Registration>) -> Vec<Skipped> {
+        let mut skipped = Vec::new();
+        // Alone first, which is cheap and finds most; then together, where only clashes remain.
+        if let Some(compiled) = self.sources.lock().unwrap_or_else(|poison| poison.into_inner()).as_ref() {
+            registrations.retain(|registration| match compiled.sources.compiles_alone(registration) {
+                Ok(()) => true,
+                Err(error) => {
+                    skipped.push(Skipped { id: registration.descriptor.id.clone(), why: error.to_string() });
+                    false
+                }
+            });
+        }
+        // Each failed build leaves one entry out, so this ends within as many builds as entries.
+        while let Err(error) = self.set_dynamic(owner, registrations.clone()) {
+            match registrations.iter().rposition(|registration| &registration.descriptor.id == error.id()) {
+                Some(at) => {
+                    registrations.remove(at);
+                    skipped.push(Skipped { id: error.id().clone(), why: error.to_string() });
+                }
+                // Not one of the offered entries: nothing offered can be served.
+                None => {
+                    let why = error.to_string();
+                    let ids = registrations.drain(..).map(|registration| registration.descriptor.id.clone());
+                    skipped.extend(ids.map(|id| Skipped { id, why: why.clone() }));
+                }
+            }
+        }
+        skipped
     }
 
     /// The configured capabilities the catalogue is compiled from, if it is compiled here.
@@ -230,6 +279,61 @@ impl Registry {
     /// Registers `observer` for every later swap.
     pub fn observe(&self, observer: SwapObserver) {
         self.observers.write().unwrap_or_else(|poison| poison.into_inner()).push(observer);
+    }
+
+    /// Registers `observer` for every resource update announced through [`RealmEvents`].
+    pub fn observe_updates(&self, observer: UpdateObserver) {
+        self.update_observers.write().unwrap_or_else(|poison| poison.into_inner()).push(observer);
+    }
+
+    fn resource_updated(&self, uri: &str) {
+        for observe in self.update_observers.read().unwrap_or_else(|poison| poison.into_inner()).iter() {
+            observe(uri);
+        }
+    }
+}
+
+/// A dynamic capability [`Registry::offer_dynamic`] left out, and why.
+#[derive(Debug)]
+pub struct Skipped {
+    pub id: CapabilityId,
+    /// The catalogue's refusal, for the log.
+    pub why: String,
+}
+
+/// What a backend holds of its realm from wiring time on, to act outside any call: it
+/// offers the capabilities it serves and says when a resource changed. Narrower than the
+/// registry: a backend cannot reconfigure the realm or swap its snapshot.
+#[derive(Clone)]
+pub struct RealmEvents {
+    registry: Arc<Registry>,
+}
+
+impl RealmEvents {
+    pub fn new(registry: Arc<Registry>) -> Self {
+        Self { registry }
+    }
+
+    /// The realm as it is now: what a backend names its capabilities against.
+    pub fn snapshot(&self) -> Arc<RealmSnapshot> {
+        self.registry.snapshot()
+    }
+
+    /// Serves `registrations` as `owner`'s, replacing what it offered before; see
+    /// [`Registry::offer_dynamic`].
+    pub fn offer(&self, owner: &str, registrations: Vec<Registration>) -> Vec<Skipped> {
+        self.registry.offer_dynamic(owner, registrations)
+    }
+
+    /// The resource at `uri` changed: its subscribers hear of it.
+    pub fn resource_updated(&self, uri: &str) {
+        self.registry.resource_updated(uri);
+    }
+}
+
+impl fmt::Debug for RealmEvents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RealmEvents").field("realm", &self.registry.snapshot().realm).finish()
     }
 }
 
@@ -338,6 +442,40 @@ mod tests {
         registry.swap(RealmSnapshot::new("default", host, Policy::default(), snapshot(9).keys));
         registry.set_dynamic("owner", Vec::new()).unwrap();
         assert!(!Arc::ptr_eq(&host_c, &entry(&registry, "c")) && !Arc::ptr_eq(&c, &entry(&registry, "c")));
+    }
+
+    #[test]
+    fn an_offer_serves_what_compiles_and_skips_the_rest() {
+        let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
+        let sources = Sources {
+            configured: vec![tool("a", "configured", &handler)],
+            dynamic: BTreeMap::new(),
+            bounds: SchemaBounds::default(),
+            lints: Vec::new(),
+        };
+        let registry = Arc::new(Registry::compiled("default", sources, Policy::default(), snapshot(1).keys).unwrap());
+        let mut not_an_object = tool("c", "", &handler);
+        Arc::make_mut(&mut not_an_object.descriptor).input_schema = serde_json::json!({"type": "string"});
+        let events = RealmEvents::new(Arc::clone(&registry));
+        let skipped =
+            events.offer("backend", vec![tool("b", "", &handler), not_an_object, tool("a", "clash", &handler)]);
+        let skipped: Vec<&str> = skipped.iter().map(|skipped| skipped.id.as_str()).collect();
+        assert_eq!(skipped, ["c", "a"], "the bad schema alone, then the clash with a configured id");
+        let snapshot = events.snapshot();
+        assert_eq!(snapshot.catalogue.get("a").unwrap().descriptor.summary.as_deref(), Some("configured"));
+        assert!(snapshot.catalogue.get("b").is_some() && snapshot.catalogue.get("c").is_none());
+        assert!(events.offer("backend", Vec::new()).is_empty());
+        assert!(registry.snapshot().catalogue.get("b").is_none(), "offering none withdraws");
+    }
+
+    #[test]
+    fn resource_updates_reach_every_update_observer() {
+        let registry = Arc::new(Registry::new(snapshot(1)));
+        let heard = Arc::new(RwLock::new(Vec::new()));
+        let record = Arc::clone(&heard);
+        registry.observe_updates(Box::new(move |uri| record.write().unwrap().push(uri.to_owned())));
+        RealmEvents::new(registry).resource_updated("file:///a");
+        assert_eq!(*heard.read().unwrap(), ["file:///a"]);
     }
 
     #[test]

@@ -80,6 +80,19 @@ pub enum CatalogueError {
     KindField { id: CapabilityId, message: String },
 }
 
+impl CatalogueError {
+    /// The capability the error is about: every refusal names one.
+    pub fn id(&self) -> &CapabilityId {
+        match self {
+            Self::DuplicateId(id)
+            | Self::Schema { id, .. }
+            | Self::InputNotObject { id }
+            | Self::Lint { id, .. }
+            | Self::KindField { id, .. } => id,
+        }
+    }
+}
+
 /// An immutable, id-sorted set of capabilities with a version tag.
 #[derive(Debug)]
 pub struct Catalogue {

@@ -127,7 +127,9 @@ impl Publications {
         }
     }
 
-    fn resource_updated(&self, realm: &str, uri: &str) {
+    /// Tells the sessions subscribed to `uri` in `realm`, and the listen streams that
+    /// follow it, whose principal can read it now.
+    pub fn resource_updated(&self, realm: &str, uri: &str) {
         let Some(entry) = self.realms.get(realm) else {
             return;
         };

@@ -103,8 +103,11 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
     let mut addrs = Vec::new();
     for (name, entry) in realms.iter() {
         // After every swap, the sessions and listen streams whose views changed are told.
-        let (realm, publications) = (name.clone(), Arc::clone(&publications));
-        entry.registry.observe(Box::new(move |old, new| publications.swapped(&realm, old, new)));
+        let (realm, swaps) = (name.clone(), Arc::clone(&publications));
+        entry.registry.observe(Box::new(move |old, new| swaps.swapped(&realm, old, new)));
+        // What a backend says changed outside any call reaches subscribers like a handler's word.
+        let (realm, updates) = (name.clone(), Arc::clone(&publications));
+        entry.registry.observe_updates(Box::new(move |uri| updates.resource_updated(&realm, uri)));
     }
     for (name, addr, socket, endpoint, connections) in bound {
         tasks.spawn(sweep(Arc::clone(&endpoint), shutdown.clone()));

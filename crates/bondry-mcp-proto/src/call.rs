@@ -101,7 +101,7 @@ impl Call {
         // The future holds its own capability, so the call is free while it runs.
         let capability = Arc::clone(&self.capability);
         match self.completion.clone() {
-            Some(query) => Box::pin(async move { dispatch::complete(&capability, query).await }),
+            Some(query) => Box::pin(async move { dispatch::complete(&capability, request, query).await }),
             None => Box::pin(async move { dispatch::invoke(&capability, request).await }),
         }
     }

@@ -92,6 +92,7 @@ impl Lint for McpLint {
             hashed.insert("annotations".into(), annotations.clone());
         }
         hashed.insert("binding".into(), json!({"kind": descriptor.binding.kind, "target": descriptor.binding.target}));
+        hash_source(&mut hashed, descriptor);
         let hash = format!("sha256:{}", canon::digest(&Value::Object(hashed)));
 
         let mut tool = Map::new();
@@ -109,7 +110,8 @@ impl Lint for McpLint {
         if let Some(annotations) = annotations {
             tool.insert("annotations".into(), annotations);
         }
-        tool.insert("_meta".into(), json!({ HASH_KEY: hash }));
+        let mut tool = completed(tool, descriptor);
+        own_meta(&mut tool).insert(HASH_KEY.into(), json!(hash));
         let modern = serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?;
         let listed = canon::sha256_hex(modern.get().as_bytes());
         let handshake = match tool.get("outputSchema") {
@@ -151,10 +153,64 @@ fn entry(descriptor: &Descriptor) -> Result<EntryWire, String> {
     let mut hashed = entry.clone();
     hashed.insert("inputSchema".into(), descriptor.input_schema.clone());
     hashed.insert("binding".into(), json!({"kind": descriptor.binding.kind, "target": descriptor.binding.target}));
+    hash_source(&mut hashed, descriptor);
     let hash = format!("sha256:{}", canon::digest(&Value::Object(hashed)));
-    entry.insert("_meta".into(), json!({ HASH_KEY: hash }));
+    let mut entry = completed(entry, descriptor);
+    own_meta(&mut entry).insert(HASH_KEY.into(), json!(hash));
     let json = serde_json::value::to_raw_value(&entry).map_err(|error| error.to_string())?;
     Ok(EntryWire { json, hash })
+}
+
+/// Fields of a source's definition that are not the capability's content: its display
+/// text and its `_meta`, which the content hash leaves out as it does Bondry's own.
+const NOT_CONTENT: [&str; 3] = ["title", "description", "_meta"];
+
+/// Adds to a content hash what the source's definition holds beyond what Bondry models.
+fn hash_source(hashed: &mut Map<String, Value>, descriptor: &Descriptor) {
+    let Some(source) = descriptor.verbatim.as_deref().and_then(Value::as_object) else { return };
+    let content: Map<String, Value> = source
+        .iter()
+        .filter(|(key, _)| !NOT_CONTENT.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    hashed.insert("source".into(), Value::Object(content));
+}
+
+/// Bondry's list entry `own`, completed from the definition its source wrote
+/// ([`Descriptor::verbatim`]): every field Bondry does not decide is kept as written (icons,
+/// `execution`, fields of later revisions), the source's `annotations` whole (their title
+/// and hints Bondry does not model), and its `_meta` but for Bondry's and the protocol's
+/// own keys. What Bondry decides (the name, schemas, URI, arguments) stays its own.
+fn completed(mut own: Map<String, Value>, descriptor: &Descriptor) -> Map<String, Value> {
+    let Some(source) = descriptor.verbatim.as_deref().and_then(Value::as_object) else { return own };
+    for (key, value) in source {
+        match key.as_str() {
+            "_meta" => {
+                let kept =
+                    value.as_object().into_iter().flatten().filter(|(key, _)| {
+                        !key.starts_with("dev.bondry/") && !key.starts_with("io.modelcontextprotocol/")
+                    });
+                own_meta(&mut own).extend(kept.map(|(key, value)| (key.clone(), value.clone())));
+            }
+            "annotations" if value.is_object() => {
+                own.insert(key.clone(), value.clone());
+            }
+            decided if own.contains_key(decided) => {}
+            _ => {
+                own.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    own
+}
+
+/// The entry's `_meta` object, made if absent.
+fn own_meta(entry: &mut Map<String, Value>) -> &mut Map<String, Value> {
+    let meta = entry.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    meta.as_object_mut().expect("made an object above")
 }
 
 /// A prompt's arguments, from its input schema: every property is one (a string, as
@@ -284,6 +340,65 @@ fn is_tchar(byte: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn relayed(kind: CapabilityKind, verbatim: Value) -> Descriptor {
+        use bondry_core::capability::{Binding, CapabilityId};
+        let binding = Binding { kind: "upstream".into(), target: "everything".into() };
+        let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+        let mut descriptor = Descriptor::new(CapabilityId::new("everything.echo").unwrap(), kind, schema, binding);
+        descriptor.summary = verbatim.get("description").and_then(Value::as_str).map(str::to_owned);
+        descriptor.verbatim = Some(Arc::new(verbatim));
+        descriptor
+    }
+
+    fn rendered_tool(descriptor: &Descriptor) -> Value {
+        let wire = McpLint.check(descriptor).unwrap();
+        let wire = wire.downcast_ref::<ToolWire>().unwrap();
+        serde_json::from_str(wire.rendered(Era::Modern).get()).unwrap()
+    }
+
+    #[test]
+    fn a_relayed_tool_is_listed_as_its_upstream_wrote_it_under_bondrys_name() {
+        let upstream = json!({
+            "name": "echo",
+            "description": "Echoes",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "sneaky": {}}},
+            "icons": [{"src": "https://example.com/echo.png", "sizes": ["48x48"]}],
+            "annotations": {"title": "Echo", "readOnlyHint": true, "x-vendorHint": 1},
+            "execution": {"taskSupport": "forbidden"},
+            "x-later-revision": {"kept": true},
+            "_meta": {"dev.bondry/hash": "forged", "io.modelcontextprotocol/x": 1, "vendor.example/k": "v"}
+        });
+        let tool = rendered_tool(&relayed(CapabilityKind::Tool, upstream));
+        assert_eq!(tool["name"], "everything.echo", "the exposed id");
+        assert_eq!(tool["description"], "Echoes");
+        assert_eq!(
+            tool["inputSchema"]["properties"],
+            json!({"text": {"type": "string"}}),
+            "the schema Bondry checks with"
+        );
+        assert_eq!(tool["icons"], json!([{"src": "https://example.com/echo.png", "sizes": ["48x48"]}]));
+        assert_eq!(tool["annotations"], json!({"title": "Echo", "readOnlyHint": true, "x-vendorHint": 1}));
+        assert_eq!(tool["execution"], json!({"taskSupport": "forbidden"}));
+        assert_eq!(tool["x-later-revision"], json!({"kept": true}));
+        assert_eq!(tool["_meta"]["vendor.example/k"], "v");
+        assert!(tool["_meta"].get("io.modelcontextprotocol/x").is_none());
+        assert!(
+            tool["_meta"][HASH_KEY].as_str().unwrap().starts_with("sha256:"),
+            "Bondry's own hash, not the forged one"
+        );
+    }
+
+    #[test]
+    fn a_relayed_tools_content_is_in_its_hash_and_its_text_is_not() {
+        let hash = |verbatim: Value| {
+            let wire = McpLint.check(&relayed(CapabilityKind::Tool, verbatim)).unwrap();
+            wire.downcast_ref::<ToolWire>().unwrap().hash.clone()
+        };
+        let base = hash(json!({"name": "echo", "description": "one", "execution": {}}));
+        assert_eq!(base, hash(json!({"name": "echo", "description": "two", "execution": {}})), "description left out");
+        assert_ne!(base, hash(json!({"name": "echo", "description": "one", "execution": {"taskSupport": "optional"}})));
+    }
 
     #[test]
     fn finds_declarations_on_nested_properties() {

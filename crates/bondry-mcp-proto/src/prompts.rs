@@ -5,7 +5,7 @@ use bondry_core::audit::AuditOutcome;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::dispatch::{self, Outcome, Resolution, failure};
 use bondry_core::handler::{Answer, Role};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::call::Admitted;
 use crate::error::Error;
@@ -31,7 +31,7 @@ pub fn get(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
         Step::Reply(request.error(error).audited(record))
     };
     let arguments = match request.params.get("arguments") {
-        None | Some(Value::Null) => serde_json::Map::new(),
+        None | Some(Value::Null) => Map::new(),
         Some(Value::Object(arguments)) if arguments.values().all(Value::is_string) => arguments.clone(),
         Some(_) => {
             return refuse(Error::InvalidParams { id: id(), detail: "params.arguments must be an object of strings" });
@@ -64,6 +64,18 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
     let failed = |code: &str| Error::CapabilityFailed { id: id(), code: stable_code(code).to_owned() };
     let (description, messages) = match outcome {
         Outcome::Answered(Answer::Messages { description, messages }) => (description, messages),
+        Outcome::Answered(Answer::Relayed { result, .. }) => {
+            let own = match era {
+                Era::Modern => server_meta.as_object().cloned().unwrap_or_default(),
+                Era::Handshake => Map::new(),
+            };
+            let mut passed =
+                shape::relayed(result, "messages", &own).ok_or_else(|| failed(failure::WRONG_ANSWER_KIND))?;
+            if era == Era::Modern {
+                passed.insert("resultType".into(), json!("complete"));
+            }
+            return Ok(Value::Object(passed));
+        }
         Outcome::InvalidInput(violations) => {
             let named = violations.named.iter().map(ToString::to_string).collect();
             return Err(Error::InvalidPromptArguments { id: id(), violations: named, more: violations.more });

@@ -4,7 +4,7 @@
 use bondry_core::audit::AuditOutcome;
 use bondry_core::dispatch::{self, Outcome, ResourceResolution, failure};
 use bondry_core::handler::{Answer, ResourceContents};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::call::Admitted;
 use crate::error::Error;
@@ -93,6 +93,23 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
     let failed = |code: &str| Error::CapabilityFailed { id: id(), code: stable_code(code).to_owned() };
     let items = match outcome {
         Outcome::Answered(Answer::Contents { items }) if !items.is_empty() => items,
+        Outcome::Answered(Answer::Relayed { result, .. }) => {
+            let own = match era {
+                Era::Modern => server_meta.as_object().cloned().unwrap_or_default(),
+                Era::Handshake => Map::new(),
+            };
+            let mut passed =
+                shape::relayed(result, "contents", &own).ok_or_else(|| failed(failure::WRONG_ANSWER_KIND))?;
+            if passed.get("contents").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+                return Err(Error::ResourceNotFound { id: id(), uri, in_session: era == Era::Handshake });
+            }
+            if era == Era::Modern {
+                passed.insert("resultType".into(), json!("complete"));
+                passed.insert("ttlMs".into(), json!(0));
+                passed.insert("cacheScope".into(), json!("private"));
+            }
+            return Ok(Value::Object(passed));
+        }
         Outcome::Answered(Answer::Contents { .. }) => {
             return Err(Error::ResourceNotFound { id: id(), uri, in_session: era == Era::Handshake });
         }

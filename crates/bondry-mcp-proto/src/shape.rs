@@ -44,3 +44,83 @@ pub fn resource_contents(contents: &ResourceContents) -> Value {
 pub fn json_text(value: &Value) -> Value {
     json!({"type": "text", "text": value.to_string()})
 }
+
+/// Top-level result keys that are Bondry's to set for its caller, never an upstream's.
+const OWN_RESULT_KEYS: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
+
+/// Whether a `_meta` key of an upstream's result is Bondry's own namespace or the
+/// protocol's, which Bondry sets for its caller.
+fn own_meta_key(key: &str) -> bool {
+    key.starts_with("dev.bondry/") || key.starts_with("io.modelcontextprotocol/")
+}
+
+/// A relayed result, passed through: `result` as the upstream answered it, holding the
+/// array `items` its kind must have (`content`, `messages`, `contents`), with the keys
+/// that are Bondry's own replaced: `resultType`, `ttlMs`, `cacheScope` and the
+/// `dev.bondry/*` and `io.modelcontextprotocol/*` keys of `_meta` are dropped, and
+/// Bondry's `meta` (its own keys for this caller) added. `None` when the result is not
+/// such an object. The caller's era then adds what it requires, like for any result.
+pub fn relayed(result: &Value, items: &str, meta: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let object = result.as_object().filter(|object| object.get(items).is_some_and(Value::is_array))?;
+    let mut passed: Map<String, Value> = object
+        .iter()
+        .filter(|(key, _)| !OWN_RESULT_KEYS.contains(&key.as_str()) && key.as_str() != "_meta")
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    let mut merged: Map<String, Value> = object
+        .get("_meta")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| !own_meta_key(key))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    merged.extend(meta.iter().map(|(key, value)| (key.clone(), value.clone())));
+    if !merged.is_empty() {
+        passed.insert("_meta".into(), Value::Object(merged));
+    }
+    Some(passed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relayed_result_keeps_all_but_bondrys_own_keys() {
+        let upstream = json!({
+            "content": [{"type": "text", "text": "hi", "annotations": {"audience": ["user"]}}],
+            "structuredContent": {"n": 1},
+            "x-unknown": true,
+            "resultType": "complete",
+            "ttlMs": 5,
+            "cacheScope": "public",
+            "_meta": {
+                "dev.bondry/invocationId": "forged",
+                "io.modelcontextprotocol/serverInfo": {"name": "upstream"},
+                "vendor.example/trace": "t-1"
+            }
+        });
+        let meta = Map::from_iter([("dev.bondry/invocationId".to_owned(), json!("real"))]);
+        let passed = relayed(&upstream, "content", &meta).unwrap();
+        assert_eq!(
+            Value::Object(passed),
+            json!({
+                "content": [{"type": "text", "text": "hi", "annotations": {"audience": ["user"]}}],
+                "structuredContent": {"n": 1},
+                "x-unknown": true,
+                "_meta": {"vendor.example/trace": "t-1", "dev.bondry/invocationId": "real"}
+            })
+        );
+    }
+
+    #[test]
+    fn a_relayed_result_without_its_kinds_items_is_refused() {
+        let none = Map::new();
+        assert!(relayed(&json!({"messages": []}), "content", &none).is_none());
+        assert!(relayed(&json!({"content": "text"}), "content", &none).is_none());
+        assert!(relayed(&json!([1]), "content", &none).is_none());
+        let bare = relayed(&json!({"contents": [], "_meta": {"dev.bondry/x": 1}}), "contents", &none).unwrap();
+        assert_eq!(Value::Object(bare), json!({"contents": []}), "an emptied _meta is left out");
+    }
+}

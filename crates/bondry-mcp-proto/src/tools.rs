@@ -203,6 +203,20 @@ pub fn call_result(
             }
             result
         }
+        Outcome::Answered(Answer::Relayed { result, .. }) => {
+            let own = meta(None).as_object().cloned().unwrap_or_default();
+            match shape::relayed(result, "content", &own) {
+                Some(mut passed) => {
+                    // Those revisions allow only an object as structured content.
+                    if era == Era::Handshake && passed.get("structuredContent").is_some_and(|value| !value.is_object())
+                    {
+                        passed.remove("structuredContent");
+                    }
+                    Value::Object(passed)
+                }
+                None => failure(dispatch::failure::WRONG_ANSWER_KIND, false, generic()),
+            }
+        }
         Outcome::Answered(Answer::ToolError { code, retryable, content }) => failure(
             code,
             *retryable,

@@ -27,8 +27,8 @@ use bondry_core::BoxFuture;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::dispatch::Outcome;
 use bondry_core::handler::{
-    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind, InputRequest, LogLevel,
-    Message, ResourceBody, ResourceContents, Role,
+    Answer, Completion, CompletionAnswer, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind,
+    InputRequest, LogLevel, Message, ResourceBody, ResourceContents, Role,
 };
 use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot};
@@ -456,9 +456,9 @@ impl Handler for Echo {
         Box::pin(std::future::ready(answer))
     }
 
-    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+    fn complete(&self, _: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
         let values = vec![query.value, query.argument];
-        Box::pin(std::future::ready(Completion { values, total: Some(2), has_more: Some(false) }))
+        Box::pin(std::future::ready(Ok(Completion { values, total: Some(2), has_more: Some(false) })))
     }
 }
 

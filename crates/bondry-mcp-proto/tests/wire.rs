@@ -72,6 +72,11 @@ impl Handler for Fixed {
     }
 }
 
+/// A handler relaying `result` as an upstream answered it.
+fn relayed(result: Value, tool_error: bool) -> Arc<dyn Handler> {
+    Arc::new(Fixed(Answer::Relayed { result, tool_error }))
+}
+
 /// A handler that panics, with a detail that must never reach the caller.
 struct Panics;
 
@@ -179,6 +184,47 @@ fn content_realm() -> Arc<RealmSnapshot> {
             Arc::new(Items),
         ),
         described(entry("hidden.note", Prompt, None, note_schema, Arc::new(NotePrompt)), "Note", "Writes a note", None),
+        entry(
+            "test.relayed_prompt",
+            Prompt,
+            None,
+            json!({"type": "object", "properties": {}}),
+            relayed(
+                json!({
+                    "description": "the upstream's",
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                    "resultType": "incomplete",
+                    "_meta": {"vendor.example/k": "v", "dev.bondry/hash": "forged"}
+                }),
+                false,
+            ),
+        ),
+        entry(
+            "test.relayed_resource",
+            Resource,
+            Some("test://relayed"),
+            object(),
+            relayed(
+                json!({
+                    "contents": [{"uri": "test://relayed", "text": "as read upstream", "x-extra": 1}],
+                    "ttlMs": 60000,
+                    "cacheScope": "public"
+                }),
+                false,
+            ),
+        ),
+        entry(
+            "test.relayed_nothing",
+            Resource,
+            Some("test://relayed-nothing"),
+            object(),
+            relayed(
+                json!({
+                    "contents": []
+                }),
+                false,
+            ),
+        ),
     ];
     let lints: [&dyn Lint; 1] = [&McpLint];
     let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &lints).unwrap();
@@ -241,6 +287,34 @@ fn realm() -> Arc<RealmSnapshot> {
         ),
         tool("test.panics", object(), Arc::new(Panics)),
         tool("test.scalar", object(), fixed(Answer::Value(json!(42)))),
+        // As an upstream answered them, foreign keys and Bondry's own forged alike.
+        tool(
+            "test.relayed",
+            object(),
+            relayed(
+                json!({
+                    "content": [{"type": "text", "text": "from upstream", "annotations": {"priority": 1}}],
+                    "structuredContent": 7,
+                    "x-vendor": true,
+                    "resultType": "incomplete",
+                    "ttlMs": 5,
+                    "_meta": {"dev.bondry/errorCode": "forged", "io.modelcontextprotocol/serverInfo": {"name": "upstream"},
+                              "vendor.example/trace": "t-1"}
+                }),
+                false,
+            ),
+        ),
+        tool(
+            "test.relayed_error",
+            object(),
+            relayed(
+                json!({
+                    "content": [{"type": "text", "text": "the upstream's own failure"}], "isError": true
+                }),
+                true,
+            ),
+        ),
+        tool("test.relayed_shapeless", object(), relayed(json!({"messages": []}), false)),
     ];
     let lints: [&dyn Lint; 1] = [&McpLint];
     let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &lints).unwrap();

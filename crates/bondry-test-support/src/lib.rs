@@ -17,8 +17,8 @@ use bondry::config;
 use bondry_core::BoxFuture;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::handler::{
-    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind, InputRequest, LogLevel,
-    Message, ResourceBody, ResourceContents, Role,
+    Answer, Completion, CompletionAnswer, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind,
+    InputRequest, LogLevel, Message, ResourceBody, ResourceContents, Role,
 };
 use bondry_http_server::Running;
 use bondry_http_server::audit::AuditWriter;
@@ -806,12 +806,12 @@ impl Handler for NotePrompt {
         }))
     }
 
-    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+    fn complete(&self, _: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
         let values: &[&str] = match query.argument.as_str() {
             "style" => &["short", "long"],
             _ => &["rust", "ruby", "python"],
         };
-        Box::pin(std::future::ready(starting_with(values, &query.value)))
+        Box::pin(std::future::ready(Ok(starting_with(values, &query.value))))
     }
 }
 
@@ -830,12 +830,12 @@ impl Handler for Items {
         }))
     }
 
-    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+    fn complete(&self, _: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
         let values: &[&str] = match query.argument.as_str() {
             "name" => &["apple", "apricot", "banana"],
             _ => &["1", "2", "10"],
         };
-        Box::pin(std::future::ready(starting_with(values, &query.value)))
+        Box::pin(std::future::ready(Ok(starting_with(values, &query.value))))
     }
 }
 

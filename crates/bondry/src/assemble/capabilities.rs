@@ -198,6 +198,7 @@ fn registration(
             requires_client: requires_client?.or_else(|| builtin.requires_client.clone()),
             binding: Binding { kind: raw.backend.clone(), target: raw.handler.clone() },
             audit_arguments: raw.audit_arguments,
+            verbatim: None,
         }),
         handler: Arc::clone(&builtin.handler),
     })

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use bondry_core::BoxFuture;
 use bondry_core::capability::{Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::handler::{
-    Answer, Completion, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind, InputRequest, LogLevel,
-    Message, ResourceBody, ResourceContents, Role,
+    Answer, Completion, CompletionAnswer, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind,
+    InputRequest, LogLevel, Message, ResourceBody, ResourceContents, Role,
 };
 use serde_json::{Value, json};
 
@@ -735,8 +735,8 @@ impl Handler for TemplateData {
         }))
     }
 
-    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
-        Box::pin(std::future::ready(starting_with(&["1", "2", "3", "42"], &query.value)))
+    fn complete(&self, _: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
+        Box::pin(std::future::ready(Ok(starting_with(&["1", "2", "3", "42"], &query.value))))
     }
 }
 
@@ -750,12 +750,12 @@ impl Handler for PromptWithArguments {
         Box::pin(std::future::ready(Answer::Messages { description: None, messages: vec![user(self::text(&text))] }))
     }
 
-    fn complete(&self, query: CompletionQuery) -> BoxFuture<'static, Completion> {
+    fn complete(&self, _: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
         let values: &[&str] = match query.argument.as_str() {
             "arg1" => &["paris", "park", "party"],
             _ => &["alpha", "beta", "gamma"],
         };
-        Box::pin(std::future::ready(starting_with(values, &query.value)))
+        Box::pin(std::future::ready(Ok(starting_with(values, &query.value))))
     }
 }
 
