@@ -235,6 +235,117 @@ pub struct RawRealm {
     /// The keys sealing session ids and request states: the first seals, all open.
     #[serde(default)]
     pub keys: Vec<RawKey>,
+    /// The upstream MCP servers whose capabilities the realm serves.
+    #[serde(default)]
+    pub upstreams: Vec<RawUpstream>,
+}
+
+/// `[[realms.NAME.upstreams]]`: one upstream MCP server. The keys of the other transport
+/// are optional here, not defaulted, so that one given for the wrong transport is refused
+/// rather than ignored.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUpstream {
+    pub name: String,
+    /// `"stdio"` or `"http"`.
+    pub transport: String,
+    /// stdio: the program, run without a shell.
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    /// stdio: the child's variables, given here.
+    pub env: Option<BTreeMap<String, String>>,
+    /// stdio: the child's variables, each the value of the variable of Bondry's
+    /// environment it names.
+    pub env_from: Option<BTreeMap<String, String>>,
+    /// stdio: the child's working directory.
+    pub cwd: Option<PathBuf>,
+    /// http: the upstream's MCP endpoint.
+    pub url: Option<String>,
+    /// http: headers sent on every request, each the value of the environment variable
+    /// it names.
+    pub headers_from: Option<BTreeMap<String, String>>,
+    /// http: plain http to a host that is not loopback; false when absent.
+    pub allow_plain_http: Option<bool>,
+    /// http: a PEM file of roots trusted besides the system's.
+    pub ca_file: Option<PathBuf>,
+    /// http: the one proxy used.
+    pub proxy: Option<String>,
+    /// The upstream's name when absent.
+    pub prefix: Option<String>,
+    #[serde(default = "all_kinds")]
+    pub expose: Vec<String>,
+    #[serde(default = "every_name")]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    #[serde(default = "all_revisions")]
+    pub protocol_versions: Vec<String>,
+    #[serde(default)]
+    pub roots: Vec<RawRoot>,
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout_ms: u64,
+    #[serde(default = "default_call_timeout")]
+    pub call_timeout_ms: u64,
+    #[serde(default = "default_max_concurrent_calls")]
+    pub max_concurrent_calls: u64,
+    #[serde(default = "default_max_response_bytes")]
+    pub max_response_bytes: u64,
+    #[serde(default = "first_use")]
+    pub trust: String,
+    #[serde(default = "hold")]
+    pub new_capabilities: String,
+    #[serde(default = "trust")]
+    pub new_resources: String,
+    #[serde(default = "default_refresh_interval")]
+    pub refresh_interval_ms: u64,
+}
+
+/// One root Bondry answers an upstream's `roots/list` with.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRoot {
+    pub uri: String,
+    pub name: Option<String>,
+}
+
+fn all_kinds() -> Vec<String> {
+    ["tools", "prompts", "resources"].map(String::from).into()
+}
+
+fn every_name() -> Vec<String> {
+    vec!["*".into()]
+}
+
+fn default_connect_timeout() -> u64 {
+    10_000
+}
+
+fn default_call_timeout() -> u64 {
+    60_000
+}
+
+fn default_max_concurrent_calls() -> u64 {
+    64
+}
+
+fn default_max_response_bytes() -> u64 {
+    4 * 1024 * 1024
+}
+
+fn first_use() -> String {
+    "first_use".into()
+}
+
+fn hold() -> String {
+    "hold".into()
+}
+
+fn trust() -> String {
+    "trust".into()
+}
+
+fn default_refresh_interval() -> u64 {
+    5 * 60 * 1000
 }
 
 /// `[[realms.NAME.keys]]`: a sealing key whose secret is read from the environment.

@@ -167,8 +167,13 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> (Guarded, u16) {
 
 /// Runs a command expected to exit by itself (within `EXIT`).
 fn run(args: &[&str]) -> Finished {
+    run_with(args, &[])
+}
+
+/// `run`, with `env` added to the command's environment.
+fn run_with(args: &[&str], env: &[(&str, &str)]) -> Finished {
     let mut command = bondry();
-    command.args(args);
+    command.args(args).envs(env.iter().copied());
     Guarded::spawn(command).finish(EXIT)
 }
 
@@ -666,4 +671,88 @@ principal = "alice"
             "no line starts with {prefix:?} and mentions {value:?}; {context}"
         );
     }
+}
+
+/// A stdio upstream and an http one, as §9.2 of the contract writes them; `check` reads
+/// their secrets from its environment and reaches neither.
+const UPSTREAMS: &str = r#"
+[[realms.default.upstreams]]
+name = "everything"
+transport = "stdio"
+command = "node"
+args = ["dist/index.js", "stdio"]
+env = { LOG_LEVEL = "info" }
+env_from = { API_KEY = "BONDRY_TEST_EVERYTHING_API_KEY" }
+cwd = "."
+
+[[realms.default.upstreams]]
+name = "remote"
+transport = "http"
+url = "https://mcp.example.com/mcp"
+headers_from = { Authorization = "BONDRY_TEST_REMOTE_AUTH" }
+prefix = ""
+expose = ["tools"]
+exclude = ["admin-*"]
+protocol_versions = ["2025-06-18", "2026-07-28"]
+trust = "first_use"
+"#;
+
+#[test]
+fn check_accepts_a_stdio_and_an_http_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &format!("{MINIMAL}{UPSTREAMS}"));
+    let env = [("BONDRY_TEST_EVERYTHING_API_KEY", "k3y"), ("BONDRY_TEST_REMOTE_AUTH", "Bearer s3cret")];
+    let finished = run_with(&["check", "--config", path.to_str().unwrap()], &env);
+    assert_eq!(finished.status.code(), Some(0), "exit status {}; stderr:\n{}", finished.status, finished.stderr);
+    assert_eq!(finished.stdout, format!("{}: ok\n", path.display()));
+}
+
+#[test]
+fn check_reports_every_upstream_error_of_a_file_in_one_run() {
+    let upstreams = r#"
+[[realms.default.upstreams]]
+name = "Everything"
+transport = "stdio"
+command = "node"
+env_from = { API_KEY = "BONDRY_TEST_UNSET_UPSTREAM_KEY" }
+expose = ["tools", "widgets"]
+
+[[realms.default.upstreams]]
+name = "remote"
+transport = "http"
+url = "http://mcp.example.com/mcp"
+trust = "approve"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &format!("{MINIMAL}{upstreams}"));
+    let file = path.to_str().unwrap();
+    let finished = run(&["check", "--config", file]);
+    let context = format!("stderr:\n{}", finished.stderr);
+    assert_eq!(finished.status.code(), Some(1), "{context}");
+    assert_eq!(finished.stdout, "", "{context}");
+    // Each error on a line of its own: the file, the key path, the offending value.
+    let expected = [
+        ("realms.default.upstreams[0].name", "\"Everything\" is not an upstream name"),
+        ("realms.default.upstreams[0].env_from.API_KEY", "\"BONDRY_TEST_UNSET_UPSTREAM_KEY\" is not set"),
+        ("realms.default.upstreams[0].expose[1]", "\"widgets\" is not a kind"),
+        ("realms.default.upstreams[1].url", "\"http://mcp.example.com/mcp\" is plain http"),
+        ("realms.default.upstreams[1].trust", "\"approve\" holds an upstream's first listing"),
+    ];
+    let lines: Vec<&str> = finished.stderr.lines().collect();
+    assert_eq!(lines.len(), expected.len(), "one line per error; {context}");
+    for (key, value) in expected {
+        let prefix = format!("bondry: {file}: {key}: ");
+        assert!(
+            lines.iter().any(|line| line.starts_with(&prefix) && line.contains(value)),
+            "no line starts with {prefix:?} and mentions {value:?}; {context}"
+        );
+    }
+}
+
+#[test]
+fn check_points_a_capability_backed_by_an_upstream_to_the_upstream_stanza() {
+    assert_check_refuses(
+        &MINIMAL.replace("handler = \"demo.echo\"", "backend = \"upstream\"\nhandler = \"demo.echo\""),
+        &["realms.default.capabilities[0].backend", "[[realms.default.upstreams]]"],
+    );
 }

@@ -28,7 +28,8 @@ pub(super) fn registrations(
     raw.iter()
         .enumerate()
         .map(|(index, capability)| {
-            registration(diagnostics, loaded, &format!("realms.{name}.capabilities[{index}]"), capability, builtins)
+            let path = format!("realms.{name}.capabilities[{index}]");
+            registration(diagnostics, loaded, name, &path, capability, builtins)
         })
         .collect()
 }
@@ -111,6 +112,7 @@ fn id_of(error: &CatalogueError) -> &CapabilityId {
 fn registration(
     diagnostics: &mut Diagnostics,
     loaded: &Loaded,
+    realm: &str,
     path: &str,
     raw: &RawCapability,
     builtins: &Builtins,
@@ -132,12 +134,16 @@ fn registration(
     };
     let served = diagnostics.ok(
         at("backend"),
-        (raw.backend == "builtin").then_some(()).ok_or_else(|| {
-            format!(
-                "{:?} is not a backend this build serves (http and upstream backends arrive in later issues); use \"builtin\"",
-                raw.backend
-            )
-        }),
+        match raw.backend.as_str() {
+            "builtin" => Ok(()),
+            // An upstream's capabilities are listed from the upstream, never declared one by one.
+            "upstream" => Err(format!(
+                "\"upstream\" is not a backend of a capability stanza: an upstream MCP server is configured in [[realms.{realm}.upstreams]], which serves all its capabilities; use \"builtin\" here"
+            )),
+            other => Err(format!(
+                "{other:?} is not a backend this build serves (http backends arrive in a later issue); use \"builtin\""
+            )),
+        },
     );
     let builtin = diagnostics.ok(
         at("handler"),

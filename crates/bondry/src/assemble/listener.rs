@@ -116,7 +116,7 @@ fn listener_config(
 }
 
 /// `protocol_versions`: at least one, and each a revision this build serves.
-fn revisions(diagnostics: &mut Diagnostics, key: &str, versions: &[String]) -> Option<Vec<Revision>> {
+pub(super) fn revisions(diagnostics: &mut Diagnostics, key: &str, versions: &[String]) -> Option<Vec<Revision>> {
     if versions.is_empty() {
         diagnostics
             .refuse(key, "the list is empty; serve at least one of \"2026-07-28\", \"2025-11-25\", \"2025-06-18\"");

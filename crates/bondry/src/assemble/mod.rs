@@ -12,6 +12,7 @@ mod keys;
 mod listener;
 mod rates;
 mod realm;
+mod upstreams;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -20,15 +21,20 @@ use std::time::Duration;
 
 use bondry_http_server::audit::AuditWriter;
 use bondry_http_server::{AuthSlot, Authenticator, RealmEntry, ServerConfig};
+use bondry_upstream::UpstreamSpec;
 
 use self::diagnostics::Diagnostics;
 use crate::builtins::Builtins;
 use crate::config::{ConfigErrors, Loaded, RawRealm};
 
-/// What `assemble` produced: the runtime's config, and the audit writer to close last.
+/// What `assemble` produced: the runtime's config, the audit writer to close last, and
+/// the upstreams to start beside the runtime (which never learns of them).
 pub struct Assembled {
     pub server: ServerConfig,
     pub audit: Option<Arc<AuditWriter>>,
+    /// Each realm's upstream MCP servers, checked, in stanza order, by realm name: every
+    /// realm has an entry, most an empty one. `assemble` starts none of them.
+    pub upstreams: HashMap<String, Vec<UpstreamSpec>>,
 }
 
 /// Options the command line adds on top of the file.
@@ -72,23 +78,24 @@ fn assemble_once(
         audit::open(&mut diagnostics, destination, open)
     });
     let assembled = match (listeners, realms, sink) {
-        (Some(listeners), Some(realms), Some(sink)) => {
+        (Some(listeners), Some(Realms { served: realms, upstreams }), Some(sink)) => {
             let shutdown_grace = Duration::from_millis(loaded.raw.shutdown_grace_ms);
             let server = ServerConfig { listeners, realms, audit: sink.records, shutdown_grace };
-            Some(Assembled { server, audit: sink.writer })
+            Some(Assembled { server, audit: sink.writer, upstreams })
         }
         _ => None,
     };
     diagnostics.finish(assembled)
 }
 
+/// Every realm, checked, by name: what the runtime serves, and the upstreams beside it.
+struct Realms {
+    served: HashMap<String, RealmEntry>,
+    upstreams: HashMap<String, Vec<UpstreamSpec>>,
+}
+
 /// Every realm, each checked whole.
-fn realms(
-    diagnostics: &mut Diagnostics,
-    loaded: &Loaded,
-    builtins: &Builtins,
-    persist_keys: bool,
-) -> Option<HashMap<String, RealmEntry>> {
+fn realms(diagnostics: &mut Diagnostics, loaded: &Loaded, builtins: &Builtins, persist_keys: bool) -> Option<Realms> {
     if loaded.raw.realms.is_empty() {
         diagnostics.refuse("realms", "no realm is configured; add [realms.default]");
         return None;
@@ -99,11 +106,14 @@ fn realms(
         .iter()
         .map(|(name, raw)| Some((name.clone(), realm(diagnostics, loaded, name, raw, builtins, persist_keys)?)))
         .collect();
-    entries.into_iter().collect()
+    let entries: Vec<_> = entries.into_iter().collect::<Option<_>>()?;
+    let (served, upstreams) =
+        entries.into_iter().map(|(name, (entry, upstreams))| ((name.clone(), entry), (name, upstreams))).unzip();
+    Some(Realms { served, upstreams })
 }
 
 /// One realm: its roles and limits, credentials, capabilities and sealing keys, each checked,
-/// then the registry compiled from them.
+/// then the registry compiled from them; then its upstreams.
 fn realm(
     diagnostics: &mut Diagnostics,
     loaded: &Loaded,
@@ -111,7 +121,7 @@ fn realm(
     raw: &RawRealm,
     builtins: &Builtins,
     persist_keys: bool,
-) -> Option<RealmEntry> {
+) -> Option<(RealmEntry, Vec<UpstreamSpec>)> {
     let named = realm::name(diagnostics, name);
     let policy = realm::policy(diagnostics, name, raw);
     let limits = realm::session_limits(diagnostics, name, &raw.limits);
@@ -121,12 +131,14 @@ fn realm(
     // The key file is named after the realm, so only a valid name is looked up.
     let keys = named.and_then(|()| keys::keys(diagnostics, loaded, name, raw, persist_keys));
     let registry = capabilities::registry(diagnostics, name, &registrations, policy, keys);
-    Some(RealmEntry {
+    let upstreams = upstreams::upstreams(diagnostics, loaded, name, &raw.upstreams);
+    let entry = RealmEntry {
         limits: limits?,
         registry: Arc::new(registry?),
         auth: Arc::new(AuthSlot::new(Authenticator::new(name, credentials?))),
         rate_limits: rate_limits?,
-    })
+    };
+    Some((entry, upstreams?))
 }
 
 #[cfg(test)]
@@ -208,6 +220,29 @@ mod tests {
         assert_eq!(assembled.server.listeners[0].bind, "127.0.0.1:9".parse().unwrap());
         let broken = parse("t.toml", &EMBEDDED_DEFAULT.replace("127.0.0.1:7373", "nowhere"), ".".into(), []).unwrap();
         assert!(assemble(&broken, &Builtins::demo(), &listen, false).is_err());
+    }
+
+    #[test]
+    fn each_realm_carries_its_upstreams_in_stanza_order() {
+        let assembled = assemble_in(EMBEDDED_DEFAULT, &[]).unwrap_or_else(|errors| panic!("{errors}"));
+        assert_eq!(assembled.upstreams.keys().collect::<Vec<_>>(), ["default"]);
+        assert!(assembled.upstreams["default"].is_empty());
+        let stanza = |name: &str| {
+            format!("[[realms.default.upstreams]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = \"node\"\n")
+        };
+        let two = format!("{EMBEDDED_DEFAULT}\n{}{}", stanza("b"), stanza("a"));
+        let assembled = assemble_in(&two, &[]).unwrap_or_else(|errors| panic!("{errors}"));
+        let names: Vec<_> = assembled.upstreams["default"].iter().map(|spec| spec.name.as_str()).collect();
+        assert_eq!(names, ["b", "a"]);
+    }
+
+    #[test]
+    fn a_capability_backed_by_an_upstream_points_to_the_upstream_stanza() {
+        let backed = EMBEDDED_DEFAULT.replacen("handler = ", "backend = \"upstream\"\nhandler = ", 1);
+        assert_refuses(
+            &backed,
+            "realms.default.capabilities[0].backend: \"upstream\" is not a backend of a capability stanza: an upstream MCP server is configured in [[realms.default.upstreams]]",
+        );
     }
 
     #[test]
