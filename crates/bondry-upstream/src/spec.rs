@@ -65,8 +65,8 @@ pub enum TransportSpec {
         /// Run without a shell.
         command: String,
         args: Vec<String>,
-        /// The child's whole environment besides `PATH`, `HOME` and `LANG`: the stanza's
-        /// `env`, then `env_from` resolved. Never anything else of Bondry's own.
+        /// The child's whole environment: `PATH`, `HOME` and `LANG` as Bondry has them,
+        /// the stanza's `env`, then `env_from` resolved. Never anything else of Bondry's own.
         env: Vec<(String, String)>,
         cwd: Option<PathBuf>,
     },

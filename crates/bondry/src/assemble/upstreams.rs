@@ -214,8 +214,10 @@ fn stdio(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &str, raw: &Raw
     })
 }
 
-/// The child's variables besides `PATH`, `HOME` and `LANG`: `env` as written, then each
-/// of `env_from` read from the configuration's environment.
+/// The child's whole environment: `PATH`, `HOME` and `LANG` as Bondry has them (those
+/// it has), then `env` as written, then each of `env_from` read from the configuration's
+/// environment. The child is started with exactly these, so the upstream crate never reads
+/// Bondry's own environment.
 fn child_env(
     diagnostics: &mut Diagnostics,
     loaded: &Loaded,
@@ -223,7 +225,10 @@ fn child_env(
     raw: &RawUpstream,
 ) -> Option<Vec<(String, String)>> {
     let given = raw.env.as_ref();
-    let mut env = Vec::new();
+    let mut env: Vec<(String, String)> = GIVEN_TO_EVERY_CHILD
+        .iter()
+        .filter_map(|name| Some((name.to_string(), loaded.env.get(name)?.to_owned())))
+        .collect();
     let mut valid = true;
     for (name, value) in given.into_iter().flatten() {
         let checked = child_variable(name).and_then(|()| without_nul(value));
@@ -810,6 +815,19 @@ refresh_interval_ms = 1000
                 "env_from.LANG: LANG is given to every child by Bondry, from its own environment (as are PATH, HOME and LANG); remove it",
                 "env_from.NUL: the value of \"WITH_NUL\" holds a NUL byte, which no variable of a child can",
             ]
+        );
+    }
+
+    #[test]
+    fn the_child_gets_path_home_and_lang_as_bondry_has_them_first() {
+        let stanza = format!("{STDIO}env = {{ OK = \"b\" }}\nenv_from = {{ KEY = \"SECRET\" }}\n");
+        let env = [("PATH", "/usr/bin"), ("LANG", "C.UTF-8"), ("SECRET", "s"), ("OTHER", "never")];
+        let TransportSpec::Stdio { env, .. } = accepted(&stanza, &env).transport else { panic!("a stdio upstream") };
+        let pairs: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+        assert_eq!(
+            pairs,
+            [("PATH", "/usr/bin"), ("LANG", "C.UTF-8"), ("OK", "b"), ("KEY", "s")],
+            "no HOME: Bondry has none"
         );
     }
 
