@@ -6,6 +6,8 @@
 //! about upstreams, and a relayed capability is resolved, validated and audited by the
 //! same path as a builtin one.
 
+pub mod definition;
+pub mod naming;
 pub mod spec;
 
 pub use spec::{Expose, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
