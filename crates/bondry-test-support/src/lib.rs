@@ -282,6 +282,32 @@ impl TestServer {
         self.running.as_ref().unwrap().registry(realm).unwrap()
     }
 
+    /// Swaps in `realm`'s catalogue without the capability `id`, as a host program would:
+    /// what makes the server tell its clients that a list changed.
+    pub fn swap_without(&self, realm: &str, id: &str) {
+        use bondry_core::registry::{Catalogue, Registration};
+        let registry = self.registry(realm);
+        let old = registry.snapshot();
+        let registrations = old
+            .catalogue
+            .iter()
+            .filter(|capability| capability.id().as_str() != id)
+            .map(|capability| Registration {
+                descriptor: capability.descriptor.clone(),
+                handler: capability.handler.clone(),
+            })
+            .collect();
+        let lint = bondry_mcp_proto::lint::McpLint;
+        let catalogue =
+            Catalogue::build(old.catalogue.version() + 1, registrations, &Default::default(), &[&lint]).unwrap();
+        registry.swap(bondry_core::realm::RealmSnapshot::new(
+            &old.realm,
+            catalogue,
+            old.policy.clone(),
+            old.keys.clone(),
+        ));
+    }
+
     /// Who may call `realm`, as a host program reaches it.
     pub fn auth(&self, realm: &str) -> Arc<bondry_http_server::AuthSlot> {
         self.running.as_ref().unwrap().auth(realm).unwrap()

@@ -6,8 +6,10 @@
 //! about upstreams, and a relayed capability is resolved, validated and audited by the
 //! same path as a builtin one.
 
+pub mod client;
 pub mod definition;
 pub mod naming;
 pub mod spec;
 
+pub use client::{ClientError, Connection, Inbox, Notice, Outgoing};
 pub use spec::{Expose, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};

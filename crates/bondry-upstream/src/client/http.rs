@@ -1,0 +1,491 @@
+//! An upstream over Streamable HTTP.
+//!
+//! One reqwest client per connection: rustls with the system roots plus the spec's
+//! `ca_file`, redirects never followed, no proxy unless the spec names one, the spec's
+//! headers on every request. Each request is its own POST; its answer is a JSON body or
+//! an SSE stream, read event by event until the response with the request's id, handing
+//! notices to the inbox and answering the upstream's requests on the way. No message is
+//! read beyond `max_response_bytes` ([`ClientError::TooLarge`]).
+//!
+//! A handshake upstream's `Mcp-Session-Id` (given with the `InitializeResult`) goes on
+//! every later request; a 404 on it initializes again, once, and retries once. Its GET
+//! stream is kept open while the connection lives (reconnected with backoff, resumed
+//! with `Last-Event-ID`), and a POST stream it ends before the answer is resumed the
+//! same way. A modern upstream keeps no session: dropping a request's future drops its
+//! response stream, which is the cancellation.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bondry_mcp_proto::jsonrpc::Id;
+use bondry_mcp_proto::{Era, Revision, headers};
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use super::negotiate::{self, Wire};
+use super::sse::{Data, Event, SseDecoder};
+use super::wire::{Frame, Ids, Incoming, id_of_truncated, read};
+use super::{ClientError, Inbox, answer};
+use crate::spec::{Root, UpstreamSpec};
+
+const SESSION: &str = "Mcp-Session-Id";
+const LAST_EVENT_ID: &str = "Last-Event-ID";
+const BOTH: &str = "application/json, text/event-stream";
+const EVENT_STREAM: &str = "text/event-stream";
+/// How often a POST stream ended before its answer is resumed.
+const RESUMES: usize = 3;
+/// The longest `retry` an upstream may make Bondry wait before resuming.
+const RETRY_CAP: Duration = Duration::from_secs(10);
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const LAST_BACKOFF: Duration = Duration::from_secs(60);
+
+pub(crate) struct Http {
+    upstream: String,
+    client: reqwest::Client,
+    url: reqwest::Url,
+    limit: usize,
+    inbox: Inbox,
+    roots: Vec<Root>,
+    ids: Arc<Ids>,
+    session: Mutex<Session>,
+    /// Held while an expired session is renewed, so one expiry initializes once.
+    renewing: tokio::sync::Mutex<()>,
+}
+
+/// What a handshake upstream agreed; empty for a modern one.
+#[derive(Debug, Clone, Default)]
+struct Session {
+    id: Option<String>,
+    revision: Option<Revision>,
+}
+
+/// A request's failure as the retry sees it.
+enum Failure {
+    /// A 404 on the session named.
+    Expired(String),
+    Error(ClientError),
+}
+
+impl From<ClientError> for Failure {
+    fn from(error: ClientError) -> Self {
+        Self::Error(error)
+    }
+}
+
+impl Failure {
+    fn into_error(self) -> ClientError {
+        match self {
+            Self::Expired(_) => ClientError::Http { status: 404 },
+            Self::Error(error) => error,
+        }
+    }
+}
+
+/// How a stream ended.
+enum Followed {
+    Answer(Result<Value, ClientError>),
+    Ended { retry: Option<Duration> },
+}
+
+impl Http {
+    pub(crate) fn new(
+        spec: &UpstreamSpec,
+        url: &reqwest::Url,
+        spec_headers: &[(http::HeaderName, HeaderValue)],
+        ca_file: Option<&std::path::Path>,
+        proxy: Option<&reqwest::Url>,
+        inbox: Inbox,
+        ids: Arc<Ids>,
+    ) -> Result<Self, ClientError> {
+        let setup = |what: &str, error: &dyn std::fmt::Display| ClientError::Setup(format!("{what}: {error}"));
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(spec.connect_timeout)
+            .default_headers(spec_headers.iter().cloned().collect());
+        builder = match proxy {
+            Some(proxy) => builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(|e| setup("proxy", &e))?),
+            None => builder.no_proxy(),
+        };
+        if let Some(ca_file) = ca_file {
+            // Read once, as the connection is made; the file is small and local.
+            let pem = std::fs::read(ca_file).map_err(|e| setup(&format!("ca_file {}", ca_file.display()), &e))?;
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| setup(&format!("ca_file {}", ca_file.display()), &e))?;
+            builder = builder.tls_certs_merge(certificates);
+        }
+        Ok(Self {
+            upstream: spec.name.clone(),
+            client: builder.build().map_err(|e| setup("HTTP client", &e))?,
+            url: url.clone(),
+            limit: spec.max_response_bytes,
+            inbox,
+            roots: spec.roots.clone(),
+            ids,
+            session: Mutex::new(Session::default()),
+            renewing: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// The session id of a handshake upstream.
+    pub(crate) fn session_id(&self) -> Option<String> {
+        self.session().id
+    }
+
+    /// After negotiation: a handshake upstream's GET stream is opened and kept while the
+    /// connection lives (until `gone` changes or closes).
+    pub(crate) fn begin(self: &Arc<Self>, revision: Revision, gone: watch::Receiver<()>) {
+        self.lock_session().revision = Some(revision);
+        if revision.era() == Era::Handshake {
+            tokio::spawn(Arc::clone(self).listen(gone));
+        }
+    }
+
+    /// Ends a handshake upstream's session with DELETE (a 405 means it cannot be ended: fine).
+    pub(crate) async fn close(&self) {
+        let session = std::mem::take(&mut *self.lock_session());
+        let Some(id) = session.id else { return };
+        let request = self
+            .client
+            .delete(self.url.clone())
+            .headers(Self::session_headers(&Session { id: Some(id), revision: session.revision }));
+        match request.send().await {
+            Ok(response) => {
+                tracing::debug!(upstream = self.upstream, status = %response.status(), "upstream session ended")
+            }
+            Err(error) => {
+                tracing::debug!(upstream = self.upstream, error = describe(&error), "upstream session end failed")
+            }
+        }
+    }
+
+    fn session(&self) -> Session {
+        self.lock_session().clone()
+    }
+
+    fn lock_session(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn session_headers(session: &Session) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(id) = session.id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()) {
+            headers.insert(SESSION, id);
+        }
+        if let Some(revision) = session.revision.filter(|revision| revision.era() == Era::Handshake) {
+            headers.insert(headers::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
+        }
+        headers
+    }
+
+    async fn post(
+        &self,
+        body: Vec<u8>,
+        frame_headers: &HeaderMap,
+        session: &Session,
+    ) -> Result<reqwest::Response, ClientError> {
+        self.client
+            .post(self.url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, BOTH)
+            .headers(Self::session_headers(session))
+            .headers(frame_headers.clone())
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| ClientError::Unreachable(describe(&error)))
+    }
+
+    /// A GET of the session's event stream, resuming after `last_event_id` when given.
+    async fn get(&self, session: &Session, last_event_id: Option<&str>) -> Result<reqwest::Response, ClientError> {
+        let mut request =
+            self.client.get(self.url.clone()).header(ACCEPT, EVENT_STREAM).headers(Self::session_headers(session));
+        if let Some(last) = last_event_id.and_then(|last| HeaderValue::from_str(last).ok()) {
+            request = request.header(LAST_EVENT_ID, last);
+        }
+        request.send().await.map_err(|error| ClientError::Unreachable(describe(&error)))
+    }
+
+    async fn exchange_once(&self, frame: &Frame) -> Result<Value, Failure> {
+        let id = frame.id.as_deref().ok_or_else(|| ClientError::Invalid("a request without an id".into()))?;
+        let session = self.session();
+        let response = self.post(frame.body.clone(), &frame.headers, &session).await?;
+        if response.status() == StatusCode::NOT_FOUND
+            && let Some(stale) = session.id
+        {
+            return Err(Failure::Expired(stale));
+        }
+        if frame.method == "initialize" && response.status().is_success() {
+            let id = response.headers().get(SESSION).and_then(|id| id.to_str().ok()).map(str::to_owned);
+            self.lock_session().id = id;
+        }
+        Ok(self.answer(response, id).await?)
+    }
+
+    /// The answer to request `id` in `response`.
+    async fn answer(&self, response: reqwest::Response, id: &str) -> Result<Value, ClientError> {
+        let status = response.status();
+        if !status.is_success() {
+            // An error status: its JSON-RPC error when its body has one.
+            let body = self.body(response).await.unwrap_or_default();
+            let error = serde_json::from_slice::<Value>(&body).ok().and_then(|body| body.get("error").cloned());
+            return Err(
+                error.map_or(ClientError::Http { status: status.as_u16() }, |error| ClientError::from_rpc(&error))
+            );
+        }
+        match media_type(&response).as_deref() {
+            Some("application/json") => {
+                let body = self.body(response).await?;
+                match read(&body) {
+                    Ok(Incoming::Response { id: answered, answer }) if answered == id => answer,
+                    Ok(_) => Err(ClientError::Protocol("the JSON answer is not the response to the request".into())),
+                    Err(why) => Err(ClientError::Protocol(format!("the JSON answer is {why}"))),
+                }
+            }
+            Some(EVENT_STREAM) => self.follow_answer(response, id).await,
+            _ => Err(ClientError::Protocol(format!("HTTP {status} without a JSON or event-stream answer"))),
+        }
+    }
+
+    /// Reads a POST's event stream to the answer to `id`, resuming it if the upstream ends
+    /// it first after events with ids.
+    async fn follow_answer(&self, mut response: reqwest::Response, id: &str) -> Result<Value, ClientError> {
+        let mut last_event_id = None;
+        let mut resumes = 0;
+        loop {
+            let retry = match self.follow(response, Some(id), &mut last_event_id).await {
+                Followed::Answer(answer) => return answer,
+                Followed::Ended { retry } => retry,
+            };
+            let session = self.session();
+            let resumable = session.revision.is_some_and(|revision| revision.era() == Era::Handshake);
+            let Some(last) = last_event_id.clone().filter(|_| resumable && resumes < RESUMES) else {
+                return Err(ClientError::Closed);
+            };
+            resumes += 1;
+            tokio::time::sleep(retry.unwrap_or_default().min(RETRY_CAP)).await;
+            response = self.get(&session, Some(&last)).await?;
+            if response.status() != StatusCode::OK || media_type(&response).as_deref() != Some(EVENT_STREAM) {
+                return Err(ClientError::Closed);
+            }
+        }
+    }
+
+    /// Reads an event stream until the response to `awaiting` or the stream's end.
+    async fn follow(
+        &self,
+        mut response: reqwest::Response,
+        awaiting: Option<&str>,
+        last_event_id: &mut Option<String>,
+    ) -> Followed {
+        let mut decoder = SseDecoder::new(self.limit);
+        let mut events = Vec::new();
+        while let Ok(Some(chunk)) = response.chunk().await {
+            decoder.feed(&chunk, &mut events);
+            if let Some(last) = decoder.last_event_id() {
+                *last_event_id = Some(last.to_owned());
+            }
+            for event in events.drain(..) {
+                if let Some(answer) = self.event(event, awaiting).await {
+                    return Followed::Answer(answer);
+                }
+            }
+        }
+        Followed::Ended { retry: decoder.retry() }
+    }
+
+    /// Acts on one event; the answer when it is the response awaited.
+    async fn event(&self, event: Event, awaiting: Option<&str>) -> Option<Result<Value, ClientError>> {
+        let upstream = self.upstream.as_str();
+        if event.kind != "message" {
+            tracing::debug!(upstream, kind = event.kind, "upstream event of another type ignored");
+            return None;
+        }
+        let data = match event.data {
+            Data::Whole(data) => data,
+            Data::Overlong { prefix } => {
+                tracing::warn!(upstream, limit = self.limit, "upstream message over max_response_bytes dropped");
+                let answered = id_of_truncated(&prefix);
+                return (awaiting.is_some() && answered.as_deref() == awaiting)
+                    .then_some(Err(ClientError::TooLarge { limit: self.limit }));
+            }
+        };
+        match read(&data) {
+            Ok(Incoming::Response { id, answer }) if Some(id.as_str()) == awaiting => return Some(answer),
+            Ok(Incoming::Response { id, .. }) => {
+                tracing::debug!(upstream, id, "upstream response not awaited here dropped")
+            }
+            Ok(Incoming::Notice(notice)) => self.inbox.deliver(upstream, notice),
+            Ok(Incoming::Request { id, method }) => self.reply(&id, &method).await,
+            // A priming event (an id and empty data) carries nothing to read.
+            Err(_) if data.is_empty() => {}
+            Err(why) => tracing::warn!(upstream, why, "upstream event dropped"),
+        }
+        None
+    }
+
+    /// Answers the upstream's request by POSTing the response (handshake era only: a
+    /// modern upstream sends no requests, and has nowhere to receive an answer).
+    async fn reply(&self, id: &Id, method: &str) {
+        let session = self.session();
+        if session.revision == Some(Revision::V2026_07_28) {
+            tracing::debug!(upstream = self.upstream, method, "request from a modern upstream dropped");
+            return;
+        }
+        let body = answer::answer(id, method, &self.roots);
+        match self.post(body, &HeaderMap::new(), &session).await {
+            Ok(response) if response.status().is_success() => {}
+            Ok(response) => {
+                tracing::debug!(upstream = self.upstream, method, status = %response.status(), "answer refused")
+            }
+            Err(error) => tracing::debug!(upstream = self.upstream, method, %error, "answer not delivered"),
+        }
+    }
+
+    /// A whole JSON body, at most `max_response_bytes`.
+    async fn body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, ClientError> {
+        let too_large = || {
+            tracing::warn!(
+                upstream = self.upstream,
+                limit = self.limit,
+                "upstream message over max_response_bytes dropped"
+            );
+            ClientError::TooLarge { limit: self.limit }
+        };
+        if response.content_length().is_some_and(|length| length > self.limit as u64) {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|error| ClientError::Unreachable(describe(&error)))? {
+            if body.len() + chunk.len() > self.limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
+    /// Initializes again after a 404 on session `stale`, unless another request already
+    /// has; only the revision already agreed is offered, so the connection's era holds.
+    async fn renew(&self, stale: &str) -> Result<(), ClientError> {
+        let _one = self.renewing.lock().await;
+        let session = self.session();
+        if session.id.as_deref() != Some(stale) {
+            return Ok(());
+        }
+        let revision = session.revision.ok_or(ClientError::Closed)?;
+        self.lock_session().id = None;
+        negotiate::handshake(&Once(self), &[revision], &self.ids).await?;
+        tracing::info!(upstream = self.upstream, "upstream session expired: initialized again");
+        Ok(())
+    }
+
+    /// The GET stream of a handshake upstream, while the connection lives.
+    async fn listen(self: Arc<Self>, mut gone: watch::Receiver<()>) {
+        let mut last_event_id = None;
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let session = self.session();
+            let attempt = async {
+                let response = self.get(&session, last_event_id.as_deref()).await?;
+                match response.status() {
+                    StatusCode::METHOD_NOT_ALLOWED => Ok(Listening::NotOffered),
+                    StatusCode::NOT_FOUND if session.id.is_some() => Ok(Listening::Expired),
+                    StatusCode::OK if media_type(&response).as_deref() == Some(EVENT_STREAM) => {
+                        backoff = FIRST_BACKOFF;
+                        self.follow(response, None, &mut last_event_id).await;
+                        Ok(Listening::Ended)
+                    }
+                    status => Err(ClientError::Http { status: status.as_u16() }),
+                }
+            };
+            let outcome = tokio::select! {
+                outcome = attempt => outcome,
+                _ = gone.changed() => return,
+            };
+            match outcome {
+                Ok(Listening::NotOffered) => {
+                    tracing::debug!(upstream = self.upstream, "upstream offers no GET stream");
+                    return;
+                }
+                Ok(Listening::Expired) => {
+                    let stale = session.id.unwrap_or_default();
+                    let renewed = tokio::select! {
+                        renewed = self.renew(&stale) => renewed,
+                        _ = gone.changed() => return,
+                    };
+                    if let Err(error) = renewed {
+                        tracing::warn!(upstream = self.upstream, %error, "upstream session not renewed");
+                    } else {
+                        continue;
+                    }
+                }
+                Ok(Listening::Ended) => tracing::debug!(upstream = self.upstream, "upstream GET stream ended"),
+                Err(error) => tracing::debug!(upstream = self.upstream, %error, "upstream GET stream failed"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                _ = gone.changed() => return,
+            }
+            backoff = (backoff * 2).min(LAST_BACKOFF);
+        }
+    }
+}
+
+enum Listening {
+    NotOffered,
+    Expired,
+    Ended,
+}
+
+impl Wire for Http {
+    async fn exchange(&self, frame: Frame) -> Result<Value, ClientError> {
+        match self.exchange_once(&frame).await {
+            Err(Failure::Expired(stale)) => {
+                self.renew(&stale).await?;
+                self.exchange_once(&frame).await.map_err(Failure::into_error)
+            }
+            answer => answer.map_err(Failure::into_error),
+        }
+    }
+
+    async fn send(&self, frame: Frame) -> Result<(), ClientError> {
+        let response = self.post(frame.body, &frame.headers, &self.session()).await?;
+        match response.status() {
+            status if status.is_success() => Ok(()),
+            status => Err(ClientError::Http { status: status.as_u16() }),
+        }
+    }
+}
+
+/// The transport without the renewal: what renewing itself initializes over.
+struct Once<'a>(&'a Http);
+
+impl Wire for Once<'_> {
+    async fn exchange(&self, frame: Frame) -> Result<Value, ClientError> {
+        self.0.exchange_once(&frame).await.map_err(Failure::into_error)
+    }
+
+    async fn send(&self, frame: Frame) -> Result<(), ClientError> {
+        self.0.send(frame).await
+    }
+}
+
+/// The media type of a response, lowercase, without parameters.
+fn media_type(response: &reqwest::Response) -> Option<String> {
+    let value = response.headers().get(CONTENT_TYPE)?.to_str().ok()?;
+    Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+}
+
+/// A transport error with its causes: reqwest's own message names only the request.
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

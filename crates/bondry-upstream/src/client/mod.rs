@@ -1,0 +1,283 @@
+//! Bondry's MCP client: one live connection to one upstream MCP server, over Streamable
+//! HTTP or stdio (issue 14, the connection layer).
+//!
+//! ```text
+//! Connection::open(&UpstreamSpec, Inbox) -> Result<Connection, ClientError>
+//! Connection::revision(&self) -> Revision
+//! Connection::server_capabilities(&self) -> &Value
+//! Connection::server_info(&self) -> &Value
+//! Connection::session(&self) -> Option<String>          // a handshake HTTP upstream's
+//! Connection::process_group(&self) -> Option<i32>       // a stdio child's
+//! Connection::request(&self, Outgoing) -> Result<Value, ClientError>
+//! Connection::notify(&self, &str, Value) -> Result<(), ClientError>
+//! Connection::close(&self)
+//! Inbox::channel(capacity) -> (Inbox, mpsc::Receiver<Notice>); Inbox::discard()
+//! ```
+//!
+//! - [`Connection::open`] negotiates the era within `connect_timeout` ([`negotiate`]):
+//!   `server/discover` at 2026-07-28 when offered, else or on any other answer
+//!   `initialize` with the newest handshake revision offered.
+//! - [`Connection::request`] resolves to the JSON-RPC `result` object; a JSON-RPC error
+//!   is [`ClientError::Rpc`]. It has no timeout of its own (the caller applies
+//!   `call_timeout`); a dead transport fails it at once. Dropping its future cancels it:
+//!   `notifications/cancelled` to a handshake or stdio upstream, and the dropped response
+//!   stream to a modern HTTP one.
+//! - To a modern upstream every request carries the `_meta` envelope (with the
+//!   [`Outgoing::client_capabilities`] of the caller) and, on HTTP, the routing headers.
+//! - What the upstream sends on its own goes to the [`Inbox`]; its `ping` and
+//!   `roots/list` are answered from the spec, anything else it asks is refused (-32603).
+//! - A message over `max_response_bytes` is logged and dropped; the request it answered
+//!   fails with [`ClientError::TooLarge`] and the connection stays usable.
+//! - [`Connection::close`] ends the connection (the HTTP session's DELETE; SIGTERM to a
+//!   stdio child's process group, SIGKILL after 5 s); dropping the last clone of a
+//!   connection ends its background tasks and kills a stdio child's group.
+//!
+//! Only the spec's headers reach an upstream: no credential of a caller enters here.
+//!
+//! Modules: `wire` (frames out, messages in), `negotiate` (the era), `http` and `stdio`
+//! (the transports), `group` (a child's process group), `pending` (stdio requests
+//! awaiting answers), `answer` (Bondry's answers to the upstream's requests), `sse` and
+//! `lines` (bounded readers), `stderr` (a child's stderr in the log), `inbox`, `error`.
+
+mod answer;
+mod error;
+mod group;
+mod http;
+mod inbox;
+mod lines;
+mod negotiate;
+mod pending;
+mod sse;
+mod stderr;
+mod stdio;
+mod wire;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bondry_mcp_proto::{Era, Revision};
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+pub use error::ClientError;
+pub use inbox::{Inbox, Notice};
+
+use self::http::Http;
+use self::negotiate::{Negotiated, Wire};
+use self::stdio::Stdio;
+use self::wire::{Frame, Ids};
+use crate::spec::{TransportSpec, UpstreamSpec};
+
+/// One request to an upstream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    pub method: String,
+    pub params: Map<String, Value>,
+    /// `Mcp-Name` to a modern upstream (the `tools/call` and `prompts/get` name, the
+    /// `resources/read` uri).
+    pub name: Option<String>,
+    /// `Mcp-Param-{suffix}` headers for a modern `tools/call`: (suffix, value), chosen by
+    /// the caller from the tool's `x-mcp-header` annotations; sentinel-encoded here.
+    pub param_headers: Vec<(String, String)>,
+    /// The caller's client capabilities, sent in a modern request's envelope (a handshake
+    /// upstream was given Bondry's own at `initialize`).
+    pub client_capabilities: Value,
+}
+
+impl Outgoing {
+    /// A request of `method` with `params`, no routing name, no parameter headers and no
+    /// client capabilities.
+    pub fn new(method: impl Into<String>, params: Map<String, Value>) -> Self {
+        Self {
+            method: method.into(),
+            params,
+            name: None,
+            param_headers: Vec::new(),
+            client_capabilities: Value::Object(Map::new()),
+        }
+    }
+}
+
+/// A live connection to one upstream; clones share it.
+#[derive(Clone)]
+pub struct Connection(Arc<Inner>);
+
+struct Inner {
+    upstream: String,
+    transport: Transport,
+    negotiated: Negotiated,
+    ids: Arc<Ids>,
+    closed: AtomicBool,
+    /// Never sent but by `close`; dropped with the connection. Either ends the
+    /// background tasks that watch it.
+    lives: watch::Sender<()>,
+}
+
+enum Transport {
+    Http(Arc<Http>),
+    Stdio(Stdio),
+}
+
+impl Wire for Transport {
+    async fn exchange(&self, frame: Frame) -> Result<Value, ClientError> {
+        match self {
+            Self::Http(http) => http.exchange(frame).await,
+            Self::Stdio(stdio) => stdio.exchange(frame).await,
+        }
+    }
+
+    async fn send(&self, frame: Frame) -> Result<(), ClientError> {
+        match self {
+            Self::Http(http) => http.send(frame).await,
+            Self::Stdio(stdio) => stdio.send(frame).await,
+        }
+    }
+}
+
+impl Connection {
+    /// Connects to the upstream of `spec` and negotiates its era within
+    /// `spec.connect_timeout`; notices it sends go to `inbox`.
+    pub async fn open(spec: &UpstreamSpec, inbox: Inbox) -> Result<Self, ClientError> {
+        let ids = Arc::new(Ids::default());
+        let opening = async {
+            let transport = match &spec.transport {
+                TransportSpec::Http { url, headers, ca_file, proxy } => Transport::Http(Arc::new(Http::new(
+                    spec,
+                    url,
+                    headers,
+                    ca_file.as_deref(),
+                    proxy.as_ref(),
+                    inbox,
+                    Arc::clone(&ids),
+                )?)),
+                TransportSpec::Stdio { command, args, env, cwd } => {
+                    Transport::Stdio(Stdio::start(spec, command, args, env, cwd.as_deref(), inbox)?)
+                }
+            };
+            let negotiated = negotiate::negotiate(&transport, &spec.protocol_versions, &ids).await?;
+            Ok::<_, ClientError>((transport, negotiated))
+        };
+        // A transport dropped here (the timeout) ends what it started: a child is killed.
+        let (transport, negotiated) =
+            tokio::time::timeout(spec.connect_timeout, opening).await.map_err(|_| ClientError::Timeout)??;
+        let (lives, gone) = watch::channel(());
+        if let Transport::Http(http) = &transport {
+            http.begin(negotiated.revision, gone);
+        }
+        tracing::info!(upstream = spec.name, revision = %negotiated.revision, "upstream connected");
+        Ok(Self(Arc::new(Inner {
+            upstream: spec.name.clone(),
+            transport,
+            negotiated,
+            ids,
+            closed: AtomicBool::new(false),
+            lives,
+        })))
+    }
+
+    pub fn revision(&self) -> Revision {
+        self.0.negotiated.revision
+    }
+
+    /// The `capabilities` of the discover or initialize result.
+    pub fn server_capabilities(&self) -> &Value {
+        &self.0.negotiated.capabilities
+    }
+
+    /// The upstream's `serverInfo` (`Null` when it sent none).
+    pub fn server_info(&self) -> &Value {
+        &self.0.negotiated.server_info
+    }
+
+    /// The `Mcp-Session-Id` a handshake HTTP upstream gave, if it gave one.
+    pub fn session(&self) -> Option<String> {
+        match &self.0.transport {
+            Transport::Http(http) => http.session_id(),
+            Transport::Stdio(_) => None,
+        }
+    }
+
+    /// A stdio child's process group id, which is its pid.
+    pub fn process_group(&self) -> Option<i32> {
+        match &self.0.transport {
+            Transport::Http(_) => None,
+            Transport::Stdio(stdio) => stdio.process_group(),
+        }
+    }
+
+    /// Sends one request; resolves to its JSON-RPC `result` object. Dropping the future
+    /// cancels the request upstream.
+    pub async fn request(&self, request: Outgoing) -> Result<Value, ClientError> {
+        if self.0.closed.load(Ordering::Acquire) {
+            return Err(ClientError::Closed);
+        }
+        let id = self.0.ids.next();
+        let revision = self.revision();
+        let frame = match revision.era() {
+            Era::Modern => Frame::modern(Some(id.clone()), &request)?,
+            Era::Handshake => Frame::handshake(Some(id.clone()), &request.method, request.params, Some(revision)),
+        };
+        let by_message = !matches!((&self.0.transport, revision.era()), (Transport::Http(_), Era::Modern));
+        let mut cancel = CancelOnDrop { connection: by_message.then(|| self.clone()), id };
+        let answer = self.0.transport.exchange(frame).await;
+        cancel.connection = None;
+        answer
+    }
+
+    /// Sends one notification.
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
+        if self.0.closed.load(Ordering::Acquire) {
+            return Err(ClientError::Closed);
+        }
+        let params = match params {
+            Value::Object(params) => params,
+            Value::Null => Map::new(),
+            _ => return Err(ClientError::Invalid("notification params must be an object".into())),
+        };
+        let frame = match self.revision() {
+            Revision::V2026_07_28 => Frame::modern(None, &Outgoing::new(method, params))?,
+            revision => Frame::handshake(None, method, params, Some(revision)),
+        };
+        self.0.transport.send(frame).await
+    }
+
+    /// Ends the connection: the HTTP session's DELETE; for stdio SIGTERM to the child's
+    /// process group, SIGKILL after 5 s. Later requests fail with [`ClientError::Closed`].
+    pub async fn close(&self) {
+        if self.0.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.0.lives.send_replace(());
+        match &self.0.transport {
+            Transport::Http(http) => http.close().await,
+            Transport::Stdio(stdio) => stdio.close().await,
+        }
+        tracing::info!(upstream = self.0.upstream, "upstream connection closed");
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").field("upstream", &self.0.upstream).field("revision", &self.revision()).finish()
+    }
+}
+
+/// Armed while a request waits: dropped armed (the caller went away), it tells the
+/// upstream with `notifications/cancelled`.
+struct CancelOnDrop {
+    connection: Option<Connection>,
+    id: String,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(connection) = self.connection.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let frame = Frame::cancelled(connection.revision(), &self.id);
+        runtime.spawn(async move {
+            if let Err(error) = connection.0.transport.send(frame).await {
+                tracing::debug!(upstream = connection.0.upstream, %error, "cancellation not delivered");
+            }
+        });
+    }
+}

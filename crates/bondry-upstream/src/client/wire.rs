@@ -1,0 +1,229 @@
+//! Messages as Bondry writes them to an upstream, and as it reads the upstream's.
+//!
+//! A modern request carries the `_meta` envelope (protocol version, the caller's client
+//! capabilities, Bondry's client info) and, on HTTP, the routing headers; values that
+//! cannot travel as plain header text go through proto's sentinel codec. Incoming
+//! messages are framed by proto's JSON-RPC parser.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bondry_mcp_proto::jsonrpc::{self, Id, Message};
+use bondry_mcp_proto::{Revision, envelope, headers, sentinel};
+use http::{HeaderMap, HeaderName, HeaderValue};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde_json::{Map, Value, json};
+
+use super::{ClientError, Notice, Outgoing};
+
+/// Bondry as the upstream sees it: `clientInfo`.
+pub(crate) fn client_info() -> Value {
+    json!({"name": "bondry", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// Mints the ids of Bondry's requests on one connection: `bondry-1`, `bondry-2`…
+#[derive(Debug, Default)]
+pub(crate) struct Ids(AtomicU64);
+
+impl Ids {
+    pub(crate) fn next(&self) -> String {
+        format!("bondry-{}", self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+/// One message to send: a request when it has an id, else a notification; its body, and
+/// the headers it needs on HTTP (ignored on stdio).
+#[derive(Debug, Clone)]
+pub(crate) struct Frame {
+    pub id: Option<String>,
+    pub method: String,
+    pub body: Vec<u8>,
+    pub headers: HeaderMap,
+}
+
+impl Frame {
+    /// A 2026-07-28 message: the envelope in `params._meta` (beside whatever `_meta` the
+    /// caller gave, such as a progress token), and the routing headers.
+    pub(crate) fn modern(id: Option<String>, outgoing: &Outgoing) -> Result<Self, ClientError> {
+        let mut params = outgoing.params.clone();
+        let mut meta = match params.remove("_meta") {
+            Some(Value::Object(meta)) => meta,
+            _ => Map::new(),
+        };
+        meta.insert(envelope::PROTOCOL_VERSION.into(), Revision::V2026_07_28.as_str().into());
+        meta.insert(envelope::CLIENT_CAPABILITIES.into(), outgoing.client_capabilities.clone());
+        meta.insert(envelope::CLIENT_INFO.into(), client_info());
+        params.insert("_meta".into(), Value::Object(meta));
+
+        let mut headers = HeaderMap::new();
+        headers.insert(headers::PROTOCOL_VERSION, HeaderValue::from_static(Revision::V2026_07_28.as_str()));
+        let method = HeaderValue::from_str(&outgoing.method)
+            .map_err(|_| ClientError::Invalid(format!("method {:?} cannot be a header value", outgoing.method)))?;
+        headers.insert(headers::METHOD, method);
+        if let Some(name) = &outgoing.name {
+            headers.insert(headers::NAME, encoded(name));
+        }
+        for (suffix, value) in &outgoing.param_headers {
+            let name = HeaderName::try_from(format!("{}{suffix}", headers::PARAM_PREFIX))
+                .map_err(|_| ClientError::Invalid(format!("Mcp-Param-{suffix} is not a header name")))?;
+            headers.append(name, encoded(value));
+        }
+        Ok(Self { body: body(id.as_deref(), &outgoing.method, params), id, method: outgoing.method.clone(), headers })
+    }
+
+    /// A 2025-11-25 or 2025-06-18 message; `MCP-Protocol-Version` once one is agreed.
+    pub(crate) fn handshake(
+        id: Option<String>,
+        method: &str,
+        params: Map<String, Value>,
+        revision: Option<Revision>,
+    ) -> Self {
+        let mut headers = HeaderMap::new();
+        if let Some(revision) = revision {
+            headers.insert(headers::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
+        }
+        Self { body: body(id.as_deref(), method, params), id, method: method.to_owned(), headers }
+    }
+
+    /// `notifications/cancelled` for the request `id`, in the era of `revision`.
+    pub(crate) fn cancelled(revision: Revision, id: &str) -> Self {
+        let params = Map::from_iter([
+            ("requestId".to_owned(), Value::from(id)),
+            ("reason".to_owned(), Value::from("the caller went away")),
+        ]);
+        match revision {
+            Revision::V2026_07_28 => {
+                let outgoing = Outgoing::new("notifications/cancelled", params);
+                Self::modern(None, &outgoing).expect("the method is a valid header value")
+            }
+            revision => Self::handshake(None, "notifications/cancelled", params, Some(revision)),
+        }
+    }
+}
+
+/// A header value carrying `text`, sentinel-encoded when plain text cannot carry it.
+fn encoded(text: &str) -> HeaderValue {
+    HeaderValue::from_str(&sentinel::encode(text)).expect("the sentinel codec yields visible ASCII")
+}
+
+fn body(id: Option<&str>, method: &str, params: Map<String, Value>) -> Vec<u8> {
+    let message = match id {
+        Some(id) => json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        None => json!({"jsonrpc": "2.0", "method": method, "params": params}),
+    };
+    serde_json::to_vec(&message).expect("JSON values serialise")
+}
+
+/// A message from the upstream, as Bondry acts on it.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// The answer to the request Bondry sent with `id`: its `result`, or its error.
+    Response {
+        id: String,
+        answer: Result<Value, ClientError>,
+    },
+    /// A request of the upstream's own, to be answered.
+    Request {
+        id: Id,
+        method: String,
+    },
+    Notice(Notice),
+}
+
+/// Reads one message; `Err` says why it is dropped.
+pub(crate) fn read(bytes: &[u8]) -> Result<Incoming, &'static str> {
+    match jsonrpc::parse(bytes) {
+        Ok(Message::Response { id: Id::String(id), answer }) => {
+            let answer = match answer {
+                Ok(Value::Object(result)) => Ok(Value::Object(result)),
+                Ok(_) => Err(ClientError::Protocol("a result that is not an object".into())),
+                Err(error) => Err(ClientError::from_rpc(&error)),
+            };
+            Ok(Incoming::Response { id, answer })
+        }
+        Ok(Message::Response { id: Id::Integer(_), .. }) => Err("a response to an id Bondry never sends"),
+        Ok(Message::Request { id, method, .. }) => Ok(Incoming::Request { id, method }),
+        Ok(Message::Notification { method, params }) => {
+            Ok(Incoming::Notice(Notice { method, params: params.unwrap_or_default() }))
+        }
+        Err(jsonrpc::FramingError::Parse) => Err("not JSON"),
+        Err(jsonrpc::FramingError::Invalid { .. }) => Err("not a JSON-RPC message"),
+    }
+}
+
+/// The string `id` of a message cut short: its top-level `id` member when it comes before
+/// the cut, which is where SDKs write it. Used to fail the request a message too large to
+/// read was answering; a message whose id cannot be read this way fails nothing.
+pub(crate) fn id_of_truncated(prefix: &[u8]) -> Option<String> {
+    let mut id = None;
+    let mut deserializer = serde_json::Deserializer::from_slice(prefix);
+    // The cut makes the whole parse fail; the id was captured before it, if it was there.
+    let _ = TopLevelId(&mut id).deserialize(&mut deserializer);
+    id
+}
+
+struct TopLevelId<'a>(&'a mut Option<String>);
+
+impl<'de> DeserializeSeed<'de> for TopLevelId<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopLevelId<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "id" {
+                if let Value::String(id) = map.next_value()? {
+                    *self.0 = Some(id);
+                }
+                return Ok(());
+            }
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_modern_frame_carries_the_envelope_and_the_routing_headers() {
+        let mut outgoing = Outgoing::new("tools/call", Map::new());
+        outgoing.params.insert("name".into(), "echo".into());
+        outgoing.params.insert("_meta".into(), json!({"progressToken": 3}));
+        outgoing.name = Some("Hello, 世界".into());
+        outgoing.param_headers = vec![("Region".into(), "us-west1".into())];
+        outgoing.client_capabilities = json!({"sampling": {}});
+        let frame = Frame::modern(Some("bondry-1".into()), &outgoing).unwrap();
+        let body: Value = serde_json::from_slice(&frame.body).unwrap();
+        assert_eq!(body["id"], "bondry-1");
+        assert_eq!(body["params"]["_meta"]["progressToken"], 3);
+        assert_eq!(body["params"]["_meta"][envelope::PROTOCOL_VERSION], "2026-07-28");
+        assert_eq!(body["params"]["_meta"][envelope::CLIENT_CAPABILITIES], json!({"sampling": {}}));
+        assert_eq!(body["params"]["_meta"][envelope::CLIENT_INFO]["name"], "bondry");
+        assert_eq!(frame.headers["mcp-protocol-version"], "2026-07-28");
+        assert_eq!(frame.headers["mcp-method"], "tools/call");
+        assert_eq!(frame.headers["mcp-name"], "=?base64?SGVsbG8sIOS4lueVjA==?=");
+        assert_eq!(frame.headers["mcp-param-region"], "us-west1");
+    }
+
+    #[test]
+    fn reads_the_id_of_a_message_cut_short() {
+        let message = br#"{"jsonrpc":"2.0","id":"bondry-7","result":{"content":[{"text":"aaaa"#;
+        assert_eq!(id_of_truncated(message), Some("bondry-7".into()));
+        let late = br#"{"jsonrpc":"2.0","result":{"text":"id bondry-1"},"id":"bondry-2"}"#;
+        assert_eq!(id_of_truncated(&late[..40]), None, "an id inside the result is never taken");
+        assert_eq!(id_of_truncated(late), Some("bondry-2".into()));
+        assert_eq!(id_of_truncated(b"not json"), None);
+    }
+}
