@@ -33,6 +33,9 @@ pub struct HandlerRequest {
     /// and the dynamic ones it published).
     pub capability: crate::capability::CapabilityId,
     pub arguments: Value,
+    /// The URI a resource read names: the static resource's own, or the one a template
+    /// matched, whose variables are `arguments`.
+    pub uri: Option<String>,
     pub realm: String,
     pub principal: Principal,
     pub invocation: InvocationId,

@@ -151,6 +151,7 @@ impl Call {
         HandlerRequest {
             capability: self.capability.id().clone(),
             arguments: self.arguments.clone(),
+            uri: self.uri.clone(),
             realm: self.realm.realm.clone(),
             principal: self.principal.clone(),
             invocation: self.invocation.clone(),
