@@ -1093,6 +1093,17 @@ impl Handler for AsksOnce {
     }
 }
 
+/// The `rmcp-stdio-upstream` binary of this crate (an rmcp 3.11 server over stdio), found
+/// beside the running executable: an integration test runs from `target/<profile>/deps`,
+/// the `bondry` binary from `target/<profile>`.
+pub fn test_upstream_exe() -> PathBuf {
+    let name = format!("rmcp-stdio-upstream{}", std::env::consts::EXE_SUFFIX);
+    let exe = std::env::current_exe().expect("the running executable has a path");
+    exe.ancestors().skip(1).take(2).map(|dir| dir.join(&name)).find(|candidate| candidate.is_file()).unwrap_or_else(
+        || panic!("no {name} beside {}: build it: cargo build -p bondry-test-support --bins", exe.display()),
+    )
+}
+
 /// The `bondry` binary cargo built for the calling integration test of the `bondry` crate.
 #[macro_export]
 macro_rules! bondry_exe {

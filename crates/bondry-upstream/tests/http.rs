@@ -188,3 +188,29 @@ async fn an_unreachable_url_fails_within_the_connect_timeout() {
     };
     assert_eq!(Connection::open(&silent_spec, Inbox::discard()).await.unwrap_err(), ClientError::Timeout);
 }
+
+#[tokio::test]
+async fn dropping_a_request_cancels_it_upstream_in_either_era() {
+    let server = TestServer::start().await;
+    for (versions, key) in [(vec![Revision::V2026_07_28], "modern"), (vec![Revision::V2025_11_25], "handshake")] {
+        let spec = UpstreamSpec { protocol_versions: versions, ..upstream(&server) };
+        let connection = Connection::open(&spec, Inbox::discard()).await.unwrap();
+        let linger = outgoing(
+            "tools/call",
+            json!({"name": "test.linger", "arguments": {"key": key, "ms": 5000}}),
+            Some("test.linger"),
+        );
+        let request = connection.request(linger);
+        tokio::select! {
+            answered = request => panic!("answered before it was dropped: {answered:?}"),
+            running = server.call_running() => assert!(running),
+        }
+        assert!(
+            bondry_test_support::wait_for(&format!("cancelled:{key}"), PATIENCE).await,
+            "{key}: the call was cancelled"
+        );
+        connection.close().await;
+        assert!(server.settles().await, "{key}: nothing left running: {:?}", server.gauges());
+    }
+    server.stop().await;
+}

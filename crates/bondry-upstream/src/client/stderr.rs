@@ -30,6 +30,9 @@ pub(crate) async fn log_lines(upstream: String, stderr: impl AsyncRead + Unpin) 
     if let Some(line) = lines.finish() {
         log(&upstream, line, &mut limit, Instant::now());
     }
+    if limit.dropped > 0 {
+        tracing::warn!(upstream, dropped = limit.dropped, "upstream stderr: lines dropped (over the rate)");
+    }
 }
 
 fn log(upstream: &str, line: Line, limit: &mut RateLimit, now: Instant) {
