@@ -9,7 +9,11 @@
 pub mod client;
 pub mod definition;
 pub mod naming;
+mod realm;
+pub mod relay;
 pub mod spec;
+mod upstream;
 
 pub use client::{ClientError, Connection, Inbox, Notice, Outgoing};
+pub use realm::RealmUpstreams;
 pub use spec::{Expose, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};

@@ -10,6 +10,8 @@ use bondry::assemble::{Overrides, assemble};
 use bondry::builtins::Builtins;
 use bondry::config::{self, ConfigErrors};
 use bondry::reload::{self, LiveRealm, Reloader};
+use bondry_core::realm::RealmEvents;
+use bondry_upstream::RealmUpstreams;
 use clap::{Parser, Subcommand};
 
 /// jemalloc with its background thread, which gives freed memory back to the operating
@@ -137,7 +139,8 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
     // One set of handler objects for the start and every reload: a handler's state (and
     // the dynamic capabilities it published) stays with the one instance.
     let builtins = Builtins::bundled();
-    let assembled = assemble(&loaded, &builtins, &Overrides { listen }, true)?;
+    let mut assembled = assemble(&loaded, &builtins, &Overrides { listen }, true)?;
+    let upstreams = std::mem::take(&mut assembled.upstreams);
     let realms = assembled
         .server
         .realms
@@ -157,6 +160,15 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
             path.map(|path| Reloader { path, builtins: builtins.clone(), overrides: Overrides { listen }, realms });
         let watch = reload::Watch::install(reloader);
         let running = bondry_http_server::start(assembled.server).await?;
+        // Upstreams connect in the background: the realm serves at once, and their
+        // capabilities appear as their listings land.
+        let upstreams: Vec<RealmUpstreams> = upstreams
+            .into_iter()
+            .filter(|(_, specs)| !specs.is_empty())
+            .filter_map(|(realm, specs)| {
+                Some(RealmUpstreams::start(RealmEvents::new(running.registry(&realm)?), specs))
+            })
+            .collect();
         for (_, addr) in running.local_addrs() {
             eprintln!("listening on http://{addr}/mcp");
         }
@@ -165,6 +177,10 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
         tracing::info!("shutting down");
         if !running.shutdown().await {
             tracing::warn!("some requests did not finish within shutdown_grace_ms");
+        }
+        // After the calls drained: none is left to need an upstream, and every child ends.
+        for realm in upstreams {
+            realm.shutdown().await;
         }
         anyhow::Ok(())
     })?;

@@ -1,0 +1,176 @@
+//! A realm's upstreams together: started and stopped as one, and named as one, since
+//! the naming rule (contract §9.3) decides between upstreams in stanza order.
+//!
+//! Every listing that changes something names every upstream's entries again, against
+//! the realm's own capabilities, and offers each upstream's set to the registry; what
+//! does not compile is skipped with a warning and never costs the realm.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bondry_core::capability::{CapabilityId, CapabilityKind};
+use bondry_core::handler::Handler;
+use bondry_core::realm::RealmEvents;
+use bondry_core::registry::Registration;
+use bondry_mcp_proto::lint;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::definition::{self, BINDING_KIND};
+use crate::naming::{Listed, Named, Names};
+use crate::relay::Relay;
+use crate::spec::UpstreamSpec;
+use crate::upstream::{News, Target, Upstream};
+
+/// The upstreams of one realm, while they are served.
+pub struct RealmUpstreams {
+    stop: watch::Sender<bool>,
+    tasks: JoinSet<()>,
+}
+
+/// What the realm's upstreams share: the realm, and the upstreams in stanza order.
+struct Realm {
+    events: RealmEvents,
+    upstreams: Vec<Arc<Upstream>>,
+    /// Each upstream's handler, made once: a listing that changes nothing of an entry
+    /// keeps it compiled, since the catalogue knows an unchanged entry by its handler.
+    relays: Vec<Arc<dyn Handler>>,
+    /// One naming at a time, so two listings landing together are named in order.
+    naming: Mutex<()>,
+}
+
+impl RealmUpstreams {
+    /// Starts serving `specs` in the realm of `events`: each upstream is connected and
+    /// listed in the background, so the realm serves at once and its upstreams'
+    /// capabilities appear as their listings land. Must be called within a Tokio runtime.
+    pub fn start(events: RealmEvents, specs: Vec<UpstreamSpec>) -> Self {
+        let upstreams: Vec<_> = specs.into_iter().map(|spec| Arc::new(Upstream::new(spec))).collect();
+        let relays =
+            upstreams.iter().map(|upstream| Arc::new(Relay(Arc::clone(upstream))) as Arc<dyn Handler>).collect();
+        let realm = Arc::new(Realm { events, upstreams, relays, naming: Mutex::new(()) });
+        let (stop, stopping) = watch::channel(false);
+        let mut tasks = JoinSet::new();
+        for upstream in &realm.upstreams {
+            let news: Arc<dyn News> = Arc::clone(&realm) as Arc<dyn News>;
+            tasks.spawn(Arc::clone(upstream).supervise(stopping.clone(), news));
+        }
+        Self { stop, tasks }
+    }
+
+    /// Stops every upstream: each connection is closed (a stdio child's process group
+    /// ended) before this returns. Calls still running fail as unavailable.
+    pub async fn shutdown(mut self) {
+        self.stop.send_replace(true);
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+impl News for Realm {
+    fn listed(&self, _: &Upstream) {
+        self.name_and_offer();
+    }
+
+    fn resource_updated(&self, uri: &str) {
+        self.events.resource_updated(uri);
+    }
+}
+
+impl Realm {
+    /// Names every upstream's entries in stanza order and offers each upstream's set.
+    fn name_and_offer(&self) {
+        let _one_at_a_time = self.naming.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let snapshot = self.events.snapshot();
+        // The realm's own capabilities keep their ids and URIs whatever upstreams list.
+        let own: Vec<_> =
+            snapshot.catalogue.iter().filter(|entry| entry.descriptor.binding.kind != BINDING_KIND).collect();
+        let mut names = Names::of_realm(
+            own.iter().map(|entry| entry.id().as_str()),
+            own.iter().filter_map(|entry| entry.descriptor.uri.as_deref()),
+        );
+        for (upstream, relay) in self.upstreams.iter().zip(&self.relays) {
+            let (registrations, targets) = name(upstream, relay, &mut names);
+            let served = registrations.len();
+            // The targets first, so a call to a new entry finds what to call upstream.
+            upstream.set_targets(targets);
+            let skipped = self.events.offer(&upstream.owner(), registrations);
+            for skipped in &skipped {
+                tracing::warn!(upstream = upstream.name(), entry = %skipped.id, why = skipped.why, "an upstream entry is not served");
+            }
+            tracing::info!("upstream {}: {} capabilities listed", upstream.name(), served - skipped.len());
+        }
+    }
+}
+
+/// The registrations of `upstream`'s latest listing, named against `names`, and what
+/// each one is called upstream.
+fn name(
+    upstream: &Upstream,
+    relay: &Arc<dyn Handler>,
+    names: &mut Names,
+) -> (Vec<Registration>, HashMap<CapabilityId, Target>) {
+    let spec = &upstream.spec;
+    let mut registrations = Vec::new();
+    let mut targets = HashMap::new();
+    for (kind, entry) in upstream.listing() {
+        let skip = |why: &str| {
+            tracing::warn!(upstream = spec.name, kind = kind_name(kind), why, "an upstream entry is not served")
+        };
+        let (upstream_name, uri) = match definition::identity(kind, &entry) {
+            Ok(identity) => identity,
+            Err(why) => {
+                skip(&why);
+                continue;
+            }
+        };
+        if !spec.admits(upstream_name) {
+            continue;
+        }
+        let id = match names.claim(&spec.name, &spec.prefix, Listed { kind, name: upstream_name, uri }) {
+            Named::Id { id, renamed } => {
+                if renamed {
+                    tracing::info!(
+                        upstream = spec.name,
+                        entry = upstream_name,
+                        id,
+                        "an upstream entry is renamed: its name is taken or too long"
+                    );
+                }
+                id
+            }
+            Named::Shadowed => {
+                tracing::warn!(
+                    upstream = spec.name,
+                    entry = upstream_name,
+                    uri,
+                    "an upstream entry is shadowed: another source serves its URI"
+                );
+                continue;
+            }
+        };
+        let Ok(id) = CapabilityId::new(&id) else { continue };
+        let descriptor = match definition::descriptor(kind, id.clone(), &spec.name, &entry) {
+            Ok(descriptor) => descriptor,
+            Err(why) => {
+                tracing::warn!(upstream = spec.name, entry = upstream_name, why, "an upstream entry is not served");
+                continue;
+            }
+        };
+        let params = match kind {
+            CapabilityKind::Tool => lint::param_headers(&descriptor.input_schema).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let target = Target { kind, name: upstream_name.to_owned(), uri: uri.map(str::to_owned), params };
+        targets.insert(id, target);
+        registrations.push(Registration { descriptor: Arc::new(descriptor), handler: Arc::clone(relay) });
+    }
+    (registrations, targets)
+}
+
+fn kind_name(kind: CapabilityKind) -> &'static str {
+    match kind {
+        CapabilityKind::Tool => "tool",
+        CapabilityKind::Prompt => "prompt",
+        CapabilityKind::Resource => "resource",
+        CapabilityKind::ResourceTemplate => "resource template",
+    }
+}

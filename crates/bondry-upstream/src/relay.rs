@@ -1,0 +1,210 @@
+//! The relay: the handler behind every capability of one upstream. The core has resolved
+//! the capability in the caller's view and validated the arguments before it runs; the
+//! relay sends the call to the upstream under the upstream's own name and hands the
+//! answer back as the upstream gave it.
+//!
+//! A failure answers as contract §9.6 says: an upstream that cannot be reached, died or
+//! timed out is `upstream_unavailable` (retryable), a JSON-RPC error `upstream_error`;
+//! an upstream result with `isError` stays a tool error.
+
+use std::sync::Arc;
+
+use bondry_core::BoxFuture;
+use bondry_core::capability::CapabilityKind;
+use bondry_core::handler::{
+    Answer, Completion, CompletionAnswer, CompletionFailed, CompletionQuery, Handler, HandlerRequest, TraceContext,
+};
+use bondry_mcp_proto::lint::{ParamHeader, ParamType};
+use serde_json::{Map, Value, json};
+
+use crate::client::Outgoing;
+use crate::upstream::{Target, Unrelayed, Upstream};
+
+/// Stable codes of relayed calls that did not get an answer.
+pub mod code {
+    /// Not connected, marked down, failed or timed out: worth trying again.
+    pub const UNAVAILABLE: &str = "upstream_unavailable";
+    /// The upstream answered a JSON-RPC error.
+    pub const ERROR: &str = "upstream_error";
+}
+
+/// The handler of one upstream's capabilities.
+pub struct Relay(pub Arc<Upstream>);
+
+impl Handler for Relay {
+    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
+        let upstream = Arc::clone(&self.0);
+        Box::pin(async move { call(&upstream, request).await })
+    }
+
+    fn complete(&self, request: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
+        let upstream = Arc::clone(&self.0);
+        Box::pin(async move { complete(&upstream, request, query).await })
+    }
+}
+
+async fn call(upstream: &Upstream, request: HandlerRequest) -> Answer {
+    // Every capability of the upstream has a target; one without is a listing that was
+    // just replaced, and nothing is left to call.
+    let Some(target) = upstream.target(&request.capability) else {
+        return unavailable(CapabilityKind::Tool);
+    };
+    let kind = target.kind;
+    let outgoing = match kind {
+        CapabilityKind::Tool => {
+            let mut outgoing = named("tools/call", &target, Some(&request.arguments), &request.trace);
+            outgoing.param_headers = param_headers(&target.params, &request.arguments);
+            outgoing
+        }
+        CapabilityKind::Prompt => named("prompts/get", &target, Some(&request.arguments), &request.trace),
+        CapabilityKind::Resource | CapabilityKind::ResourceTemplate => {
+            // A static resource is read at its own URI; a template at the one the caller named.
+            let Some(uri) = request.uri.clone().or_else(|| target.uri.clone()) else { return unavailable(kind) };
+            let mut params = Map::from_iter([("uri".to_owned(), json!(uri))]);
+            with_trace(&mut params, &request.trace);
+            Outgoing { name: Some(uri), ..Outgoing::new("resources/read", params) }
+        }
+    };
+    let outgoing = Outgoing { client_capabilities: request.client_capabilities.clone(), ..outgoing };
+    let answered = tokio::select! {
+        answered = upstream.relay(outgoing) => answered,
+        // Dropping the relayed request cancels it upstream.
+        () = request.cancellation.cancelled() => return Answer::Failure { code: code::UNAVAILABLE.into() },
+    };
+    match answered {
+        Ok(result) => {
+            let tool_error = kind == CapabilityKind::Tool && result.get("isError") == Some(&Value::Bool(true));
+            Answer::Relayed { result, tool_error }
+        }
+        Err(Unrelayed::Unavailable) => unavailable(kind),
+        Err(Unrelayed::Refused { code, message }) => {
+            tracing::info!(upstream = upstream.name(), code, message, "the upstream answered an error");
+            match kind {
+                CapabilityKind::Tool => Answer::ToolError { code: code::ERROR.into(), retryable: false, content: None },
+                _ => Answer::Failure { code: code::ERROR.into() },
+            }
+        }
+    }
+}
+
+async fn complete(upstream: &Upstream, request: HandlerRequest, query: CompletionQuery) -> CompletionAnswer {
+    let Some(target) = upstream.target(&query.capability) else {
+        return Err(CompletionFailed { code: code::UNAVAILABLE.into() });
+    };
+    let reference = match (target.kind, &target.uri) {
+        (CapabilityKind::Prompt, _) => json!({"type": "ref/prompt", "name": target.name}),
+        (_, Some(uri)) => json!({"type": "ref/resource", "uri": uri}),
+        (_, None) => return Err(CompletionFailed { code: code::UNAVAILABLE.into() }),
+    };
+    let mut params = Map::from_iter([
+        ("ref".to_owned(), reference),
+        ("argument".to_owned(), json!({"name": query.argument, "value": query.value})),
+    ]);
+    if !query.context.is_empty() {
+        params.insert("context".into(), json!({"arguments": query.context}));
+    }
+    with_trace(&mut params, &request.trace);
+    let outgoing = Outgoing {
+        client_capabilities: request.client_capabilities.clone(),
+        ..Outgoing::new("completion/complete", params)
+    };
+    let answered = tokio::select! {
+        answered = upstream.relay(outgoing) => answered,
+        () = request.cancellation.cancelled() => return Err(CompletionFailed { code: code::UNAVAILABLE.into() }),
+    };
+    let result = answered.map_err(|why| CompletionFailed {
+        code: match why {
+            Unrelayed::Unavailable => code::UNAVAILABLE.into(),
+            Unrelayed::Refused { .. } => code::ERROR.into(),
+        },
+    })?;
+    let completion = result.get("completion").unwrap_or(&Value::Null);
+    Ok(Completion {
+        values: completion
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|value| value.as_str().map(str::to_owned))
+            .collect(),
+        total: completion.get("total").and_then(Value::as_u64),
+        has_more: completion.get("hasMore").and_then(Value::as_bool),
+    })
+}
+
+/// A request that names its capability: `name` (and `arguments`) as the upstream knows it.
+fn named(method: &str, target: &Target, arguments: Option<&Value>, trace: &TraceContext) -> Outgoing {
+    let mut params = Map::from_iter([("name".to_owned(), json!(target.name))]);
+    if let Some(arguments) = arguments {
+        params.insert("arguments".into(), arguments.clone());
+    }
+    with_trace(&mut params, trace);
+    Outgoing { name: Some(target.name.clone()), ..Outgoing::new(method, params) }
+}
+
+/// The caller's trace context travels on to the upstream in `_meta`.
+fn with_trace(params: &mut Map<String, Value>, trace: &TraceContext) {
+    let mut meta = Map::new();
+    for (key, value) in
+        [("traceparent", &trace.traceparent), ("tracestate", &trace.tracestate), ("baggage", &trace.baggage)]
+    {
+        if let Some(value) = value {
+            meta.insert(key.into(), json!(value));
+        }
+    }
+    if !meta.is_empty() {
+        params.insert("_meta".into(), Value::Object(meta));
+    }
+}
+
+/// The `Mcp-Param-*` headers of a modern `tools/call`: each declared parameter present in
+/// the arguments, as its header carries it.
+fn param_headers(params: &[ParamHeader], arguments: &Value) -> Vec<(String, String)> {
+    params
+        .iter()
+        .filter_map(|param| {
+            let value = param.path.iter().try_fold(arguments, |value, key| value.get(key))?;
+            let text = match (param.ty, value) {
+                (ParamType::String, Value::String(text)) => text.clone(),
+                (ParamType::Integer, Value::Number(number)) => number.to_string(),
+                (ParamType::Boolean, Value::Bool(flag)) => flag.to_string(),
+                _ => return None,
+            };
+            Some((param.name.clone(), text))
+        })
+        .collect()
+}
+
+/// The answer of a capability whose upstream cannot be reached now.
+fn unavailable(kind: CapabilityKind) -> Answer {
+    match kind {
+        CapabilityKind::Tool => Answer::ToolError { code: code::UNAVAILABLE.into(), retryable: true, content: None },
+        _ => Answer::Failure { code: code::UNAVAILABLE.into() },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_parameters_become_headers() {
+        let params = vec![
+            ParamHeader { name: "Region".into(), path: vec!["region".into()], ty: ParamType::String },
+            ParamHeader { name: "N".into(), path: vec!["opts".into(), "n".into()], ty: ParamType::Integer },
+            ParamHeader { name: "Missing".into(), path: vec!["absent".into()], ty: ParamType::Boolean },
+        ];
+        let arguments = json!({"region": "eu-west", "opts": {"n": 3}});
+        assert_eq!(param_headers(&params, &arguments), [("Region".into(), "eu-west".into()), ("N".into(), "3".into())]);
+    }
+
+    #[test]
+    fn trace_context_travels_in_meta() {
+        let mut params = Map::new();
+        with_trace(&mut params, &TraceContext { traceparent: Some("00-ab-cd-01".into()), ..TraceContext::default() });
+        assert_eq!(Value::Object(params), json!({"_meta": {"traceparent": "00-ab-cd-01"}}));
+        let mut none = Map::new();
+        with_trace(&mut none, &TraceContext::default());
+        assert!(none.is_empty());
+    }
+}

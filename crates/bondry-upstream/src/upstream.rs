@@ -1,0 +1,359 @@
+//! One upstream of a realm, alive: its connection (made, lost and made again with
+//! backoff), its health, its latest listing, and which of the realm's capabilities it
+//! serves under which upstream name.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use bondry_core::capability::{CapabilityId, CapabilityKind};
+use bondry_mcp_proto::lint::ParamHeader;
+use serde_json::{Map, Value, json};
+use tokio::sync::{Notify, Semaphore, watch};
+
+use crate::client::{ClientError, Connection, Inbox, Notice, Outgoing};
+use crate::spec::UpstreamSpec;
+
+/// Consecutive failed calls after which an upstream is marked down for its backoff.
+pub const FAILURES_BEFORE_DOWN: u32 = 5;
+/// The first wait before connecting again; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// A connection that lived this long resets the backoff.
+const STEADY: Duration = Duration::from_secs(60);
+/// Pages of one listing followed at most, and entries kept at most (contract §9.4).
+const MAX_PAGES: usize = 50;
+const MAX_ENTRIES: usize = 2_000;
+/// Notices queued from the upstream before new ones are dropped.
+const INBOX: usize = 64;
+
+/// What one of the upstream's capabilities is called there.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub kind: CapabilityKind,
+    /// The upstream's own name of the entry.
+    pub name: String,
+    /// A static resource's URI, or a template's URI template.
+    pub uri: Option<String>,
+    /// The tool's `x-mcp-header` parameters, mirrored into `Mcp-Param-*` headers.
+    pub params: Vec<ParamHeader>,
+}
+
+/// Where an upstream's news goes: its realm.
+pub trait News: Send + Sync {
+    /// `upstream` listed something new: the realm names and serves it.
+    fn listed(&self, upstream: &Upstream);
+    /// The upstream says the resource at `uri` changed.
+    fn resource_updated(&self, uri: &str);
+}
+
+/// The entries of one listing, by kind, as the upstream wrote them.
+pub type Listing = Vec<(CapabilityKind, Value)>;
+
+/// One upstream and everything it holds while Bondry serves it.
+pub struct Upstream {
+    pub spec: UpstreamSpec,
+    connection: RwLock<Option<Connection>>,
+    health: Mutex<Health>,
+    listing: RwLock<Listing>,
+    targets: RwLock<HashMap<CapabilityId, Target>>,
+    /// At most `max_concurrent_calls` calls at once, the others waiting their turn.
+    calls: Semaphore,
+    /// A call saw the connection die: the supervisor connects again at once.
+    lost: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Health {
+    failures: u32,
+    down_until: Option<Instant>,
+    backoff: Duration,
+}
+
+/// Why a call could not be relayed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unrelayed {
+    /// No connection, marked down, or the transport failed or timed out: retryable.
+    Unavailable,
+    /// The upstream answered a JSON-RPC error.
+    Refused { code: i64, message: String },
+}
+
+impl Upstream {
+    pub fn new(spec: UpstreamSpec) -> Self {
+        let calls = Semaphore::new(spec.max_concurrent_calls.max(1));
+        Self {
+            spec,
+            connection: RwLock::new(None),
+            health: Mutex::new(Health { backoff: FIRST_BACKOFF, ..Health::default() }),
+            listing: RwLock::new(Vec::new()),
+            targets: RwLock::new(HashMap::new()),
+            calls,
+            lost: Notify::new(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The owner key of this upstream's capabilities in its realm's registry.
+    pub fn owner(&self) -> String {
+        format!("upstream/{}", self.spec.name)
+    }
+
+    pub fn listing(&self) -> Listing {
+        read(&self.listing).clone()
+    }
+
+    pub fn target(&self, id: &CapabilityId) -> Option<Target> {
+        read(&self.targets).get(id).cloned()
+    }
+
+    /// Which capability ids this upstream now serves, and as what.
+    pub fn set_targets(&self, targets: HashMap<CapabilityId, Target>) {
+        *write(&self.targets) = targets;
+    }
+
+    /// Sends `request` within the call timeout (measured from when a call slot is free),
+    /// counting transport failures toward marking the upstream down.
+    pub async fn relay(&self, request: Outgoing) -> Result<Value, Unrelayed> {
+        let connection = self.usable().ok_or(Unrelayed::Unavailable)?;
+        let answered = tokio::time::timeout(self.spec.call_timeout, async {
+            let _slot = self.calls.acquire().await.map_err(|_| ClientError::Closed)?;
+            connection.request(request).await
+        })
+        .await;
+        match answered {
+            Ok(Ok(result)) => {
+                self.succeeded();
+                Ok(result)
+            }
+            // The upstream is alive and said no: not a failure of the link.
+            Ok(Err(ClientError::Rpc { code, message, .. })) => {
+                self.succeeded();
+                Err(Unrelayed::Refused { code, message })
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(upstream = self.name(), %error, "an upstream call failed");
+                if matches!(error, ClientError::Closed | ClientError::Unreachable(_)) {
+                    self.lost.notify_one();
+                }
+                self.failed();
+                Err(Unrelayed::Unavailable)
+            }
+            Err(_) => {
+                tracing::warn!(upstream = self.name(), "an upstream call timed out");
+                self.failed();
+                Err(Unrelayed::Unavailable)
+            }
+        }
+    }
+
+    /// The connection, unless there is none or the upstream is marked down.
+    fn usable(&self) -> Option<Connection> {
+        let health = lock(&self.health);
+        if health.down_until.is_some_and(|until| until > Instant::now()) {
+            return None;
+        }
+        read(&self.connection).clone()
+    }
+
+    fn succeeded(&self) {
+        let mut health = lock(&self.health);
+        health.failures = 0;
+        health.down_until = None;
+    }
+
+    fn failed(&self) {
+        let mut health = lock(&self.health);
+        health.failures += 1;
+        if health.failures >= FAILURES_BEFORE_DOWN {
+            health.down_until = Some(Instant::now() + health.backoff);
+            tracing::warn!(
+                upstream = self.spec.name,
+                failures = health.failures,
+                down_ms = health.backoff.as_millis() as u64,
+                "upstream marked down: its calls answer at once until the backoff is over"
+            );
+        }
+    }
+
+    /// Keeps the upstream connected until `stop`: connects (with backoff), lists it, and
+    /// lists it again when it says a list changed, every `refresh_interval`, and after a
+    /// reconnect. `news` hears of every listing that changed something.
+    pub async fn supervise(self: Arc<Self>, mut stop: watch::Receiver<bool>, news: Arc<dyn News>) {
+        loop {
+            let (inbox, notices) = Inbox::channel(INBOX);
+            let opened = tokio::select! {
+                opened = Connection::open(&self.spec, inbox) => opened,
+                _ = stop.changed() => return,
+            };
+            let began = Instant::now();
+            match opened {
+                Ok(connection) => {
+                    *write(&self.connection) = Some(connection.clone());
+                    self.succeeded();
+                    let stopped = self.serve(&connection, notices, &mut stop, &*news).await;
+                    *write(&self.connection) = None;
+                    connection.close().await;
+                    if stopped {
+                        return;
+                    }
+                }
+                Err(error) => tracing::warn!(upstream = self.spec.name, %error, "cannot connect to the upstream"),
+            }
+            let wait = self.next_backoff(began.elapsed());
+            tracing::info!(
+                upstream = self.spec.name,
+                retry_ms = wait.as_millis() as u64,
+                "connecting to the upstream again later"
+            );
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                _ = stop.changed() => return,
+            }
+        }
+    }
+
+    /// The wait before the next connection attempt, after one that lasted `lived`.
+    fn next_backoff(&self, lived: Duration) -> Duration {
+        let mut health = lock(&self.health);
+        if lived >= STEADY {
+            health.backoff = FIRST_BACKOFF;
+        }
+        let wait = health.backoff;
+        health.backoff = (health.backoff * 2).min(MAX_BACKOFF);
+        wait
+    }
+
+    /// Serves one live connection; whether `stop` ended it (else the connection was lost).
+    async fn serve(
+        &self,
+        connection: &Connection,
+        mut notices: tokio::sync::mpsc::Receiver<Notice>,
+        stop: &mut watch::Receiver<bool>,
+        news: &dyn News,
+    ) -> bool {
+        if !self.refresh(connection, news).await {
+            return false;
+        }
+        let mut every = tokio::time::interval(self.spec.refresh_interval);
+        every.reset();
+        loop {
+            tokio::select! {
+                notice = notices.recv() => {
+                    let Some(notice) = notice else { return false };
+                    if notice.method.ends_with("/list_changed") {
+                        // Refreshes coalesce: the list changes already queued are answered by
+                        // this one; anything else queued is still heard.
+                        while let Ok(queued) = notices.try_recv() {
+                            if let Some(uri) = updated_uri(&queued) {
+                                news.resource_updated(uri);
+                            }
+                        }
+                        if !self.refresh(connection, news).await {
+                            return false;
+                        }
+                    } else if let Some(uri) = updated_uri(&notice) {
+                        news.resource_updated(uri);
+                    }
+                }
+                _ = every.tick() => {
+                    if !self.refresh(connection, news).await {
+                        return false;
+                    }
+                }
+                () = self.lost.notified() => return false,
+                _ = stop.changed() => return true,
+            }
+        }
+    }
+
+    /// Lists every kind the upstream serves and the stanza exposes; whether the connection
+    /// is still good. A kind whose listing fails keeps what it listed before.
+    async fn refresh(&self, connection: &Connection, news: &dyn News) -> bool {
+        let announced = connection.server_capabilities();
+        let expose = self.spec.expose;
+        let kinds = [
+            (CapabilityKind::Tool, expose.tools && announced.get("tools").is_some(), "tools/list", "tools"),
+            (CapabilityKind::Prompt, expose.prompts && announced.get("prompts").is_some(), "prompts/list", "prompts"),
+            (
+                CapabilityKind::Resource,
+                expose.resources && announced.get("resources").is_some(),
+                "resources/list",
+                "resources",
+            ),
+            (
+                CapabilityKind::ResourceTemplate,
+                expose.resources && announced.get("resources").is_some(),
+                "resources/templates/list",
+                "resourceTemplates",
+            ),
+        ];
+        let previous = self.listing();
+        let mut listing = Vec::new();
+        for (kind, served, method, field) in kinds {
+            if !served {
+                continue;
+            }
+            match list(connection, method, field, MAX_ENTRIES - listing.len().min(MAX_ENTRIES)).await {
+                Ok(entries) => listing.extend(entries.into_iter().map(|entry| (kind, entry))),
+                Err(ClientError::Rpc { code, message, .. }) => {
+                    tracing::warn!(upstream = self.spec.name, method, code, message, "the upstream refused a listing");
+                    listing.extend(previous.iter().filter(|(was, _)| *was == kind).cloned());
+                }
+                Err(error) => {
+                    tracing::warn!(upstream = self.spec.name, method, %error, "cannot list the upstream");
+                    return false;
+                }
+            }
+        }
+        if listing != previous {
+            *write(&self.listing) = listing;
+            news.listed(self);
+        }
+        true
+    }
+}
+
+/// The URI of a `notifications/resources/updated`; URIs are never rewritten, so it is
+/// the realm's too.
+fn updated_uri(notice: &Notice) -> Option<&str> {
+    (notice.method == "notifications/resources/updated").then(|| notice.params.get("uri")?.as_str()).flatten()
+}
+
+/// Every entry of one list method, following `nextCursor` up to [`MAX_PAGES`] pages and
+/// `room` entries, and stopping at a cursor seen before.
+async fn list(connection: &Connection, method: &str, field: &str, room: usize) -> Result<Vec<Value>, ClientError> {
+    let mut entries = Vec::new();
+    let mut cursors = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut params = Map::new();
+        if let Some(cursor) = &cursor {
+            params.insert("cursor".into(), json!(cursor));
+        }
+        let page = connection.request(Outgoing::new(method, params)).await?;
+        let listed = page.get(field).and_then(Value::as_array).into_iter().flatten();
+        entries.extend(listed.take(room - entries.len().min(room)).cloned());
+        cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+        match &cursor {
+            Some(next) if entries.len() < room && !cursors.contains(next) => cursors.push(next.clone()),
+            _ => break,
+        }
+    }
+    Ok(entries)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
