@@ -3,6 +3,7 @@
 //! Records go to their own sink, never into logs. They carry digests of the arguments and
 //! the result, not the values, unless a capability opts in.
 
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -51,6 +52,36 @@ pub struct AuditRecord {
     pub continuation_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
+    /// The upstream a relayed call went to, and how long it answered in, beside the
+    /// whole call's `duration_us`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream_duration_us: Option<u64>,
+}
+
+/// What a handler that relays to a backend leaves for the call's audit record: which
+/// backend, and how long it took over every time it was asked in this call.
+#[derive(Debug, Default)]
+pub struct BackendNote {
+    taken: Mutex<Option<(String, Duration)>>,
+}
+
+impl BackendNote {
+    /// The call went to `backend`, which answered in `took`.
+    pub fn record(&self, backend: &str, took: Duration) {
+        let mut taken = self.taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let spent = taken.as_ref().map_or(Duration::ZERO, |(_, spent)| *spent);
+        *taken = Some((backend.to_owned(), spent + took));
+    }
+
+    /// Puts what was noted on `record`.
+    pub fn annotate(&self, record: &mut AuditRecord) {
+        if let Some((backend, took)) = self.taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).as_ref() {
+            record.upstream = Some(backend.clone());
+            record.upstream_duration_us = Some(took.as_micros() as u64);
+        }
+    }
 }
 
 impl AuditRecord {
@@ -102,6 +133,8 @@ impl AuditRecord {
             trace_id: None,
             continuation_id: None,
             arguments: None,
+            upstream: None,
+            upstream_duration_us: None,
         }
     }
 

@@ -48,6 +48,8 @@ pub struct HandlerRequest {
     /// On a retry after [`Answer::InputRequired`]: the client's responses and the state
     /// the handler returned before.
     pub retry: Option<Retry>,
+    /// Where a handler that relays to a backend notes which and how long, for the audit.
+    pub backend: Arc<crate::audit::BackendNote>,
 }
 
 /// The input a client supplied on a retry, keyed as the handler keyed its requests.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use bondry_core::BoxFuture;
-use bondry_core::audit::{AuditOutcome, AuditRecord, Digest};
+use bondry_core::audit::{AuditOutcome, AuditRecord, BackendNote, Digest};
 use bondry_core::dispatch::{self, Outcome};
 use bondry_core::handler::{
     Cancellation, CompletionQuery, Emitter, HandlerRequest, InvocationId, Publisher, Retry, TraceContext,
@@ -63,6 +63,8 @@ pub struct Call {
     /// The size of the request body, a bound on the arguments' serialised size.
     pub(crate) body_len: usize,
     pub(crate) session: Option<SessionRef>,
+    /// What a relaying handler noted, over every round of the call.
+    pub(crate) backend: Arc<BackendNote>,
 }
 
 impl Call {
@@ -87,6 +89,7 @@ impl Call {
             received: request.now,
             body_len: request.body_len,
             session: request.session,
+            backend: Arc::default(),
         }
     }
 
@@ -161,6 +164,7 @@ impl Call {
             emitter,
             publisher,
             retry: self.retry.clone(),
+            backend: Arc::clone(&self.backend),
         }
     }
 
@@ -193,6 +197,7 @@ impl Call {
             record.arguments = Some(arguments.clone());
         }
         record.arguments_sha256 = Some(Digest::of(arguments, self.body_len));
+        self.backend.annotate(&mut record);
         record
     }
 }

@@ -8,6 +8,7 @@
 //! an upstream result with `isError` stays a tool error.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use bondry_core::BoxFuture;
 use bondry_core::capability::CapabilityKind;
@@ -66,11 +67,13 @@ async fn call(upstream: &Upstream, request: HandlerRequest) -> Answer {
         }
     };
     let outgoing = Outgoing { client_capabilities: request.client_capabilities.clone(), ..outgoing };
+    let began = Instant::now();
     let answered = tokio::select! {
         answered = upstream.relay(outgoing) => answered,
         // Dropping the relayed request cancels it upstream.
         () = request.cancellation.cancelled() => return Answer::Failure { code: code::UNAVAILABLE.into() },
     };
+    request.backend.record(upstream.name(), began.elapsed());
     match answered {
         Ok(result) => {
             let tool_error = kind == CapabilityKind::Tool && result.get("isError") == Some(&Value::Bool(true));
@@ -108,10 +111,12 @@ async fn complete(upstream: &Upstream, request: HandlerRequest, query: Completio
         client_capabilities: request.client_capabilities.clone(),
         ..Outgoing::new("completion/complete", params)
     };
+    let began = Instant::now();
     let answered = tokio::select! {
         answered = upstream.relay(outgoing) => answered,
         () = request.cancellation.cancelled() => return Err(CompletionFailed { code: code::UNAVAILABLE.into() }),
     };
+    request.backend.record(upstream.name(), began.elapsed());
     let result = answered.map_err(|why| CompletionFailed {
         code: match why {
             Unrelayed::Unavailable => code::UNAVAILABLE.into(),

@@ -91,11 +91,10 @@ async fn in_session(client: &reqwest::Client, server: &Binary, sid: &str, messag
 async fn a_bondry_over_http_serves_its_tools_through_the_gateway_in_either_era() {
     let dir = tempfile::tempdir().unwrap();
     let upstream = Binary::serve(support::bondry_exe!(), &written(dir.path(), "upstream.toml", &demo_upstream()), &[]);
-    let front = Binary::serve(
-        support::bondry_exe!(),
-        &written(dir.path(), "gateway.toml", &gateway(http_upstream(upstream.port))),
-        &[],
-    );
+    let audit = dir.path().join("audit.jsonl");
+    let config =
+        gateway(http_upstream(upstream.port)).set("audit.sink", "file").set("audit.path", audit.to_str().unwrap());
+    let front = Binary::serve(support::bondry_exe!(), &written(dir.path(), "gateway.toml", &config), &[]);
     front.logged("upstream up: ", 1).await;
     let client = reqwest::Client::new();
 
@@ -126,6 +125,27 @@ async fn a_bondry_over_http_serves_its_tools_through_the_gateway_in_either_era()
     let called = in_session(&client, &front, &sid, call).await;
     assert_eq!(called["result"]["content"], direct["result"]["content"], "{called}");
     assert!(called["result"].get("resultType").is_none(), "no modern keys in a session: {called}");
+
+    // One record per caller call, naming the upstream and its share of the duration.
+    let mut relayed = Vec::new();
+    let complete = support::eventually(|| {
+        let text = std::fs::read_to_string(&audit).unwrap_or_default();
+        relayed = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|record| record["capability"] == "up.demo.echo")
+            .collect();
+        relayed.len() == 3
+    })
+    .await;
+    assert!(complete, "two calls and the refused one: {relayed:?}");
+    for record in relayed.iter().filter(|record| record["outcome"] == "succeeded") {
+        assert_eq!(record["upstream"], "up", "{record}");
+        let upstream_us = record["upstream_duration_us"].as_u64().unwrap();
+        assert!(upstream_us > 0 && upstream_us <= record["duration_us"].as_u64().unwrap(), "{record}");
+    }
+    let refused = relayed.iter().find(|record| record["outcome"] == "invalid_input").unwrap();
+    assert!(refused.get("upstream").is_none(), "arguments refused before the upstream saw them: {refused}");
 }
 
 #[tokio::test]
