@@ -3,7 +3,6 @@
 //! Records go to their own sink, never into logs. They carry digests of the arguments and
 //! the result, not the values, unless a capability opts in.
 
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -58,30 +57,6 @@ pub struct AuditRecord {
     pub upstream: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upstream_duration_us: Option<u64>,
-}
-
-/// What a handler that relays to a backend leaves for the call's audit record: which
-/// backend, and how long it took over every time it was asked in this call.
-#[derive(Debug, Default)]
-pub struct BackendNote {
-    taken: Mutex<Option<(String, Duration)>>,
-}
-
-impl BackendNote {
-    /// The call went to `backend`, which answered in `took`.
-    pub fn record(&self, backend: &str, took: Duration) {
-        let mut taken = self.taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let spent = taken.as_ref().map_or(Duration::ZERO, |(_, spent)| *spent);
-        *taken = Some((backend.to_owned(), spent + took));
-    }
-
-    /// Puts what was noted on `record`.
-    pub fn annotate(&self, record: &mut AuditRecord) {
-        if let Some((backend, took)) = self.taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).as_ref() {
-            record.upstream = Some(backend.clone());
-            record.upstream_duration_us = Some(took.as_micros() as u64);
-        }
-    }
 }
 
 impl AuditRecord {

@@ -5,7 +5,8 @@
 //! answers [`Answer::InputRequired`] and is called again with the client's responses.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -49,7 +50,28 @@ pub struct HandlerRequest {
     /// the handler returned before.
     pub retry: Option<Retry>,
     /// Where a handler that relays to a backend notes which and how long, for the audit.
-    pub backend: Arc<crate::audit::BackendNote>,
+    pub backend: Arc<BackendNote>,
+}
+
+/// What a handler that relays to a backend leaves for the call's audit record: which
+/// backend, and how long it took over every time it was asked in this call.
+#[derive(Debug, Default)]
+pub struct BackendNote {
+    taken: Mutex<Option<(String, Duration)>>,
+}
+
+impl BackendNote {
+    /// The call went to `backend`, which answered in `took`.
+    pub fn record(&self, backend: &str, took: Duration) {
+        let mut taken = self.taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let spent = taken.as_ref().map_or(Duration::ZERO, |(_, spent)| *spent);
+        *taken = Some((backend.to_owned(), spent + took));
+    }
+
+    /// The backend noted, and the time it took in all.
+    pub fn taken(&self) -> Option<(String, Duration)> {
+        self.taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
 }
 
 /// The input a client supplied on a retry, keyed as the handler keyed its requests.

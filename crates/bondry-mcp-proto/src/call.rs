@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use bondry_core::BoxFuture;
-use bondry_core::audit::{AuditOutcome, AuditRecord, BackendNote, Digest};
+use bondry_core::audit::{AuditOutcome, AuditRecord, Digest};
 use bondry_core::dispatch::{self, Outcome};
 use bondry_core::handler::{
-    Cancellation, CompletionQuery, Emitter, HandlerRequest, InvocationId, Publisher, Retry, TraceContext,
+    BackendNote, Cancellation, CompletionQuery, Emitter, HandlerRequest, InvocationId, Publisher, Retry, TraceContext,
 };
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
@@ -197,7 +197,10 @@ impl Call {
             record.arguments = Some(arguments.clone());
         }
         record.arguments_sha256 = Some(Digest::of(arguments, self.body_len));
-        self.backend.annotate(&mut record);
+        if let Some((backend, took)) = self.backend.taken() {
+            record.upstream = Some(backend);
+            record.upstream_duration_us = Some(took.as_micros() as u64);
+        }
         record
     }
 }
