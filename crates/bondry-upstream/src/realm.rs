@@ -6,7 +6,7 @@
 //! does not compile is skipped with a warning and never costs the realm.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use bondry_core::capability::{CapabilityId, CapabilityKind};
 use bondry_core::handler::Handler;
@@ -20,23 +20,39 @@ use crate::definition::{self, BINDING_KIND};
 use crate::naming::{Listed, Named, Names};
 use crate::relay::Relay;
 use crate::spec::UpstreamSpec;
-use crate::upstream::{News, Target, Upstream};
+use crate::upstream::{News, Stop, Target, Upstream, lock, read, write};
 
 /// The upstreams of one realm, while they are served.
 pub struct RealmUpstreams {
-    stop: watch::Sender<bool>,
-    tasks: JoinSet<()>,
+    realm: Arc<Realm>,
+    /// Each upstream's way to stop, by name; changed by a reload.
+    stops: Mutex<HashMap<String, watch::Sender<Stop>>>,
+    tasks: Mutex<JoinSet<()>>,
 }
 
 /// What the realm's upstreams share: the realm, and the upstreams in stanza order.
 struct Realm {
     events: RealmEvents,
-    upstreams: Vec<Arc<Upstream>>,
-    /// Each upstream's handler, made once: a listing that changes nothing of an entry
-    /// keeps it compiled, since the catalogue knows an unchanged entry by its handler.
-    relays: Vec<Arc<dyn Handler>>,
+    members: RwLock<Vec<Member>>,
     /// One naming at a time, so two listings landing together are named in order.
     naming: Mutex<()>,
+}
+
+/// One upstream of the realm and its handler, made once: a listing that changes nothing
+/// of an entry keeps it compiled, since the catalogue knows an unchanged entry by its
+/// handler.
+#[derive(Clone)]
+struct Member {
+    upstream: Arc<Upstream>,
+    relay: Arc<dyn Handler>,
+}
+
+impl Member {
+    fn new(spec: UpstreamSpec) -> Self {
+        let upstream = Arc::new(Upstream::new(spec));
+        let relay = Arc::new(Relay(Arc::clone(&upstream)));
+        Self { upstream, relay }
+    }
 }
 
 impl RealmUpstreams {
@@ -44,24 +60,79 @@ impl RealmUpstreams {
     /// listed in the background, so the realm serves at once and its upstreams'
     /// capabilities appear as their listings land. Must be called within a Tokio runtime.
     pub fn start(events: RealmEvents, specs: Vec<UpstreamSpec>) -> Self {
-        let upstreams: Vec<_> = specs.into_iter().map(|spec| Arc::new(Upstream::new(spec))).collect();
-        let relays =
-            upstreams.iter().map(|upstream| Arc::new(Relay(Arc::clone(upstream))) as Arc<dyn Handler>).collect();
-        let realm = Arc::new(Realm { events, upstreams, relays, naming: Mutex::new(()) });
-        let (stop, stopping) = watch::channel(false);
-        let mut tasks = JoinSet::new();
-        for upstream in &realm.upstreams {
-            let news: Arc<dyn News> = Arc::clone(&realm) as Arc<dyn News>;
-            tasks.spawn(Arc::clone(upstream).supervise(stopping.clone(), news));
+        let members: Vec<Member> = specs.into_iter().map(Member::new).collect();
+        let realm = Arc::new(Realm { events, members: RwLock::new(members.clone()), naming: Mutex::new(()) });
+        let started = Self { realm, stops: Mutex::new(HashMap::new()), tasks: Mutex::new(JoinSet::new()) };
+        for member in &members {
+            started.supervise(member);
         }
-        Self { stop, tasks }
+        started
+    }
+
+    fn supervise(&self, member: &Member) {
+        let (stop, stopping) = watch::channel(Stop::Serving);
+        let news: Arc<dyn News> = Arc::clone(&self.realm) as Arc<dyn News>;
+        lock(&self.tasks).spawn(Arc::clone(&member.upstream).supervise(stopping, news));
+        lock(&self.stops).insert(member.upstream.name().to_owned(), stop);
+    }
+
+    /// Serves `specs` from now on, as a reload says (contract §9.6): an upstream whose
+    /// stanza did not change keeps its connection, and so does one whose changes reach
+    /// it the same way (naming, filters, limits); one whose transport or versions
+    /// changed gets a new connection while its calls in flight finish on the old one; a
+    /// removed one is closed at once, its calls answering unavailable, and its
+    /// capabilities withdrawn. Must be called within a Tokio runtime.
+    pub fn reconfigure(&self, specs: Vec<UpstreamSpec>) {
+        let old = read(&self.realm.members).clone();
+        let mut members = Vec::new();
+        let mut started = Vec::new();
+        for spec in specs {
+            match old.iter().find(|member| member.upstream.name() == spec.name) {
+                Some(kept) if kept.upstream.spec().same_connection(&spec) => {
+                    if *kept.upstream.spec() != spec {
+                        kept.upstream.respec(spec);
+                    }
+                    members.push(kept.clone());
+                }
+                replaced => {
+                    if replaced.is_some() {
+                        self.stop(&spec.name, Stop::AfterCalls);
+                    }
+                    let member = Member::new(spec);
+                    started.push(member.clone());
+                    members.push(member);
+                }
+            }
+        }
+        for gone in
+            old.iter().filter(|member| !members.iter().any(|kept| kept.upstream.name() == member.upstream.name()))
+        {
+            self.stop(gone.upstream.name(), Stop::Now);
+            self.realm.events.offer(&gone.upstream.owner(), Vec::new());
+            tracing::info!(upstream = gone.upstream.name(), "upstream removed: its capabilities are withdrawn");
+        }
+        *write(&self.realm.members) = members;
+        for member in &started {
+            self.supervise(member);
+        }
+        // Naming and filters may have changed for the upstreams that stayed.
+        self.realm.name_and_offer();
+    }
+
+    fn stop(&self, name: &str, how: Stop) {
+        if let Some(stop) = lock(&self.stops).remove(name) {
+            stop.send_replace(how);
+        }
     }
 
     /// Stops every upstream: each connection is closed (a stdio child's process group
     /// ended) before this returns. Calls still running fail as unavailable.
-    pub async fn shutdown(mut self) {
-        self.stop.send_replace(true);
-        while self.tasks.join_next().await.is_some() {}
+    pub async fn shutdown(&self) {
+        for (_, stop) in lock(&self.stops).drain() {
+            stop.send_replace(Stop::Now);
+        }
+        let mut tasks = std::mem::take(&mut *lock(&self.tasks));
+        while tasks.join_next().await.is_some() {}
     }
 }
 
@@ -87,7 +158,7 @@ impl Realm {
             own.iter().map(|entry| entry.id().as_str()),
             own.iter().filter_map(|entry| entry.descriptor.uri.as_deref()),
         );
-        for (upstream, relay) in self.upstreams.iter().zip(&self.relays) {
+        for Member { upstream, relay } in read(&self.members).iter() {
             let (registrations, targets) = name(upstream, relay, &mut names);
             let served = registrations.len();
             // The targets first, so a call to a new entry finds what to call upstream.
@@ -108,7 +179,7 @@ fn name(
     relay: &Arc<dyn Handler>,
     names: &mut Names,
 ) -> (Vec<Registration>, HashMap<CapabilityId, Target>) {
-    let spec = &upstream.spec;
+    let spec = upstream.spec();
     let mut registrations = Vec::new();
     let mut targets = HashMap::new();
     for (kind, entry) in upstream.listing() {

@@ -50,15 +50,29 @@ pub trait News: Send + Sync {
 /// The entries of one listing, by kind, as the upstream wrote them.
 pub type Listing = Vec<(CapabilityKind, Value)>;
 
+/// How a supervised upstream is to end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Serving,
+    /// Close the connection now: its calls still running fail as unavailable.
+    Now,
+    /// Let the calls running finish (within the call timeout), then close.
+    AfterCalls,
+}
+
 /// One upstream and everything it holds while Bondry serves it.
 pub struct Upstream {
-    pub spec: UpstreamSpec,
+    name: String,
+    /// Replaced whole by a reload that keeps the connection; read afresh by each call,
+    /// each listing and each connection attempt.
+    spec: RwLock<Arc<UpstreamSpec>>,
     connection: RwLock<Option<Connection>>,
     health: Mutex<Health>,
     listing: RwLock<Listing>,
     targets: RwLock<HashMap<CapabilityId, Target>>,
     /// At most `max_concurrent_calls` calls at once, the others waiting their turn.
     calls: Semaphore,
+    slots: u32,
     /// A call saw the connection die: the supervisor connects again at once.
     lost: Notify,
 }
@@ -81,25 +95,44 @@ pub enum Unrelayed {
 
 impl Upstream {
     pub fn new(spec: UpstreamSpec) -> Self {
-        let calls = Semaphore::new(spec.max_concurrent_calls.max(1));
+        let slots = u32::try_from(spec.max_concurrent_calls.max(1)).unwrap_or(u32::MAX);
         Self {
-            spec,
+            name: spec.name.clone(),
+            spec: RwLock::new(Arc::new(spec)),
             connection: RwLock::new(None),
             health: Mutex::new(Health { backoff: FIRST_BACKOFF, ..Health::default() }),
             listing: RwLock::new(Vec::new()),
             targets: RwLock::new(HashMap::new()),
-            calls,
+            calls: Semaphore::new(slots as usize),
+            slots,
             lost: Notify::new(),
         }
     }
 
     pub fn name(&self) -> &str {
-        &self.spec.name
+        &self.name
+    }
+
+    pub fn spec(&self) -> Arc<UpstreamSpec> {
+        Arc::clone(&read(&self.spec))
+    }
+
+    /// Takes `spec`, which reaches the upstream the same way (a reload that changed its
+    /// naming, filters or limits): the connection stays. The number of call slots stays
+    /// as started.
+    pub fn respec(&self, spec: UpstreamSpec) {
+        *write(&self.spec) = Arc::new(spec);
     }
 
     /// The owner key of this upstream's capabilities in its realm's registry.
     pub fn owner(&self) -> String {
-        format!("upstream/{}", self.spec.name)
+        format!("upstream/{}", self.name)
+    }
+
+    /// Waits until no call is running, at most one call timeout.
+    async fn calls_finished(&self) {
+        let wait = self.spec().call_timeout;
+        let _ = tokio::time::timeout(wait, self.calls.acquire_many(self.slots)).await;
     }
 
     pub fn listing(&self) -> Listing {
@@ -119,7 +152,7 @@ impl Upstream {
     /// counting transport failures toward marking the upstream down.
     pub async fn relay(&self, request: Outgoing) -> Result<Value, Unrelayed> {
         let connection = self.usable().ok_or(Unrelayed::Unavailable)?;
-        let answered = tokio::time::timeout(self.spec.call_timeout, async {
+        let answered = tokio::time::timeout(self.spec().call_timeout, async {
             let _slot = self.calls.acquire().await.map_err(|_| ClientError::Closed)?;
             connection.request(request).await
         })
@@ -171,7 +204,7 @@ impl Upstream {
         if health.failures >= FAILURES_BEFORE_DOWN {
             health.down_until = Some(Instant::now() + health.backoff);
             tracing::warn!(
-                upstream = self.spec.name,
+                upstream = self.name,
                 failures = health.failures,
                 down_ms = health.backoff.as_millis() as u64,
                 "upstream marked down: its calls answer at once until the backoff is over"
@@ -179,14 +212,16 @@ impl Upstream {
         }
     }
 
-    /// Keeps the upstream connected until `stop`: connects (with backoff), lists it, and
-    /// lists it again when it says a list changed, every `refresh_interval`, and after a
-    /// reconnect. `news` hears of every listing that changed something.
-    pub async fn supervise(self: Arc<Self>, mut stop: watch::Receiver<bool>, news: Arc<dyn News>) {
+    /// Keeps the upstream connected until `stop` says otherwise: connects (with backoff),
+    /// lists it, and lists it again when it says a list changed, every
+    /// `refresh_interval`, and after a reconnect. `news` hears of every listing that
+    /// changed something.
+    pub async fn supervise(self: Arc<Self>, mut stop: watch::Receiver<Stop>, news: Arc<dyn News>) {
         loop {
             let (inbox, notices) = Inbox::channel(INBOX);
+            let spec = self.spec();
             let opened = tokio::select! {
-                opened = Connection::open(&self.spec, inbox) => opened,
+                opened = Connection::open(&spec, inbox) => opened,
                 _ = stop.changed() => return,
             };
             let began = Instant::now();
@@ -195,17 +230,21 @@ impl Upstream {
                     *write(&self.connection) = Some(connection.clone());
                     self.succeeded();
                     let stopped = self.serve(&connection, notices, &mut stop, &*news).await;
+                    if stopped == Some(Stop::AfterCalls) {
+                        // New calls already go elsewhere; those running finish here.
+                        self.calls_finished().await;
+                    }
                     *write(&self.connection) = None;
                     connection.close().await;
-                    if stopped {
+                    if stopped.is_some() {
                         return;
                     }
                 }
-                Err(error) => tracing::warn!(upstream = self.spec.name, %error, "cannot connect to the upstream"),
+                Err(error) => tracing::warn!(upstream = self.name, %error, "cannot connect to the upstream"),
             }
             let wait = self.next_backoff(began.elapsed());
             tracing::info!(
-                upstream = self.spec.name,
+                upstream = self.name,
                 retry_ms = wait.as_millis() as u64,
                 "connecting to the upstream again later"
             );
@@ -227,23 +266,23 @@ impl Upstream {
         wait
     }
 
-    /// Serves one live connection; whether `stop` ended it (else the connection was lost).
+    /// Serves one live connection; how `stop` ended it, or `None` when it was lost.
     async fn serve(
         &self,
         connection: &Connection,
         mut notices: tokio::sync::mpsc::Receiver<Notice>,
-        stop: &mut watch::Receiver<bool>,
+        stop: &mut watch::Receiver<Stop>,
         news: &dyn News,
-    ) -> bool {
+    ) -> Option<Stop> {
         if !self.refresh(connection, news).await {
-            return false;
+            return None;
         }
-        let mut every = tokio::time::interval(self.spec.refresh_interval);
+        let mut every = tokio::time::interval(self.spec().refresh_interval);
         every.reset();
         loop {
             tokio::select! {
                 notice = notices.recv() => {
-                    let Some(notice) = notice else { return false };
+                    let Some(notice) = notice else { return None };
                     if notice.method.ends_with("/list_changed") {
                         // Refreshes coalesce: the list changes already queued are answered by
                         // this one; anything else queued is still heard.
@@ -253,7 +292,7 @@ impl Upstream {
                             }
                         }
                         if !self.refresh(connection, news).await {
-                            return false;
+                            return None;
                         }
                     } else if let Some(uri) = updated_uri(&notice) {
                         news.resource_updated(uri);
@@ -261,11 +300,11 @@ impl Upstream {
                 }
                 _ = every.tick() => {
                     if !self.refresh(connection, news).await {
-                        return false;
+                        return None;
                     }
                 }
-                () = self.lost.notified() => return false,
-                _ = stop.changed() => return true,
+                () = self.lost.notified() => return None,
+                _ = stop.changed() => return Some(*stop.borrow()),
             }
         }
     }
@@ -274,7 +313,7 @@ impl Upstream {
     /// is still good. A kind whose listing fails keeps what it listed before.
     async fn refresh(&self, connection: &Connection, news: &dyn News) -> bool {
         let announced = connection.server_capabilities();
-        let expose = self.spec.expose;
+        let expose = self.spec().expose;
         let kinds = [
             (CapabilityKind::Tool, expose.tools && announced.get("tools").is_some(), "tools/list", "tools"),
             (CapabilityKind::Prompt, expose.prompts && announced.get("prompts").is_some(), "prompts/list", "prompts"),
@@ -300,11 +339,11 @@ impl Upstream {
             match list(connection, method, field, MAX_ENTRIES - listing.len().min(MAX_ENTRIES)).await {
                 Ok(entries) => listing.extend(entries.into_iter().map(|entry| (kind, entry))),
                 Err(ClientError::Rpc { code, message, .. }) => {
-                    tracing::warn!(upstream = self.spec.name, method, code, message, "the upstream refused a listing");
+                    tracing::warn!(upstream = self.name, method, code, message, "the upstream refused a listing");
                     listing.extend(previous.iter().filter(|(was, _)| *was == kind).cloned());
                 }
                 Err(error) => {
-                    tracing::warn!(upstream = self.spec.name, method, %error, "cannot list the upstream");
+                    tracing::warn!(upstream = self.name, method, %error, "cannot list the upstream");
                     return false;
                 }
             }
@@ -346,14 +385,15 @@ async fn list(connection: &Connection, method: &str, field: &str, room: usize) -
     Ok(entries)
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// The guarded value, also after a panic elsewhere: every write here leaves it whole.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+pub(crate) fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+pub(crate) fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -1,5 +1,6 @@
 //! The `bondry` command: `serve` and `check`.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -140,18 +141,25 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
     // the dynamic capabilities it published) stays with the one instance.
     let builtins = Builtins::bundled();
     let mut assembled = assemble(&loaded, &builtins, &Overrides { listen }, true)?;
-    let upstreams = std::mem::take(&mut assembled.upstreams);
-    let realms = assembled
-        .server
-        .realms
-        .iter()
-        .map(|(name, entry)| {
-            let live = LiveRealm { registry: Arc::clone(&entry.registry), auth: Arc::clone(&entry.auth) };
-            (name.clone(), live)
-        })
-        .collect();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
+        // Every realm's upstreams (if any) start connecting in the background before the
+        // listeners open: the realm serves at once, and their capabilities appear as
+        // their listings land.
+        let realms: HashMap<String, LiveRealm> = assembled
+            .server
+            .realms
+            .iter()
+            .map(|(name, entry)| {
+                let specs = assembled.upstreams.remove(name).unwrap_or_default();
+                let events = RealmEvents::new(Arc::clone(&entry.registry));
+                let upstreams = Arc::new(RealmUpstreams::start(events, specs));
+                let live =
+                    LiveRealm { registry: Arc::clone(&entry.registry), auth: Arc::clone(&entry.auth), upstreams };
+                (name.clone(), live)
+            })
+            .collect();
+        let upstreams: Vec<Arc<RealmUpstreams>> = realms.values().map(|live| Arc::clone(&live.upstreams)).collect();
         // Listen for signals and file changes before announcing readiness: a signal sent
         // right after the banner must start a graceful shutdown or a reload, not kill the
         // process, and a change made right after it must not be missed.
@@ -160,15 +168,6 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
             path.map(|path| Reloader { path, builtins: builtins.clone(), overrides: Overrides { listen }, realms });
         let watch = reload::Watch::install(reloader);
         let running = bondry_http_server::start(assembled.server).await?;
-        // Upstreams connect in the background: the realm serves at once, and their
-        // capabilities appear as their listings land.
-        let upstreams: Vec<RealmUpstreams> = upstreams
-            .into_iter()
-            .filter(|(_, specs)| !specs.is_empty())
-            .filter_map(|(realm, specs)| {
-                Some(RealmUpstreams::start(RealmEvents::new(running.registry(&realm)?), specs))
-            })
-            .collect();
         for (_, addr) in running.local_addrs() {
             eprintln!("listening on http://{addr}/mcp");
         }
@@ -179,7 +178,7 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()
             tracing::warn!("some requests did not finish within shutdown_grace_ms");
         }
         // After the calls drained: none is left to need an upstream, and every child ends.
-        for realm in upstreams {
+        for realm in &upstreams {
             realm.shutdown().await;
         }
         anyhow::Ok(())

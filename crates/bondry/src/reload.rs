@@ -4,8 +4,10 @@
 //! swapped in at once. A file that does not pass keeps the running configuration, and the
 //! log says why.
 //!
-//! What a swap cannot change while serving (listeners, realms added or removed, limits,
-//! rate limits, keys, the audit sink) applies at the next start; the log says so.
+//! Upstreams are added, removed and changed as the file says (see
+//! `RealmUpstreams::reconfigure`). What a swap cannot change while serving (listeners,
+//! realms added or removed, limits, rate limits, keys, the audit sink) applies at the
+//! next start; the log says so.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ use std::time::Duration;
 
 use bondry_core::realm::Registry;
 use bondry_http_server::AuthSlot;
+use bondry_upstream::RealmUpstreams;
 use notify::{RecursiveMode, Watcher};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
@@ -29,6 +32,7 @@ const SETTLE: Duration = Duration::from_millis(200);
 pub struct LiveRealm {
     pub registry: Arc<Registry>,
     pub auth: Arc<AuthSlot>,
+    pub upstreams: Arc<RealmUpstreams>,
 }
 
 /// Everything a reload needs: the file, how it was assembled, and the live realms.
@@ -44,13 +48,16 @@ impl Reloader {
     /// credentials were swapped in.
     pub fn reload(&self) -> Result<Vec<String>, String> {
         let loaded = config::load(Some(&self.path), std::env::vars()).map_err(|e| e.to_string())?;
-        let assembled = assemble(&loaded, &self.builtins, &self.overrides, false).map_err(|e| e.to_string())?;
+        let mut assembled = assemble(&loaded, &self.builtins, &self.overrides, false).map_err(|e| e.to_string())?;
         let mut applied = Vec::new();
         for (name, entry) in &assembled.server.realms {
             let Some(live) = self.realms.get(name) else {
                 tracing::warn!(realm = %name, "a new realm is served after a restart");
                 continue;
             };
+            // Upstreams follow the file whatever becomes of the rest: they are served
+            // beside the configured capabilities, not compiled with them.
+            live.upstreams.reconfigure(assembled.upstreams.remove(name).unwrap_or_default());
             // The grants and the credentials whose roles they interpret go in together or
             // not at all: new tickets under old grants could hold what the file no longer
             // gives their roles.

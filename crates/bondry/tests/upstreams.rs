@@ -196,3 +196,47 @@ async fn an_upstream_that_died_answers_unavailable_and_the_gateway_keeps_serving
             .await;
     assert_eq!(own["result"]["structuredContent"]["text"], "mine", "{own}");
 }
+
+#[tokio::test]
+async fn a_reload_adds_changes_and_removes_upstreams_while_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = Binary::serve(support::bondry_exe!(), &written(dir.path(), "upstream.toml", &demo_upstream()), &[]);
+    let up = http_upstream(upstream.port);
+    let path = written(dir.path(), "gateway.toml", &gateway_granting(up.clone(), &["up.*", "renamed.*", "two.*"]));
+    let front = Binary::serve(support::bondry_exe!(), &path, &[]);
+    front.logged("upstream up: ", 1).await;
+    let client = reqwest::Client::new();
+    let names = || async { tool_names(&body(front.post(&client, "tools/list", json!({})).await).await) };
+
+    // A new upstream, and a new prefix for the one that stays: its connection is kept.
+    let mut renamed = up.clone();
+    renamed.insert("prefix".into(), "renamed".into());
+    let two = table([
+        ("name", "two".into()),
+        ("transport", "stdio".into()),
+        ("command", support::test_upstream_exe().to_str().unwrap().into()),
+    ]);
+    let changed = gateway_granting(renamed, &["up.*", "renamed.*", "two.*"]).push("realms.default.upstreams", two);
+    std::fs::write(&path, changed.text()).unwrap();
+    front.logged("upstream two: ", 1).await;
+    let listed = names().await;
+    assert!(listed.contains(&"renamed.demo.echo".to_owned()) && listed.contains(&"two.echo".to_owned()), "{listed:?}");
+    assert!(!listed.iter().any(|name| name.starts_with("up.")), "{listed:?}");
+    assert_eq!(front.count_logged("upstream connected upstream=\"up\""), 1, "the kept upstream did not reconnect");
+    let called = body(
+        front.post(&client, "tools/call", json!({"name": "renamed.demo.echo", "arguments": {"text": "hi"}})).await,
+    )
+    .await;
+    assert_eq!(called["result"]["structuredContent"]["text"], "hi", "{called}");
+
+    // Removed: its capabilities are withdrawn, the other upstream's stay.
+    std::fs::write(
+        &path,
+        changed.retain("realms.default.upstreams", |stanza| stanza["name"].as_str() == Some("up")).text(),
+    )
+    .unwrap();
+    front.logged("upstream removed", 1).await;
+    let listed = names().await;
+    assert!(!listed.iter().any(|name| name.starts_with("two.")), "{listed:?}");
+    assert!(listed.contains(&"renamed.demo.echo".to_owned()), "{listed:?}");
+}
