@@ -1210,6 +1210,54 @@ impl Binary {
     }
 }
 
+impl Binary {
+    /// A handshake-era session with this server: its id, after `initialize` (offering
+    /// 2025-11-25, no client capabilities) and `notifications/initialized`.
+    pub async fn session(&self, client: &reqwest::Client) -> String {
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bondry-tests", "version": "0"}}});
+        let response = client
+            .post(format!("http://127.0.0.1:{}/mcp", self.port))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200, "initialize: {:?}", response.text().await);
+        let sid = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let initialized =
+            self.in_session(client, &sid, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        assert_eq!(initialized.await, Value::Null, "a notification has no answer");
+        sid
+    }
+
+    /// Posts `message` in the session `sid`; its answer (on an event stream, the response
+    /// among its messages), or `Null` when there is none.
+    pub async fn in_session(&self, client: &reqwest::Client, sid: &str, message: Value) -> Value {
+        let response = client
+            .post(format!("http://127.0.0.1:{}/mcp", self.port))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", sid)
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&message)
+            .send()
+            .await
+            .unwrap();
+        let stream = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
+        let text = response.text().await.unwrap();
+        if stream {
+            let response = |message: &Value| message.get("id").is_some() && message.get("method").is_none();
+            return sse_messages(&text).into_iter().find(response).unwrap_or(Value::Null);
+        }
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+}
+
 impl Drop for Binary {
     fn drop(&mut self) {
         let _ = self.child.kill();
