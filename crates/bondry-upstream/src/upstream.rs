@@ -282,7 +282,7 @@ impl Upstream {
         loop {
             tokio::select! {
                 notice = notices.recv() => {
-                    let Some(notice) = notice else { return None };
+                    let notice = notice?;
                     if notice.method.ends_with("/list_changed") {
                         // Refreshes coalesce: the list changes already queued are answered by
                         // this one; anything else queued is still heard.
