@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bondry_core::capability::{CapabilityId, CapabilityKind};
 use bondry_mcp_proto::lint::ParamHeader;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, Semaphore, watch};
+use tokio::sync::{Semaphore, watch};
 
 use crate::client::{ClientError, Connection, Inbox, Notice, Outgoing};
 use crate::spec::UpstreamSpec;
@@ -53,14 +53,17 @@ pub type Listing = Vec<(CapabilityKind, Value)>;
 /// One upstream and everything it holds while Bondry serves it.
 pub struct Upstream {
     pub spec: UpstreamSpec,
-    connection: RwLock<Option<Connection>>,
+    /// The live connection, and its number: the supervisor numbers each one it opens.
+    connection: RwLock<Option<(u64, Connection)>>,
     health: Mutex<Health>,
     listing: RwLock<Listing>,
     targets: RwLock<HashMap<CapabilityId, Target>>,
     /// At most `max_concurrent_calls` calls at once, the others waiting their turn.
     calls: Semaphore,
-    /// A call saw the connection die: the supervisor connects again at once.
-    lost: Notify,
+    /// The number of the latest connection a call saw die: the supervisor connects again
+    /// at once. A number, not a signal, so that a loss reported late (by a second call that
+    /// saw the same connection die) is never read as the loss of the next connection.
+    lost: watch::Sender<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -89,7 +92,7 @@ impl Upstream {
             listing: RwLock::new(Vec::new()),
             targets: RwLock::new(HashMap::new()),
             calls,
-            lost: Notify::new(),
+            lost: watch::Sender::new(0),
         }
     }
 
@@ -118,7 +121,7 @@ impl Upstream {
     /// Sends `request` within the call timeout (measured from when a call slot is free),
     /// counting transport failures toward marking the upstream down.
     pub async fn relay(&self, request: Outgoing) -> Result<Value, Unrelayed> {
-        let connection = self.usable().ok_or(Unrelayed::Unavailable)?;
+        let (number, connection) = self.usable().ok_or(Unrelayed::Unavailable)?;
         let answered = tokio::time::timeout(self.spec.call_timeout, async {
             let _slot = self.calls.acquire().await.map_err(|_| ClientError::Closed)?;
             connection.request(request).await
@@ -137,7 +140,13 @@ impl Upstream {
             Ok(Err(error)) => {
                 tracing::warn!(upstream = self.name(), %error, "an upstream call failed");
                 if matches!(error, ClientError::Closed | ClientError::Unreachable(_)) {
-                    self.lost.notify_one();
+                    self.lost.send_if_modified(|lost| {
+                        let newer = number > *lost;
+                        if newer {
+                            *lost = number;
+                        }
+                        newer
+                    });
                 }
                 self.failed();
                 Err(Unrelayed::Unavailable)
@@ -151,7 +160,7 @@ impl Upstream {
     }
 
     /// The connection, unless there is none or the upstream is marked down.
-    fn usable(&self) -> Option<Connection> {
+    fn usable(&self) -> Option<(u64, Connection)> {
         let health = lock(&self.health);
         if health.down_until.is_some_and(|until| until > Instant::now()) {
             return None;
@@ -183,6 +192,7 @@ impl Upstream {
     /// lists it again when it says a list changed, every `refresh_interval`, and after a
     /// reconnect. `news` hears of every listing that changed something.
     pub async fn supervise(self: Arc<Self>, mut stop: watch::Receiver<bool>, news: Arc<dyn News>) {
+        let mut number = 0;
         loop {
             let (inbox, notices) = Inbox::channel(INBOX);
             let opened = tokio::select! {
@@ -192,9 +202,10 @@ impl Upstream {
             let began = Instant::now();
             match opened {
                 Ok(connection) => {
-                    *write(&self.connection) = Some(connection.clone());
+                    number += 1;
+                    *write(&self.connection) = Some((number, connection.clone()));
                     self.succeeded();
-                    let stopped = self.serve(&connection, notices, &mut stop, &*news).await;
+                    let stopped = self.serve(number, &connection, notices, &mut stop, &*news).await;
                     *write(&self.connection) = None;
                     connection.close().await;
                     if stopped {
@@ -230,6 +241,7 @@ impl Upstream {
     /// Serves one live connection; whether `stop` ended it (else the connection was lost).
     async fn serve(
         &self,
+        number: u64,
         connection: &Connection,
         mut notices: tokio::sync::mpsc::Receiver<Notice>,
         stop: &mut watch::Receiver<bool>,
@@ -238,6 +250,7 @@ impl Upstream {
         if !self.refresh(connection, news).await {
             return false;
         }
+        let mut lost = self.lost.subscribe();
         let mut every = tokio::time::interval(self.spec.refresh_interval);
         every.reset();
         loop {
@@ -264,7 +277,8 @@ impl Upstream {
                         return false;
                     }
                 }
-                () = self.lost.notified() => return false,
+                // The guard `wait_for` answers is dropped at once: it is not `Send`.
+                _ = async { lost.wait_for(|lost| *lost == number).await.is_ok() } => return false,
                 _ = stop.changed() => return true,
             }
         }
