@@ -279,6 +279,8 @@ impl Upstream {
                 }
                 // The guard `wait_for` answers is dropped at once: it is not `Send`.
                 _ = async { lost.wait_for(|lost| *lost == number).await.is_ok() } => return false,
+                // A child that died between calls is restarted without waiting for one to fail.
+                () = connection.ended() => return false,
                 _ = stop.changed() => return true,
             }
         }
