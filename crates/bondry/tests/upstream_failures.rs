@@ -268,6 +268,19 @@ async fn a_child_that_dies_with_calls_in_flight_fails_them_all_and_is_restarted_
     front.still_healthy().await;
 }
 
+#[tokio::test]
+async fn a_child_that_dies_between_calls_is_restarted_without_a_call_failing() {
+    let front = start(&gateway(stdio("bad")), &["bad", "good"]).await;
+    let (result, _) = front.call("bad.exit_soon", json!({})).await;
+    assert_eq!(result["content"], json!([{"type": "text", "text": "exiting"}]), "{result}");
+    front.logged("upstream child exited upstream=\"bad\"", 1).await;
+    // Restarted after the first backoff, before anyone calls it.
+    front.logged("upstream connected upstream=\"bad\"", 2).await;
+    let (echo, _) = front.call("bad.echo", json!({"text": "restarted"})).await;
+    assert_eq!(echo["content"], json!([{"type": "text", "text": "restarted"}]), "{echo}");
+    front.still_healthy().await;
+}
+
 // ---------------------------------------------------------------------------------------
 // 3. Hanging past call_timeout_ms
 // ---------------------------------------------------------------------------------------

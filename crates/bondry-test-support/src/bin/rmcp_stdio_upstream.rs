@@ -70,6 +70,7 @@ impl ServerHandler for Upstream {
             tool("hang", "Never answers", no_arguments()),
             tool("fail", "Answers a JSON-RPC error -32000 boom", no_arguments()),
             tool("exit", "Exits the process mid-call", no_arguments()),
+            tool("exit_soon", "Answers, then exits 100 ms later", no_arguments()),
             tool("tool_error", "Answers a result with isError", no_arguments()),
         ]))
     }
@@ -115,6 +116,13 @@ impl ServerHandler for Upstream {
             "hang" => std::future::pending().await,
             "fail" => Err(boom()),
             "exit" => std::process::exit(3),
+            "exit_soon" => {
+                std::thread::spawn(|| {
+                    std::thread::sleep(Duration::from_millis(100));
+                    std::process::exit(3)
+                });
+                text("exiting")
+            }
             "tool_error" => Ok(CallToolResult::error(vec![ContentBlock::text("it went wrong")]).into()),
             other => Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         }
