@@ -1153,6 +1153,11 @@ impl Binary {
         Self { child, port, log }
     }
 
+    /// Every line logged so far.
+    pub fn log_lines(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
     /// How many lines logged so far contain `text`.
     pub fn count_logged(&self, text: &str) -> usize {
         self.log.lock().unwrap().iter().filter(|line| line.contains(text)).count()

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bondry_core::capability::{CapabilityId, CapabilityKind};
 use bondry_mcp_proto::lint::ParamHeader;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, Semaphore, watch};
+use tokio::sync::{Semaphore, watch};
 
 use crate::client::{ClientError, Connection, Inbox, Notice, Outgoing};
 use crate::spec::UpstreamSpec;
@@ -66,15 +66,18 @@ pub struct Upstream {
     /// Replaced whole by a reload that keeps the connection; read afresh by each call,
     /// each listing and each connection attempt.
     spec: RwLock<Arc<UpstreamSpec>>,
-    connection: RwLock<Option<Connection>>,
+    /// The live connection, and its number: the supervisor numbers each one it opens.
+    connection: RwLock<Option<(u64, Connection)>>,
     health: Mutex<Health>,
     listing: RwLock<Listing>,
     targets: RwLock<HashMap<CapabilityId, Target>>,
     /// At most `max_concurrent_calls` calls at once, the others waiting their turn.
     calls: Semaphore,
     slots: u32,
-    /// A call saw the connection die: the supervisor connects again at once.
-    lost: Notify,
+    /// The number of the latest connection a call saw die: the supervisor connects again
+    /// at once. A number, not a signal, so that a loss reported late (by a second call that
+    /// saw the same connection die) is never read as the loss of the next connection.
+    lost: watch::Sender<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -105,7 +108,7 @@ impl Upstream {
             targets: RwLock::new(HashMap::new()),
             calls: Semaphore::new(slots as usize),
             slots,
-            lost: Notify::new(),
+            lost: watch::Sender::new(0),
         }
     }
 
@@ -151,7 +154,7 @@ impl Upstream {
     /// Sends `request` within the call timeout (measured from when a call slot is free),
     /// counting transport failures toward marking the upstream down.
     pub async fn relay(&self, request: Outgoing) -> Result<Value, Unrelayed> {
-        let connection = self.usable().ok_or(Unrelayed::Unavailable)?;
+        let (number, connection) = self.usable().ok_or(Unrelayed::Unavailable)?;
         let answered = tokio::time::timeout(self.spec().call_timeout, async {
             let _slot = self.calls.acquire().await.map_err(|_| ClientError::Closed)?;
             connection.request(request).await
@@ -170,7 +173,13 @@ impl Upstream {
             Ok(Err(error)) => {
                 tracing::warn!(upstream = self.name(), %error, "an upstream call failed");
                 if matches!(error, ClientError::Closed | ClientError::Unreachable(_)) {
-                    self.lost.notify_one();
+                    self.lost.send_if_modified(|lost| {
+                        let newer = number > *lost;
+                        if newer {
+                            *lost = number;
+                        }
+                        newer
+                    });
                 }
                 self.failed();
                 Err(Unrelayed::Unavailable)
@@ -184,7 +193,7 @@ impl Upstream {
     }
 
     /// The connection, unless there is none or the upstream is marked down.
-    fn usable(&self) -> Option<Connection> {
+    fn usable(&self) -> Option<(u64, Connection)> {
         let health = lock(&self.health);
         if health.down_until.is_some_and(|until| until > Instant::now()) {
             return None;
@@ -217,6 +226,7 @@ impl Upstream {
     /// `refresh_interval`, and after a reconnect. `news` hears of every listing that
     /// changed something.
     pub async fn supervise(self: Arc<Self>, mut stop: watch::Receiver<Stop>, news: Arc<dyn News>) {
+        let mut number = 0;
         loop {
             let (inbox, notices) = Inbox::channel(INBOX);
             let spec = self.spec();
@@ -227,9 +237,10 @@ impl Upstream {
             let began = Instant::now();
             match opened {
                 Ok(connection) => {
-                    *write(&self.connection) = Some(connection.clone());
+                    number += 1;
+                    *write(&self.connection) = Some((number, connection.clone()));
                     self.succeeded();
-                    let stopped = self.serve(&connection, notices, &mut stop, &*news).await;
+                    let stopped = self.serve(number, &connection, notices, &mut stop, &*news).await;
                     if stopped == Some(Stop::AfterCalls) {
                         // New calls already go elsewhere; those running finish here.
                         self.calls_finished().await;
@@ -269,6 +280,7 @@ impl Upstream {
     /// Serves one live connection; how `stop` ended it, or `None` when it was lost.
     async fn serve(
         &self,
+        number: u64,
         connection: &Connection,
         mut notices: tokio::sync::mpsc::Receiver<Notice>,
         stop: &mut watch::Receiver<Stop>,
@@ -277,6 +289,7 @@ impl Upstream {
         if !self.refresh(connection, news).await {
             return None;
         }
+        let mut lost = self.lost.subscribe();
         let mut every = tokio::time::interval(self.spec().refresh_interval);
         every.reset();
         loop {
@@ -303,7 +316,10 @@ impl Upstream {
                         return None;
                     }
                 }
-                () = self.lost.notified() => return None,
+                // The guard `wait_for` answers is dropped at once: it is not `Send`.
+                _ = async { lost.wait_for(|lost| *lost == number).await.is_ok() } => return None,
+                // A child that died between calls is restarted without waiting for one to fail.
+                () = connection.ended() => return None,
                 _ = stop.changed() => return Some(*stop.borrow()),
             }
         }

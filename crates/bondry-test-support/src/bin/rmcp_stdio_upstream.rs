@@ -4,7 +4,10 @@
 //! `log_stderr` (a long line with control characters on stderr), `huge` (a result over
 //! 1 MiB), `garbage` (a non-JSON line on stdout before its answer), `spawn_grandchild`
 //! (a process in the server's process group, whose pid it answers) and `hold_term` (from then on it
-//! ignores SIGTERM). One prompt, `greet`, and one resource, `test://rmcp/readme`.
+//! ignores SIGTERM). For failures: `hang` (never answers), `fail` (a JSON-RPC error -32000
+//! `boom`), `exit` (the process exits mid-call) and `tool_error` (a result with `isError`).
+//! Prompts `greet` and `broken` (-32000 `boom`), resources `test://rmcp/readme` and
+//! `test://rmcp/broken` (-32000 `boom`).
 //!
 //! `rmcp-stdio-upstream linger` only sleeps: the grandchild.
 
@@ -23,6 +26,12 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
 const README: &str = "test://rmcp/readme";
+const BROKEN: &str = "test://rmcp/broken";
+
+/// The JSON-RPC error of the tools, prompt and resource that fail.
+fn boom() -> ErrorData {
+    ErrorData::new(rmcp::model::ErrorCode(-32000), "boom", None)
+}
 
 struct Upstream;
 
@@ -58,6 +67,11 @@ impl ServerHandler for Upstream {
             tool("garbage", "Prints a line that is not JSON before answering", no_arguments()),
             tool("spawn_grandchild", "Starts a process in its process group and answers its pid", no_arguments()),
             tool("hold_term", "Ignores SIGTERM from now on", no_arguments()),
+            tool("hang", "Never answers", no_arguments()),
+            tool("fail", "Answers a JSON-RPC error -32000 boom", no_arguments()),
+            tool("exit", "Exits the process mid-call", no_arguments()),
+            tool("exit_soon", "Answers, then exits 100 ms later", no_arguments()),
+            tool("tool_error", "Answers a result with isError", no_arguments()),
         ]))
     }
 
@@ -99,6 +113,17 @@ impl ServerHandler for Upstream {
                 tokio::spawn(async move { while terms.recv().await.is_some() {} });
                 text("holding")
             }
+            "hang" => std::future::pending().await,
+            "fail" => Err(boom()),
+            "exit" => std::process::exit(3),
+            "exit_soon" => {
+                std::thread::spawn(|| {
+                    std::thread::sleep(Duration::from_millis(100));
+                    std::process::exit(3)
+                });
+                text("exiting")
+            }
+            "tool_error" => Ok(CallToolResult::error(vec![ContentBlock::text("it went wrong")]).into()),
             other => Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         }
     }
@@ -108,7 +133,10 @@ impl ServerHandler for Upstream {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(vec![Prompt::new("greet", Some("Greets"), None)]))
+        Ok(ListPromptsResult::with_all_items(vec![
+            Prompt::new("greet", Some("Greets"), None),
+            Prompt::new("broken", Some("Fails"), None),
+        ]))
     }
 
     async fn get_prompt(
@@ -118,6 +146,7 @@ impl ServerHandler for Upstream {
     ) -> Result<GetPromptResponse, ErrorData> {
         match request.name.as_str() {
             "greet" => Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, "Hello from rmcp")]).into()),
+            "broken" => Err(boom()),
             other => Err(ErrorData::invalid_params(format!("no prompt {other}"), None)),
         }
     }
@@ -127,7 +156,10 @@ impl ServerHandler for Upstream {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(vec![Resource::new(README, "readme")]))
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(README, "readme"),
+            Resource::new(BROKEN, "broken_resource"),
+        ]))
     }
 
     async fn read_resource(
@@ -137,6 +169,7 @@ impl ServerHandler for Upstream {
     ) -> Result<ReadResourceResponse, ErrorData> {
         match request.uri.as_str() {
             README => Ok(ReadResourceResult::new(vec![ResourceContents::text("read me", README)]).into()),
+            BROKEN => Err(boom()),
             other => Err(ErrorData::resource_not_found(format!("no resource {other}"), None)),
         }
     }

@@ -9,6 +9,7 @@
 //! Connection::session(&self) -> Option<String>          // a handshake HTTP upstream's
 //! Connection::process_group(&self) -> Option<i32>       // a stdio child's
 //! Connection::request(&self, Outgoing) -> Result<Value, ClientError>
+//! Connection::ended(&self)                              // a stdio child exited
 //! Connection::notify(&self, &str, Value) -> Result<(), ClientError>
 //! Connection::close(&self)
 //! Inbox::channel(capacity) -> (Inbox, mpsc::Receiver<Notice>); Inbox::discard()
@@ -202,6 +203,15 @@ impl Connection {
         match &self.0.transport {
             Transport::Http(_) => None,
             Transport::Stdio(stdio) => stdio.process_group(),
+        }
+    }
+
+    /// Resolves once the connection is known dead without a request failing: a stdio
+    /// child that exited. Never for HTTP, whose failures only a request can see.
+    pub async fn ended(&self) {
+        match &self.0.transport {
+            Transport::Http(_) => std::future::pending().await,
+            Transport::Stdio(stdio) => stdio.exited().await,
         }
     }
 

@@ -113,6 +113,13 @@ impl Stdio {
         self.shared.pending.close();
     }
 
+    /// Resolves once the child has exited.
+    pub(crate) async fn exited(&self) {
+        let mut exited = self.exited.clone();
+        // The channel closes only once the exit was sent, so its end counts as an exit.
+        let _ = exited.wait_for(|exited| *exited).await;
+    }
+
     /// Whether the child has exited and its group is empty within `limit`.
     async fn ended_within(&self, limit: Duration) -> bool {
         let mut exited = self.exited.clone();
