@@ -20,13 +20,21 @@ pub struct RealmSnapshot {
     pub catalogue: Catalogue,
     pub policy: Policy,
     pub keys: KeySet,
+    /// Kinds a backend will serve once it has listed them: announced from the start,
+    /// so a client that connects before the listing lands still looks for them.
+    pub promised: Vec<CapabilityKind>,
     /// The callers' views computed so far, shared by callers with the same grants.
     views: Views,
 }
 
 impl RealmSnapshot {
     pub fn new(realm: &str, catalogue: Catalogue, policy: Policy, keys: KeySet) -> Self {
-        Self { realm: realm.to_owned(), catalogue, policy, keys, views: Views::default() }
+        Self { realm: realm.to_owned(), catalogue, policy, keys, promised: Vec::new(), views: Views::default() }
+    }
+
+    /// Whether the realm serves `kind` now, or a backend promised it.
+    pub fn announces(&self, kind: CapabilityKind) -> bool {
+        self.catalogue.has_kind(kind) || self.promised.contains(&kind)
     }
 
     /// What `principal` may list of `kind` through `adapter`, in id order: computed once
@@ -118,6 +126,8 @@ pub struct Registry {
     current: RwLock<Arc<RealmSnapshot>>,
     observers: RwLock<Vec<SwapObserver>>,
     update_observers: RwLock<Vec<UpdateObserver>>,
+    /// What backends promised; every rebuilt snapshot carries it.
+    promised: RwLock<Vec<CapabilityKind>>,
     /// Present when the registry rebuilds its own catalogue (dynamic capabilities and
     /// reloads); a registry swapped only by its host has none.
     sources: Mutex<Option<Compiled>>,
@@ -135,6 +145,7 @@ impl Registry {
             current: RwLock::new(Arc::new(snapshot)),
             observers: RwLock::new(Vec::new()),
             update_observers: RwLock::new(Vec::new()),
+            promised: RwLock::new(Vec::new()),
             sources: Mutex::new(None),
         }
     }
@@ -240,7 +251,8 @@ impl Registry {
             Ok(catalogue) => {
                 sources.share_descriptors(&catalogue);
                 let policy = policy.unwrap_or_else(|| current.policy.clone());
-                let snapshot = RealmSnapshot::new(&current.realm, catalogue, policy, current.keys.clone());
+                let mut snapshot = RealmSnapshot::new(&current.realm, catalogue, policy, current.keys.clone());
+                snapshot.promised = self.promised.read().unwrap_or_else(|poison| poison.into_inner()).clone();
                 // Swapped while the sources are held, so rebuilds apply in order.
                 *built = Arc::new(snapshot);
                 self.swap_in(Arc::clone(built));
@@ -279,6 +291,19 @@ impl Registry {
     /// Registers `observer` for every later swap.
     pub fn observe(&self, observer: SwapObserver) {
         self.observers.write().unwrap_or_else(|poison| poison.into_inner()).push(observer);
+    }
+
+    /// Announces `kinds` in every snapshot from now on (see [`RealmEvents::promise`]).
+    fn promise(&self, kinds: Vec<CapabilityKind>) {
+        let mut promised = self.promised.write().unwrap_or_else(|poison| poison.into_inner());
+        if *promised == kinds {
+            return;
+        }
+        *promised = kinds;
+        drop(promised);
+        // A rebuild that changes nothing else: the sources compiled before, so they compile
+        // again, taking every entry over as it is.
+        let _unchanged = self.rebuild(|_| Box::new(|_: &mut Sources| {}), None);
     }
 
     /// Registers `observer` for every resource update announced through [`RealmEvents`].
@@ -328,6 +353,12 @@ impl RealmEvents {
     /// The resource at `uri` changed: its subscribers hear of it.
     pub fn resource_updated(&self, uri: &str) {
         self.registry.resource_updated(uri);
+    }
+
+    /// The kinds the realm's backends will serve, announced from now on whether listed
+    /// yet or not; replaces what was promised before.
+    pub fn promise(&self, kinds: Vec<CapabilityKind>) {
+        self.registry.promise(kinds);
     }
 }
 
@@ -466,6 +497,27 @@ mod tests {
         assert!(snapshot.catalogue.get("b").is_some() && snapshot.catalogue.get("c").is_none());
         assert!(events.offer("backend", Vec::new()).is_empty());
         assert!(registry.snapshot().catalogue.get("b").is_none(), "offering none withdraws");
+    }
+
+    #[test]
+    fn promised_kinds_are_announced_until_withdrawn() {
+        let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
+        let sources = Sources {
+            configured: Vec::new(),
+            dynamic: BTreeMap::new(),
+            bounds: SchemaBounds::default(),
+            lints: Vec::new(),
+        };
+        let registry = Arc::new(Registry::compiled("default", sources, Policy::default(), snapshot(1).keys).unwrap());
+        let events = RealmEvents::new(Arc::clone(&registry));
+        assert!(!registry.snapshot().announces(CapabilityKind::Tool));
+        events.promise(vec![CapabilityKind::Tool]);
+        assert!(registry.snapshot().announces(CapabilityKind::Tool), "announced before anything is listed");
+        events.offer("backend", vec![tool("b", "", &handler)]);
+        assert!(registry.snapshot().announces(CapabilityKind::Tool), "a rebuild keeps the promise");
+        events.promise(Vec::new());
+        events.offer("backend", Vec::new());
+        assert!(!registry.snapshot().announces(CapabilityKind::Tool));
     }
 
     #[test]

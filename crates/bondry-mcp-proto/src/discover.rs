@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::settings::Listener;
 
 /// Which server features a realm announces: a feature exists when the realm has a
-/// capability that needs it, whoever asks (never per principal).
+/// capability that needs it, or a backend promised one, whoever asks (never per principal).
 #[derive(Debug, Clone, Copy)]
 pub struct Announced {
     pub tools: bool,
@@ -24,7 +24,7 @@ impl Announced {
     }
 
     pub fn of(realm: &RealmSnapshot) -> Self {
-        let has = |kind| realm.catalogue.has_kind(kind);
+        let has = |kind| realm.announces(kind);
         let templates = has(CapabilityKind::ResourceTemplate);
         Self {
             tools: has(CapabilityKind::Tool),

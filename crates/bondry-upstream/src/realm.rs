@@ -60,6 +60,7 @@ impl RealmUpstreams {
     /// listed in the background, so the realm serves at once and its upstreams'
     /// capabilities appear as their listings land. Must be called within a Tokio runtime.
     pub fn start(events: RealmEvents, specs: Vec<UpstreamSpec>) -> Self {
+        events.promise(promised(&specs));
         let members: Vec<Member> = specs.into_iter().map(Member::new).collect();
         let realm = Arc::new(Realm { events, members: RwLock::new(members.clone()), naming: Mutex::new(()) });
         let started = Self { realm, stops: Mutex::new(HashMap::new()), tasks: Mutex::new(JoinSet::new()) };
@@ -83,6 +84,7 @@ impl RealmUpstreams {
     /// removed one is closed at once, its calls answering unavailable, and its
     /// capabilities withdrawn. Must be called within a Tokio runtime.
     pub fn reconfigure(&self, specs: Vec<UpstreamSpec>) {
+        self.realm.events.promise(promised(&specs));
         let old = read(&self.realm.members).clone();
         let mut members = Vec::new();
         let mut started = Vec::new();
@@ -116,7 +118,7 @@ impl RealmUpstreams {
             self.supervise(member);
         }
         // Naming and filters may have changed for the upstreams that stayed.
-        self.realm.name_and_offer();
+        self.realm.name_and_offer(None);
     }
 
     fn stop(&self, name: &str, how: Stop) {
@@ -137,8 +139,8 @@ impl RealmUpstreams {
 }
 
 impl News for Realm {
-    fn listed(&self, _: &Upstream) {
-        self.name_and_offer();
+    fn listed(&self, upstream: &Upstream) {
+        self.name_and_offer(Some(upstream.name()));
     }
 
     fn resource_updated(&self, uri: &str) {
@@ -147,8 +149,9 @@ impl News for Realm {
 }
 
 impl Realm {
-    /// Names every upstream's entries in stanza order and offers each upstream's set.
-    fn name_and_offer(&self) {
+    /// Names every upstream's entries in stanza order and offers each upstream's set;
+    /// the log marks the listing of the upstream that `listed`, if one did.
+    fn name_and_offer(&self, listed: Option<&str>) {
         let _one_at_a_time = self.naming.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let snapshot = self.events.snapshot();
         // The realm's own capabilities keep their ids and URIs whatever upstreams list.
@@ -167,7 +170,9 @@ impl Realm {
             for skipped in &skipped {
                 tracing::warn!(upstream = upstream.name(), entry = %skipped.id, why = skipped.why, "an upstream entry is not served");
             }
-            tracing::info!("upstream {}: {} capabilities listed", upstream.name(), served - skipped.len());
+            if listed == Some(upstream.name()) {
+                tracing::info!("upstream {}: {} capabilities listed", upstream.name(), served - skipped.len());
+            }
         }
     }
 }
@@ -235,6 +240,22 @@ fn name(
         registrations.push(Registration { descriptor: Arc::new(descriptor), handler: Arc::clone(relay) });
     }
     (registrations, targets)
+}
+
+/// The kinds the upstreams' `expose` names: the realm announces them from start-up.
+fn promised(specs: &[UpstreamSpec]) -> Vec<CapabilityKind> {
+    let expose = |pick: fn(&crate::spec::Expose) -> bool| specs.iter().any(|spec| pick(&spec.expose));
+    let mut kinds = Vec::new();
+    if expose(|expose| expose.tools) {
+        kinds.push(CapabilityKind::Tool);
+    }
+    if expose(|expose| expose.prompts) {
+        kinds.push(CapabilityKind::Prompt);
+    }
+    if expose(|expose| expose.resources) {
+        kinds.extend([CapabilityKind::Resource, CapabilityKind::ResourceTemplate]);
+    }
+    kinds
 }
 
 fn kind_name(kind: CapabilityKind) -> &'static str {

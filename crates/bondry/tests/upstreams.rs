@@ -240,3 +240,20 @@ async fn a_reload_adds_changes_and_removes_upstreams_while_serving() {
     assert!(!listed.iter().any(|name| name.starts_with("two.")), "{listed:?}");
     assert!(listed.contains(&"renamed.demo.echo".to_owned()), "{listed:?}");
 }
+
+#[tokio::test]
+async fn a_realm_announces_what_its_upstreams_expose_before_any_listing_lands() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing answers there: the upstream never lists, yet its kinds are announced.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut stanza = http_upstream(closed);
+    stanza.insert("expose".into(), vec!["tools", "prompts"].into());
+    let front = Binary::serve(support::bondry_exe!(), &written(dir.path(), "gateway.toml", &gateway(stanza)), &[]);
+    let client = reqwest::Client::new();
+    let discovered = body(front.post(&client, "server/discover", json!({})).await).await;
+    let capabilities = &discovered["result"]["capabilities"];
+    assert!(capabilities.get("tools").is_some() && capabilities.get("prompts").is_some(), "{discovered}");
+    assert!(capabilities.get("resources").is_none(), "resources are not exposed: {discovered}");
+    let listed = body(front.post(&client, "tools/list", json!({})).await).await;
+    assert_eq!(listed["result"]["tools"], json!([]), "{listed}");
+}
