@@ -193,7 +193,14 @@ pub enum Answer {
     /// A resource or template read result.
     Contents { items: Vec<ResourceContents> },
     /// A tool-level error the caller may see and act on.
-    ToolError { code: String, retryable: bool, content: Option<Vec<ContentBlock>> },
+    ToolError {
+        code: String,
+        retryable: bool,
+        content: Option<Vec<ContentBlock>>,
+        /// What the caller may learn beside the code, in the adapter's wire form: a
+        /// relayed upstream's own error code and message.
+        detail: Option<Value>,
+    },
     /// The handler needs input from the client before it can answer.
     InputRequired { requests: BTreeMap<String, InputRequest>, state: Option<Value> },
     /// A failure with a stable code; its detail never reaches the caller.

@@ -89,7 +89,9 @@ pub fn outcome(choice: u8, call: &Call) -> Outcome {
             Some(json!({"round": 1})),
         ),
         5 => ask(InputKind::Roots, json!({}), None),
-        6 => Outcome::Answered(Answer::ToolError { code: "quota".into(), retryable: true, content: None }),
+        6 => {
+            Outcome::Answered(Answer::ToolError { code: "quota".into(), retryable: true, content: None, detail: None })
+        }
         _ => Outcome::Answered(match call.capability().kind() {
             CapabilityKind::Tool => Answer::Content { blocks: vec![text("done")], structured: Some(json!({})) },
             CapabilityKind::Prompt => Answer::Messages {

@@ -266,9 +266,12 @@ impl Conversation {
     /// can read for a tool, a failure with `code` for a prompt or resource.
     fn fail_for_client(&mut self, code: &str, now: SystemTime, rng: &mut dyn Csprng) {
         let outcome = match self.call.capability.kind() {
-            CapabilityKind::Tool => {
-                Outcome::Answered(Answer::ToolError { code: code.into(), retryable: false, content: None })
-            }
+            CapabilityKind::Tool => Outcome::Answered(Answer::ToolError {
+                code: code.into(),
+                retryable: false,
+                content: None,
+                detail: None,
+            }),
             _ => Outcome::Failed { code: code.into() },
         };
         self.end(outcome, now, rng);

@@ -14,7 +14,8 @@ use crate::lint::{ParamHeader, ParamType, ToolWire};
 use crate::request::Request;
 use crate::revision::Era;
 use crate::vocabulary::{
-    ERROR_CODE_KEY, FAILURE_TEXT, INVOCATION_ID_KEY, MISSING_CLIENT_CAPABILITY, RETRYABLE_KEY, stable_code,
+    ERROR_CODE_KEY, ERROR_DETAIL_KEY, FAILURE_TEXT, INVOCATION_ID_KEY, MISSING_CLIENT_CAPABILITY, RETRYABLE_KEY,
+    stable_code,
 };
 use crate::{ADAPTER, Call, Csprng, Reply, Step, shape};
 
@@ -61,6 +62,7 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
                 code: MISSING_CLIENT_CAPABILITY.into(),
                 retryable: false,
                 content: None,
+                detail: None,
             });
             let result = call_result(&refused, None, &request.listener.server_meta(), name, Era::Handshake);
             let record = request.audit(name, bondry_core::audit::AuditOutcome::InvalidInput);
@@ -217,11 +219,15 @@ pub fn call_result(
                 None => failure(dispatch::failure::WRONG_ANSWER_KIND, false, generic()),
             }
         }
-        Outcome::Answered(Answer::ToolError { code, retryable, content }) => failure(
-            code,
-            *retryable,
-            content.as_ref().map_or_else(generic, |blocks| blocks.iter().map(shape::content_block).collect()),
-        ),
+        Outcome::Answered(Answer::ToolError { code, retryable, content, detail }) => {
+            let content =
+                content.as_ref().map_or_else(generic, |blocks| blocks.iter().map(shape::content_block).collect());
+            let mut result = failure(code, *retryable, content);
+            if let Some(detail) = detail {
+                result["_meta"][ERROR_DETAIL_KEY] = detail.clone();
+            }
+            result
+        }
         Outcome::InvalidInput(violations) => {
             let text = format!("Invalid arguments for tool {capability}: {violations}");
             failure("invalid_input", false, vec![json!({"type": "text", "text": text})])

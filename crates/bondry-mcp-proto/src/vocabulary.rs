@@ -34,6 +34,8 @@ pub const HANDLER_FAILED: &str = "handler_failed";
 
 /// Where a failure's stable code travels: a tool result's `_meta`, an error's `data`.
 pub const ERROR_CODE_KEY: &str = "dev.bondry/errorCode";
+/// `_meta` key of what a tool error tells beside its code: a relayed upstream's own error.
+pub const ERROR_DETAIL_KEY: &str = "dev.bondry/errorDetail";
 /// The text of every failure whose detail must not leak.
 pub const FAILURE_TEXT: &str = "Capability execution failed";
 

@@ -1373,7 +1373,7 @@ fn canned_outcome(g: &mut Prng) -> Outcome {
         }
         5 => {
             let content = g.chance(50).then(|| (0..g.below(3)).map(|_| content_block(g)).collect());
-            Outcome::Answered(Answer::ToolError { code: g.text(), retryable: g.chance(50), content })
+            Outcome::Answered(Answer::ToolError { code: g.text(), retryable: g.chance(50), content, detail: None })
         }
         6..=8 => {
             let mut requests = BTreeMap::new();

@@ -262,7 +262,7 @@ fn realm() -> Arc<RealmSnapshot> {
         tool(
             "test.tool_error",
             object(),
-            fixed(Answer::ToolError { code: "quota_exceeded".into(), retryable: true, content: None }),
+            fixed(Answer::ToolError { code: "quota_exceeded".into(), retryable: true, content: None, detail: None }),
         ),
         with_output(
             tool("test.bad_output", object(), fixed(Answer::Value(json!({"n": "seven"})))),

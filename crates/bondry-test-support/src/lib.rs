@@ -543,7 +543,12 @@ pub fn test_builtins() -> Builtins {
     builtins.register(
         "test.tool_error",
         Builtin::tool(
-            FnHandler(|_: &Value| Answer::ToolError { code: "quota_exceeded".into(), retryable: true, content: None }),
+            FnHandler(|_: &Value| Answer::ToolError {
+                code: "quota_exceeded".into(),
+                retryable: true,
+                content: None,
+                detail: None,
+            }),
             object(),
         ),
     );

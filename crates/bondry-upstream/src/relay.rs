@@ -83,7 +83,12 @@ async fn call(upstream: &Upstream, request: HandlerRequest) -> Answer {
         Err(Unrelayed::Refused { code, message }) => {
             tracing::info!(upstream = upstream.name(), code, message, "the upstream answered an error");
             match kind {
-                CapabilityKind::Tool => Answer::ToolError { code: code::ERROR.into(), retryable: false, content: None },
+                CapabilityKind::Tool => Answer::ToolError {
+                    code: code::ERROR.into(),
+                    retryable: false,
+                    content: None,
+                    detail: Some(json!({"code": code, "message": message})),
+                },
                 _ => Answer::Failure { code: code::ERROR.into() },
             }
         }
@@ -183,7 +188,9 @@ fn param_headers(params: &[ParamHeader], arguments: &Value) -> Vec<(String, Stri
 /// The answer of a capability whose upstream cannot be reached now.
 fn unavailable(kind: CapabilityKind) -> Answer {
     match kind {
-        CapabilityKind::Tool => Answer::ToolError { code: code::UNAVAILABLE.into(), retryable: true, content: None },
+        CapabilityKind::Tool => {
+            Answer::ToolError { code: code::UNAVAILABLE.into(), retryable: true, content: None, detail: None }
+        }
         _ => Answer::Failure { code: code::UNAVAILABLE.into() },
     }
 }

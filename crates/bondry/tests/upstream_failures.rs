@@ -307,6 +307,8 @@ async fn an_upstream_json_rpc_error_answers_upstream_error() {
     let front = start(&gateway(stdio("bad")), &["bad", "good"]).await;
     let (result, _) = front.call("bad.fail", json!({})).await;
     assert_tool_error(&result, "upstream_error", false);
+    // The upstream's own code and message travel beside Bondry's code (contract §9.6).
+    assert_eq!(result["_meta"]["dev.bondry/errorDetail"], json!({"code": -32000, "message": "boom"}), "{result}");
     front.still_healthy().await;
 
     let (prompt, _) = front.send(&[], "prompts/get", json!({"name": "bad.broken", "arguments": {}})).await;

@@ -115,6 +115,7 @@ pub fn register(builtins: &mut Builtins) {
                 code: "intentional_error".to_owned(),
                 retryable: false,
                 content: Some(vec![text("This tool intentionally returns an error for testing")]),
+                detail: None,
             }),
             no_arguments(),
         )
