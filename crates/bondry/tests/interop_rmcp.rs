@@ -160,3 +160,54 @@ async fn rmcp_auto_mode_lands_in_the_modern_era() {
     within("client shutdown", client.cancel()).await.expect("client shutdown");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn rmcp_client_calls_an_upstreams_tools_through_the_gateway_in_either_era() {
+    use support::{Binary, TestConfig, table};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, config: &TestConfig| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, config.text()).unwrap();
+        path
+    };
+    let demo = TestConfig::bare()
+        .set("realms.default.anonymous_roles", vec!["demo"])
+        .role("demo", &["demo.*"])
+        .capability("demo.echo", "tool", "demo.echo", None)
+        .capability("demo.add", "tool", "demo.add", None);
+    let upstream = Binary::serve(support::bondry_exe!(), &write("upstream.toml", &demo), &[]);
+    let stanza = table([
+        ("name", "up".into()),
+        ("transport", "http".into()),
+        ("url", format!("http://127.0.0.1:{}/mcp", upstream.port).into()),
+    ]);
+    let gateway = TestConfig::bare()
+        .set("realms.default.anonymous_roles", vec!["caller"])
+        .role("caller", &["up.*"])
+        .push("realms.default.upstreams", stanza);
+    let front = Binary::serve(support::bondry_exe!(), &write("gateway.toml", &gateway), &[]);
+    front.logged("upstream up: ", 1).await;
+    let url = format!("http://127.0.0.1:{}/mcp", front.port);
+    let lifecycles = [
+        (ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }, None),
+        (ClientLifecycleMode::Initialize, Some(ProtocolVersion::V_2025_11_25)),
+    ];
+    for (lifecycle, version) in lifecycles {
+        let mut config =
+            ClientConfig::new(ClientCapabilities::default(), Implementation::new("bondry-rmcp-interop", "0"));
+        if let Some(version) = version {
+            config = config.with_protocol_version(version);
+        }
+        let transport =
+            StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url.as_str()));
+        let client = within("connect", config.serve_with_lifecycle(transport, lifecycle)).await.expect("connects");
+        let tools = within("tools/list", client.list_all_tools()).await.expect("tools/list");
+        let names: Vec<&str> = tools.iter().map(|tool| &*tool.name).collect();
+        assert!(names.contains(&"up.demo.echo") && names.contains(&"up.demo.add"), "{names:?}");
+        let echo = within("echo", client.call_tool(call("up.demo.echo", json!({"text": "hi"})))).await.expect("call");
+        assert_eq!(echo.structured_content, Some(json!({"text": "hi"})), "{echo:?}");
+        let add = within("add", client.call_tool(call("up.demo.add", json!({"a": 2, "b": 3})))).await.expect("call");
+        assert_eq!(add.structured_content, Some(json!({"sum": 5})), "{add:?}");
+        within("client shutdown", client.cancel()).await.expect("client shutdown");
+    }
+}
