@@ -151,7 +151,7 @@ impl Upstream {
         *write(&self.targets) = targets;
     }
 
-    /// Sends `request` within the call timeout (measured from when a call slot is free),
+    /// Sends `request` within the call timeout (waiting for a call slot counts toward it),
     /// counting transport failures toward marking the upstream down.
     pub async fn relay(&self, request: Outgoing) -> Result<Value, Unrelayed> {
         let (number, connection) = self.usable().ok_or(Unrelayed::Unavailable)?;
