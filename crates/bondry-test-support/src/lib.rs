@@ -188,6 +188,13 @@ impl TestConfig {
         toml::to_string(&self.0).expect("a table renders as TOML")
     }
 
+    /// Writes the configuration into `dir` as `name`; its path.
+    pub fn written(&self, dir: &Path, name: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, self.text()).expect("the configuration is written");
+        path
+    }
+
     /// The table holding the last key of `path`, and that key.
     fn table_of<'a>(&mut self, path: &'a str) -> (&mut toml::Table, &'a str) {
         let (tables, key) = path.rsplit_once('.').map_or(("", path), |(tables, key)| (tables, key));
@@ -198,6 +205,25 @@ impl TestConfig {
         }
         (table, key)
     }
+}
+
+/// A Bondry to front as an upstream: the demo tools `ids`, open to anyone.
+pub fn demo_upstream(ids: &[&str]) -> TestConfig {
+    let demo = TestConfig::bare().set("realms.default.anonymous_roles", vec!["demo"]).role("demo", &["demo.*"]);
+    ids.iter().fold(demo, |config, id| config.capability(id, "tool", id, None))
+}
+
+/// The stanza of an upstream named `name` reached over Streamable HTTP on loopback `port`.
+pub fn http_upstream(name: &str, port: u16) -> toml::Table {
+    table([("name", name.into()), ("transport", "http".into()), ("url", format!("http://127.0.0.1:{port}/mcp").into())])
+}
+
+/// A gateway whose anonymous callers hold `grants`, fronting the upstream `stanza`.
+pub fn gateway(stanza: toml::Table, grants: &[&str]) -> TestConfig {
+    TestConfig::bare()
+        .set("realms.default.anonymous_roles", vec!["caller"])
+        .role("caller", grants)
+        .push("realms.default.upstreams", stanza)
 }
 
 /// A TOML table from key-value pairs, for [`TestConfig::push`].

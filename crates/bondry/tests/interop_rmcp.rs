@@ -163,29 +163,15 @@ async fn rmcp_auto_mode_lands_in_the_modern_era() {
 
 #[tokio::test]
 async fn rmcp_client_calls_an_upstreams_tools_through_the_gateway_in_either_era() {
-    use support::{Binary, TestConfig, table};
+    use support::{Binary, demo_upstream, gateway, http_upstream};
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, config: &TestConfig| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, config.text()).unwrap();
-        path
-    };
-    let demo = TestConfig::bare()
-        .set("realms.default.anonymous_roles", vec!["demo"])
-        .role("demo", &["demo.*"])
-        .capability("demo.echo", "tool", "demo.echo", None)
-        .capability("demo.add", "tool", "demo.add", None);
-    let upstream = Binary::serve(support::bondry_exe!(), &write("upstream.toml", &demo), &[]);
-    let stanza = table([
-        ("name", "up".into()),
-        ("transport", "http".into()),
-        ("url", format!("http://127.0.0.1:{}/mcp", upstream.port).into()),
-    ]);
-    let gateway = TestConfig::bare()
-        .set("realms.default.anonymous_roles", vec!["caller"])
-        .role("caller", &["up.*"])
-        .push("realms.default.upstreams", stanza);
-    let front = Binary::serve(support::bondry_exe!(), &write("gateway.toml", &gateway), &[]);
+    let upstream = Binary::serve(
+        support::bondry_exe!(),
+        &demo_upstream(&["demo.echo", "demo.add"]).written(dir.path(), "up.toml"),
+        &[],
+    );
+    let gateway = gateway(http_upstream("up", upstream.port), &["up.*"]).written(dir.path(), "gateway.toml");
+    let front = Binary::serve(support::bondry_exe!(), &gateway, &[]);
     front.logged("upstream up: ", 1).await;
     let url = format!("http://127.0.0.1:{}/mcp", front.port);
     let lifecycles = [

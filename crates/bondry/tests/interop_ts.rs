@@ -27,29 +27,13 @@ async fn typescript_sdk_client_connects_lists_and_calls() {
 
 #[tokio::test]
 async fn typescript_sdk_client_lists_and_calls_an_upstreams_tools_through_the_gateway() {
-    use support::{Binary, TestConfig, table};
+    use support::{Binary, demo_upstream, gateway, http_upstream};
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, config: &TestConfig| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, config.text()).unwrap();
-        path
-    };
     // The demo tools, with admin.reset configured but granted to nobody, on a Bondry upstream.
-    let demo = TestConfig::bare().set("realms.default.anonymous_roles", vec!["demo"]).role("demo", &["demo.*"]);
-    let demo = ["demo.echo", "demo.add", "demo.forecast", "admin.reset"]
-        .iter()
-        .fold(demo, |config, id| config.capability(id, "tool", id, None));
-    let upstream = Binary::serve(support::bondry_exe!(), &write("upstream.toml", &demo), &[]);
-    let stanza = table([
-        ("name", "up".into()),
-        ("transport", "http".into()),
-        ("url", format!("http://127.0.0.1:{}/mcp", upstream.port).into()),
-    ]);
-    let gateway = TestConfig::bare()
-        .set("realms.default.anonymous_roles", vec!["caller"])
-        .role("caller", &["up.*"])
-        .push("realms.default.upstreams", stanza);
-    let front = Binary::serve(support::bondry_exe!(), &write("gateway.toml", &gateway), &[]);
+    let demo = demo_upstream(&["demo.echo", "demo.add", "demo.forecast", "admin.reset"]);
+    let upstream = Binary::serve(support::bondry_exe!(), &demo.written(dir.path(), "up.toml"), &[]);
+    let gateway = gateway(http_upstream("up", upstream.port), &["up.*"]).written(dir.path(), "gateway.toml");
+    let front = Binary::serve(support::bondry_exe!(), &gateway, &[]);
     front.logged("upstream up: ", 1).await;
     let url = format!("http://localhost:{}/mcp", front.port);
     let Some(stdout) = node(vec!["interop.mjs".into(), url, "up.".into()]).await else { return };

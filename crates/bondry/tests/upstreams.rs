@@ -4,43 +4,8 @@
 
 use bondry_test_support as support;
 
-use std::path::{Path, PathBuf};
-
 use serde_json::{Value, json};
-use support::{Binary, TestConfig, table};
-
-/// Writes `config` into `dir` as `name` and returns its path.
-fn written(dir: &Path, name: &str, config: &TestConfig) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, config.text()).unwrap();
-    path
-}
-
-/// A gateway whose anonymous callers may use everything under `up.*`, and that fronts
-/// the upstream `stanza` (named `up`).
-fn gateway(stanza: toml::Table) -> TestConfig {
-    gateway_granting(stanza, &["up.*"])
-}
-
-fn gateway_granting(stanza: toml::Table, grants: &[&str]) -> TestConfig {
-    TestConfig::bare()
-        .set("realms.default.anonymous_roles", vec!["caller"])
-        .role("caller", grants)
-        .push("realms.default.upstreams", stanza)
-}
-
-/// A Bondry to front: the demo tools, open to anyone.
-fn demo_upstream() -> TestConfig {
-    TestConfig::bare()
-        .set("realms.default.anonymous_roles", vec!["demo"])
-        .role("demo", &["demo.*"])
-        .capability("demo.echo", "tool", "demo.echo", None)
-        .capability("demo.add", "tool", "demo.add", None)
-}
-
-fn http_upstream(port: u16) -> toml::Table {
-    table([("name", "up".into()), ("transport", "http".into()), ("url", format!("http://127.0.0.1:{port}/mcp").into())])
-}
+use support::{Binary, demo_upstream, gateway, http_upstream, table};
 
 async fn body(response: reqwest::Response) -> Value {
     let status = response.status().as_u16();
@@ -54,47 +19,19 @@ fn tool_names(listed: &Value) -> Vec<String> {
     tools.iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect()
 }
 
-/// A handshake-era session with `server`: its id, after `initialize` and `initialized`.
-async fn session(client: &reqwest::Client, server: &Binary) -> String {
-    let url = format!("http://127.0.0.1:{}/mcp", server.port);
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let response = client
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .json(&initialize)
-        .send()
-        .await
-        .unwrap();
-    let sid = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    in_session(client, server, &sid, json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-    sid
-}
-
-async fn in_session(client: &reqwest::Client, server: &Binary, sid: &str, message: Value) -> Value {
-    let response = client
-        .post(format!("http://127.0.0.1:{}/mcp", server.port))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", sid)
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&message)
-        .send()
-        .await
-        .unwrap();
-    let text = response.text().await.unwrap();
-    serde_json::from_str(&text).unwrap_or(Value::Null)
-}
-
 #[tokio::test]
 async fn a_bondry_over_http_serves_its_tools_through_the_gateway_in_either_era() {
     let dir = tempfile::tempdir().unwrap();
-    let upstream = Binary::serve(support::bondry_exe!(), &written(dir.path(), "upstream.toml", &demo_upstream()), &[]);
+    let upstream = Binary::serve(
+        support::bondry_exe!(),
+        &demo_upstream(&["demo.echo", "demo.add"]).written(dir.path(), "upstream.toml"),
+        &[],
+    );
     let audit = dir.path().join("audit.jsonl");
-    let config =
-        gateway(http_upstream(upstream.port)).set("audit.sink", "file").set("audit.path", audit.to_str().unwrap());
-    let front = Binary::serve(support::bondry_exe!(), &written(dir.path(), "gateway.toml", &config), &[]);
+    let config = gateway(http_upstream("up", upstream.port), &["up.*"])
+        .set("audit.sink", "file")
+        .set("audit.path", audit.to_str().unwrap());
+    let front = Binary::serve(support::bondry_exe!(), &config.written(dir.path(), "gateway.toml"), &[]);
     front.logged("upstream up: ", 1).await;
     let client = reqwest::Client::new();
 
@@ -118,11 +55,11 @@ async fn a_bondry_over_http_serves_its_tools_through_the_gateway_in_either_era()
     assert_eq!(refused["result"]["_meta"]["dev.bondry/errorCode"], "invalid_input");
 
     // A session caller sees and calls the same.
-    let sid = session(&client, &front).await;
-    let listed = in_session(&client, &front, &sid, json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    let sid = front.session(&client).await;
+    let listed = front.in_session(&client, &sid, json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
     assert!(tool_names(&listed).contains(&"up.demo.echo".to_owned()), "{listed}");
     let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "up.demo.echo", "arguments": {"text": "hi"}}});
-    let called = in_session(&client, &front, &sid, call).await;
+    let called = front.in_session(&client, &sid, call).await;
     assert_eq!(called["result"]["content"], direct["result"]["content"], "{called}");
     assert!(called["result"].get("resultType").is_none(), "no modern keys in a session: {called}");
 
@@ -154,7 +91,8 @@ async fn an_rmcp_server_over_stdio_serves_its_tools_through_the_gateway() {
     let command = support::test_upstream_exe();
     let stanza =
         table([("name", "up".into()), ("transport", "stdio".into()), ("command", command.to_str().unwrap().into())]);
-    let front = Binary::serve(support::bondry_exe!(), &written(dir.path(), "gateway.toml", &gateway(stanza)), &[]);
+    let front =
+        Binary::serve(support::bondry_exe!(), &gateway(stanza, &["up.*"]).written(dir.path(), "gateway.toml"), &[]);
     front.logged("upstream up: ", 1).await;
     let client = reqwest::Client::new();
     let listed = body(front.post(&client, "tools/list", json!({})).await).await;
@@ -168,15 +106,18 @@ async fn an_rmcp_server_over_stdio_serves_its_tools_through_the_gateway() {
 #[tokio::test]
 async fn an_upstream_that_died_answers_unavailable_and_the_gateway_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
-    let mut upstream =
-        Binary::serve(support::bondry_exe!(), &written(dir.path(), "upstream.toml", &demo_upstream()), &[]);
-    let config = gateway_granting(http_upstream(upstream.port), &["up.*", "demo.*"]).capability(
+    let mut upstream = Binary::serve(
+        support::bondry_exe!(),
+        &demo_upstream(&["demo.echo", "demo.add"]).written(dir.path(), "upstream.toml"),
+        &[],
+    );
+    let config = gateway(http_upstream("up", upstream.port), &["up.*", "demo.*"]).capability(
         "demo.echo",
         "tool",
         "demo.echo",
         None,
     );
-    let front = Binary::serve(support::bondry_exe!(), &written(dir.path(), "gateway.toml", &config), &[]);
+    let front = Binary::serve(support::bondry_exe!(), &config.written(dir.path(), "gateway.toml"), &[]);
     front.logged("upstream up: ", 1).await;
     upstream.child.kill().unwrap();
     upstream.child.wait().unwrap();
@@ -200,9 +141,13 @@ async fn an_upstream_that_died_answers_unavailable_and_the_gateway_keeps_serving
 #[tokio::test]
 async fn a_reload_adds_changes_and_removes_upstreams_while_serving() {
     let dir = tempfile::tempdir().unwrap();
-    let upstream = Binary::serve(support::bondry_exe!(), &written(dir.path(), "upstream.toml", &demo_upstream()), &[]);
-    let up = http_upstream(upstream.port);
-    let path = written(dir.path(), "gateway.toml", &gateway_granting(up.clone(), &["up.*", "renamed.*", "two.*"]));
+    let upstream = Binary::serve(
+        support::bondry_exe!(),
+        &demo_upstream(&["demo.echo", "demo.add"]).written(dir.path(), "upstream.toml"),
+        &[],
+    );
+    let up = http_upstream("up", upstream.port);
+    let path = gateway(up.clone(), &["up.*", "renamed.*", "two.*"]).written(dir.path(), "gateway.toml");
     let front = Binary::serve(support::bondry_exe!(), &path, &[]);
     front.logged("upstream up: ", 1).await;
     let client = reqwest::Client::new();
@@ -216,7 +161,7 @@ async fn a_reload_adds_changes_and_removes_upstreams_while_serving() {
         ("transport", "stdio".into()),
         ("command", support::test_upstream_exe().to_str().unwrap().into()),
     ]);
-    let changed = gateway_granting(renamed, &["up.*", "renamed.*", "two.*"]).push("realms.default.upstreams", two);
+    let changed = gateway(renamed, &["up.*", "renamed.*", "two.*"]).push("realms.default.upstreams", two);
     std::fs::write(&path, changed.text()).unwrap();
     front.logged("upstream two: ", 1).await;
     let listed = names().await;
@@ -246,9 +191,10 @@ async fn a_realm_announces_what_its_upstreams_expose_before_any_listing_lands() 
     let dir = tempfile::tempdir().unwrap();
     // Nothing answers there: the upstream never lists, yet its kinds are announced.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut stanza = http_upstream(closed);
+    let mut stanza = http_upstream("up", closed);
     stanza.insert("expose".into(), vec!["tools", "prompts"].into());
-    let front = Binary::serve(support::bondry_exe!(), &written(dir.path(), "gateway.toml", &gateway(stanza)), &[]);
+    let front =
+        Binary::serve(support::bondry_exe!(), &gateway(stanza, &["up.*"]).written(dir.path(), "gateway.toml"), &[]);
     let client = reqwest::Client::new();
     let discovered = body(front.post(&client, "server/discover", json!({})).await).await;
     let capabilities = &discovered["result"]["capabilities"];

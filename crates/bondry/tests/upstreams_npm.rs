@@ -117,10 +117,7 @@ impl Drop for EverythingOverHttp {
 
 /// A gateway whose anonymous callers may use everything under `up.*`, fronting `stanza`.
 fn gateway(stanza: toml::Table) -> TestConfig {
-    TestConfig::bare()
-        .set("realms.default.anonymous_roles", vec!["caller"])
-        .role("caller", &["up.*"])
-        .push("realms.default.upstreams", stanza)
+    support::gateway(stanza, &["up.*"])
 }
 
 /// The gateway binary serving `config`, with `env` added to its environment.
