@@ -78,7 +78,8 @@ pub enum ResourceResolution {
 }
 
 /// Looks `uri` up in `principal`'s view: a static resource first, then the templates in
-/// id order. A template the caller cannot see is passed over, as if it did not exist.
+/// the order they were registered (the configured ones, then each backend's as its realm
+/// ranks them). A template the caller cannot see is passed over, as if it did not exist.
 pub fn resolve_resource(
     snapshot: &RealmSnapshot,
     principal: &Principal,
@@ -96,7 +97,7 @@ pub fn resolve_resource(
         }
         hidden = HiddenReason::Denied;
     }
-    for capability in snapshot.catalogue.of_kind(CapabilityKind::ResourceTemplate) {
+    for capability in snapshot.catalogue.templates_by_precedence() {
         let Some(matched) = capability.template.as_ref().and_then(|template| template.matches(uri)) else {
             continue;
         };

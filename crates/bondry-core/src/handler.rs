@@ -203,8 +203,9 @@ pub enum Answer {
     },
     /// The handler needs input from the client before it can answer.
     InputRequired { requests: BTreeMap<String, InputRequest>, state: Option<Value> },
-    /// A failure with a stable code; its detail never reaches the caller.
-    Failure { code: String },
+    /// A failure with a stable code. The handler's own reasons never reach the caller;
+    /// `detail` does, as [`Answer::ToolError`]'s: a relayed upstream's error code and message.
+    Failure { code: String, detail: Option<Value> },
     /// A result as a backend's upstream answered it, in the adapter's wire form, for the
     /// capability's own kind: the adapter passes it through, replacing only the keys that
     /// are Bondry's own. `tool_error` says whether it reports a tool error, which the core

@@ -76,6 +76,9 @@ pub type UpdateObserver = Box<dyn Fn(&str) + Send + Sync>;
 pub struct Sources {
     pub configured: Vec<Registration>,
     pub dynamic: BTreeMap<String, Vec<Registration>>,
+    /// Owners of dynamic capabilities whose order matters, first to last; the others
+    /// follow in key order. A URI is matched against templates in this precedence.
+    pub ranked: Vec<String>,
     pub bounds: SchemaBounds,
     pub lints: Vec<Arc<dyn Lint>>,
 }
@@ -84,7 +87,13 @@ impl Sources {
     /// The catalogue tagged `version`, taking over what did not change from `previous`
     /// (built from these sources' bounds and lints, as every catalogue of a registry is).
     fn build(&self, previous: Option<&Catalogue>, version: u64) -> Result<Catalogue, CatalogueError> {
-        let registrations = self.configured.iter().chain(self.dynamic.values().flatten());
+        let ranked = self.ranked.iter().filter_map(|owner| self.dynamic.get(owner));
+        let unranked = self
+            .dynamic
+            .iter()
+            .filter(|(owner, _)| !self.ranked.contains(owner))
+            .map(|(_, registrations)| registrations);
+        let registrations = self.configured.iter().chain(ranked.chain(unranked).flatten());
         let lints: Vec<&dyn Lint> = self.lints.iter().map(|lint| &**lint).collect();
         Catalogue::build_reusing(previous, version, registrations, &self.bounds, &lints)
     }
@@ -265,6 +274,28 @@ impl Registry {
         }
     }
 
+    /// Ranks the owners of dynamic capabilities: their templates match a URI in this
+    /// order, after the configured ones; rebuilds and swaps when the order changed.
+    pub fn rank_dynamic(&self, owners: Vec<String>) {
+        let unchanged = self
+            .sources
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .as_ref()
+            .is_none_or(|compiled| compiled.sources.ranked == owners);
+        if unchanged {
+            return;
+        }
+        // Only the order changes, which no build refuses.
+        let _ = self.rebuild(
+            |sources| {
+                let replaced = std::mem::replace(&mut sources.ranked, owners);
+                Box::new(move |sources: &mut Sources| sources.ranked = replaced)
+            },
+            None,
+        );
+    }
+
     /// The snapshot in force now.
     pub fn snapshot(&self) -> Arc<RealmSnapshot> {
         // A poisoned lock only means a writer panicked between two whole-Arc stores,
@@ -350,6 +381,12 @@ impl RealmEvents {
         self.registry.offer_dynamic(owner, registrations)
     }
 
+    /// The order in which the realm's backends' templates match a URI, after the
+    /// configured ones: `owners` first to last; see [`Registry::rank_dynamic`].
+    pub fn rank(&self, owners: Vec<String>) {
+        self.registry.rank_dynamic(owners);
+    }
+
     /// The resource at `uri` changed: its subscribers hear of it.
     pub fn resource_updated(&self, uri: &str) {
         self.registry.resource_updated(uri);
@@ -408,7 +445,7 @@ mod tests {
 
     impl crate::handler::Handler for Nothing {
         fn call(&self, _: crate::handler::HandlerRequest) -> crate::BoxFuture<'static, crate::handler::Answer> {
-            Box::pin(std::future::ready(crate::handler::Answer::Failure { code: "nothing".into() }))
+            Box::pin(std::future::ready(crate::handler::Answer::Failure { code: "nothing".into(), detail: None }))
         }
     }
 
@@ -434,8 +471,13 @@ mod tests {
     fn a_rebuild_takes_over_what_did_not_change() {
         let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
         let configured = vec![tool("a", "one", &handler), tool("b", "two", &handler), tool("c", "three", &handler)];
-        let sources =
-            Sources { configured, dynamic: BTreeMap::new(), bounds: SchemaBounds::default(), lints: Vec::new() };
+        let sources = Sources {
+            configured,
+            dynamic: BTreeMap::new(),
+            ranked: Vec::new(),
+            bounds: SchemaBounds::default(),
+            lints: Vec::new(),
+        };
         let registry = Registry::compiled("default", sources, Policy::default(), snapshot(1).keys).unwrap();
         let (a, b, c) = (entry(&registry, "a"), entry(&registry, "b"), entry(&registry, "c"));
 
@@ -481,6 +523,7 @@ mod tests {
         let sources = Sources {
             configured: vec![tool("a", "configured", &handler)],
             dynamic: BTreeMap::new(),
+            ranked: Vec::new(),
             bounds: SchemaBounds::default(),
             lints: Vec::new(),
         };
@@ -499,12 +542,60 @@ mod tests {
         assert!(registry.snapshot().catalogue.get("b").is_none(), "offering none withdraws");
     }
 
+    fn template(id: &str, uri_template: &str, handler: &Arc<dyn crate::handler::Handler>) -> Registration {
+        use crate::capability::{Binding, CapabilityId, CapabilityKind, Descriptor};
+        let descriptor = Descriptor {
+            uri: Some(uri_template.into()),
+            mime_type: Some("text/plain".into()),
+            ..Descriptor::new(
+                CapabilityId::new(id).unwrap(),
+                CapabilityKind::ResourceTemplate,
+                serde_json::json!({"type": "object"}),
+                Binding { kind: "builtin".into(), target: "nothing".into() },
+            )
+        };
+        Registration { descriptor: Arc::new(descriptor), handler: Arc::clone(handler) }
+    }
+
+    #[test]
+    fn a_uri_matches_configured_templates_first_then_each_owners_in_rank_order() {
+        use crate::policy::{Grant, Principal, Subject};
+        let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
+        let grant = |id| Grant::parse(Subject::Role("r".into()), id, "mcp").unwrap();
+        let policy = Policy::new(["z.own", "a.later", "b.sooner"].into_iter().map(grant).collect());
+        let sources = Sources {
+            configured: vec![template("z.own", "test://own/{id}", &handler)],
+            dynamic: BTreeMap::new(),
+            ranked: Vec::new(),
+            bounds: SchemaBounds::default(),
+            lints: Vec::new(),
+        };
+        let registry = Arc::new(Registry::compiled("default", sources, policy, snapshot(1).keys).unwrap());
+        let events = RealmEvents::new(Arc::clone(&registry));
+        // Every template matches test://own/1, both backends' test://own/1/2; ids and owner keys
+        // sort against the ranking.
+        events.offer("a-later", vec![template("a.later", "test://{kind}/{+rest}", &handler)]);
+        events.offer("b-sooner", vec![template("b.sooner", "test://own/{+rest}", &handler)]);
+        let principal = Principal::anonymous(vec!["r".to_owned()]);
+        let served = |uri: &str| match crate::dispatch::resolve_resource(&registry.snapshot(), &principal, "mcp", uri) {
+            crate::dispatch::ResourceResolution::Visible { capability, .. } => capability.id().to_string(),
+            other => panic!("{uri}: {other:?}"),
+        };
+        assert_eq!(served("test://own/1"), "z.own", "configured first");
+        assert_eq!(served("test://own/1/2"), "a.later", "then the owners in key order, unranked");
+        events.rank(vec!["b-sooner".into(), "a-later".into()]);
+        assert_eq!(served("test://own/1"), "z.own");
+        assert_eq!(served("test://own/1/2"), "b.sooner", "then the owners in rank order");
+        assert_eq!(served("test://else/1"), "a.later");
+    }
+
     #[test]
     fn promised_kinds_are_announced_until_withdrawn() {
         let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
         let sources = Sources {
             configured: Vec::new(),
             dynamic: BTreeMap::new(),
+            ranked: Vec::new(),
             bounds: SchemaBounds::default(),
             lints: Vec::new(),
         };
@@ -558,6 +649,7 @@ mod tests {
         let sources = Sources {
             configured: registrations,
             dynamic: BTreeMap::new(),
+            ranked: Vec::new(),
             bounds: SchemaBounds::default(),
             lints: Vec::new(),
         };

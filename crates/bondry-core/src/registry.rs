@@ -105,6 +105,8 @@ pub struct Catalogue {
     by_id: HashMap<CapabilityId, Arc<Capability>>,
     /// Static resources by URI.
     resources: HashMap<String, Arc<Capability>>,
+    /// The templates in the order they were registered: the order a URI is matched in.
+    templates: Vec<Arc<Capability>>,
 }
 
 /// Where `kind`'s entries are in [`Catalogue::by_kind`].
@@ -153,6 +155,8 @@ impl Catalogue {
                 None => Arc::new(compile(registration.clone(), bounds, lints, &mut schemas)?),
             });
         }
+        let templates =
+            entries.iter().filter(|entry| entry.kind() == CapabilityKind::ResourceTemplate).cloned().collect();
         entries.sort_by(|a, b| a.id().cmp(b.id()));
         if let Some(pair) = entries.windows(2).find(|pair| pair[0].id() == pair[1].id()) {
             return Err(CatalogueError::DuplicateId(pair[0].id().clone()));
@@ -170,7 +174,7 @@ impl Catalogue {
             by_kind[kind_index(entry.kind())].push(Arc::clone(entry));
         }
         let by_id = entries.iter().map(|entry| (entry.id().clone(), Arc::clone(entry))).collect();
-        Ok(Self { version, entries, by_kind, by_id, resources })
+        Ok(Self { version, entries, by_kind, by_id, resources, templates })
     }
 
     pub fn version(&self) -> u64 {
@@ -194,6 +198,12 @@ impl Catalogue {
     /// Every capability of `kind`, in id order.
     pub fn of_kind(&self, kind: CapabilityKind) -> impl Iterator<Item = &Arc<Capability>> {
         self.by_kind[kind_index(kind)].iter()
+    }
+
+    /// The resource templates in the order they were registered, which is the order a
+    /// URI is matched against them.
+    pub fn templates_by_precedence(&self) -> impl Iterator<Item = &Arc<Capability>> {
+        self.templates.iter()
     }
 
     /// Whether any capability is of `kind`.

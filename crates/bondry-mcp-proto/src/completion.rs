@@ -92,7 +92,7 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
             Outcome::Failed { code } => stable_code(code),
             _ => dispatch::failure::WRONG_ANSWER_KIND,
         };
-        return Err(Error::CapabilityFailed { id: call.id.clone(), code: code.to_owned() });
+        return Err(Error::CapabilityFailed { id: call.id.clone(), code: code.to_owned(), detail: None });
     };
     let mut inner = Map::new();
     inner.insert("values".into(), json!(completion.values));

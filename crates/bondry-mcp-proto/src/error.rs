@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::envelope::EnvelopeFault;
 use crate::jsonrpc::{ErrorId, ErrorObject, Id, error_body};
 use crate::revision::Revision;
-use crate::vocabulary::{ERROR_CODE_KEY, FAILURE_TEXT};
+use crate::vocabulary::{ERROR_CODE_KEY, ERROR_DETAIL_KEY, FAILURE_TEXT};
 
 /// JSON-RPC and MCP error codes.
 pub mod code {
@@ -159,8 +159,9 @@ refusals! {
         /// Prompt arguments that fail the prompt's schema: the first few violations, and how
         /// many more there were.
         InvalidPromptArguments { id: Id, violations: Vec<String>, more: usize },
-        /// A prompt, resource or completion handler failed; its detail never leaks.
-        CapabilityFailed { id: Id, code: String },
+        /// A prompt, resource or completion handler failed; its reasons never leak, only
+        /// the `detail` a handler chose to give (a relayed upstream's own error).
+        CapabilityFailed { id: Id, code: String, detail: Option<Value> },
         /// A list cursor is garbage or was issued for another view.
         InvalidCursor { id: Id },
         /// The server stopped waiting for this request at the end of its shutdown grace period.
@@ -323,8 +324,12 @@ impl Error {
                 }
                 (S::OK, INVALID_PARAMS, "Invalid params".into(), Some(data))
             }
-            Self::CapabilityFailed { code, .. } => {
-                (S::OK, INTERNAL_ERROR, FAILURE_TEXT.into(), Some(json!({ ERROR_CODE_KEY: code })))
+            Self::CapabilityFailed { code, detail, .. } => {
+                let mut data = json!({ ERROR_CODE_KEY: code });
+                if let Some(detail) = detail {
+                    data[ERROR_DETAIL_KEY] = detail.clone();
+                }
+                (S::OK, INTERNAL_ERROR, FAILURE_TEXT.into(), Some(data))
             }
             Self::InvalidCursor { .. } => (S::OK, INVALID_PARAMS, "Invalid cursor".into(), None),
             Self::ShuttingDown => (S::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "Server shutting down".into(), None),
@@ -521,7 +526,7 @@ impl Error {
                 violations: vec!["/style: must be one of [\"short\"]".into()],
                 more: 0,
             },
-            Self::CapabilityFailed { id: id(), code: "handler_failed".into() },
+            Self::CapabilityFailed { id: id(), code: "handler_failed".into(), detail: None },
             Self::InvalidCursor { id: id() },
             Self::ShuttingDown,
         ]

@@ -171,7 +171,7 @@ mod tests {
 
     impl Handler for Nothing {
         fn call(&self, _: HandlerRequest) -> BoxFuture<'static, Answer> {
-            Box::pin(std::future::ready(Answer::Failure { code: "nothing".into() }))
+            Box::pin(std::future::ready(Answer::Failure { code: "nothing".into(), detail: None }))
         }
     }
 

@@ -46,7 +46,9 @@ pub fn get(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
     if let Some(missing) = request.missing_client_capabilities(&capability) {
         return refuse(match request.era() {
             Era::Modern => Error::MissingClientCapability { id: id(), missing },
-            Era::Handshake => Error::CapabilityFailed { id: id(), code: MISSING_CLIENT_CAPABILITY.into() },
+            Era::Handshake => {
+                Error::CapabilityFailed { id: id(), code: MISSING_CLIENT_CAPABILITY.into(), detail: None }
+            }
         });
     }
     let arguments = Value::Object(arguments);
@@ -61,7 +63,7 @@ pub fn get(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
 /// The `GetPromptResult` for an outcome, or the error it becomes.
 pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> Result<Value, Error> {
     let id = || call.id.clone();
-    let failed = |code: &str| Error::CapabilityFailed { id: id(), code: stable_code(code).to_owned() };
+    let failed = |code: &str| Error::CapabilityFailed { id: id(), code: stable_code(code).to_owned(), detail: None };
     let (description, messages) = match outcome {
         Outcome::Answered(Answer::Messages { description, messages }) => (description, messages),
         Outcome::Answered(Answer::Relayed { result, .. }) => {
@@ -80,7 +82,14 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
             let named = violations.named.iter().map(ToString::to_string).collect();
             return Err(Error::InvalidPromptArguments { id: id(), violations: named, more: violations.more });
         }
-        Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => return Err(failed(code)),
+        Outcome::Answered(Answer::Failure { code, detail }) => {
+            return Err(Error::CapabilityFailed {
+                id: id(),
+                code: stable_code(code).to_owned(),
+                detail: detail.clone(),
+            });
+        }
+        Outcome::Failed { code } => return Err(failed(code)),
         _ => return Err(failed(failure::WRONG_ANSWER_KIND)),
     };
     let messages: Vec<Value> = messages

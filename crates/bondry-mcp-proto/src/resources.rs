@@ -39,7 +39,9 @@ pub fn read(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
     if let Some(missing) = request.missing_client_capabilities(&capability) {
         return refuse(match request.era() {
             Era::Modern => Error::MissingClientCapability { id: id(), missing },
-            Era::Handshake => Error::CapabilityFailed { id: id(), code: MISSING_CLIENT_CAPABILITY.into() },
+            Era::Handshake => {
+                Error::CapabilityFailed { id: id(), code: MISSING_CLIENT_CAPABILITY.into(), detail: None }
+            }
         });
     }
     let (retry, continuation) = match request.retry(&capability, &arguments) {
@@ -90,7 +92,7 @@ pub fn updated_notification(uri: &str) -> String {
 pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> Result<Value, Error> {
     let id = || call.id.clone();
     let uri = call.uri.clone().unwrap_or_default();
-    let failed = |code: &str| Error::CapabilityFailed { id: id(), code: stable_code(code).to_owned() };
+    let failed = |code: &str| Error::CapabilityFailed { id: id(), code: stable_code(code).to_owned(), detail: None };
     let items = match outcome {
         Outcome::Answered(Answer::Contents { items }) if !items.is_empty() => items,
         Outcome::Answered(Answer::Relayed { result, .. }) => {
@@ -114,7 +116,14 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
             return Err(Error::ResourceNotFound { id: id(), uri, in_session: era == Era::Handshake });
         }
         Outcome::InvalidInput(_) => return Err(Error::InvalidResourceVariables { id: id(), uri }),
-        Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => return Err(failed(code)),
+        Outcome::Answered(Answer::Failure { code, detail }) => {
+            return Err(Error::CapabilityFailed {
+                id: id(),
+                code: stable_code(code).to_owned(),
+                detail: detail.clone(),
+            });
+        }
+        Outcome::Failed { code } => return Err(failed(code)),
         _ => return Err(failed(failure::WRONG_ANSWER_KIND)),
     };
     let descriptor = &call.capability.descriptor;

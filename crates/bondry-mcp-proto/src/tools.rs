@@ -222,17 +222,16 @@ pub fn call_result(
         Outcome::Answered(Answer::ToolError { code, retryable, content, detail }) => {
             let content =
                 content.as_ref().map_or_else(generic, |blocks| blocks.iter().map(shape::content_block).collect());
-            let mut result = failure(code, *retryable, content);
-            if let Some(detail) = detail {
-                result["_meta"][ERROR_DETAIL_KEY] = detail.clone();
-            }
-            result
+            with_detail(failure(code, *retryable, content), detail.as_ref())
         }
         Outcome::InvalidInput(violations) => {
             let text = format!("Invalid arguments for tool {capability}: {violations}");
             failure("invalid_input", false, vec![json!({"type": "text", "text": text})])
         }
-        Outcome::Answered(Answer::Failure { code }) | Outcome::Failed { code } => failure(code, false, generic()),
+        Outcome::Answered(Answer::Failure { code, detail }) => {
+            with_detail(failure(code, false, generic()), detail.as_ref())
+        }
+        Outcome::Failed { code } => failure(code, false, generic()),
         // Input requests are answered before a result is shaped (the `Conversation`'s
         // `input_required` in the modern era, the runtime's rounds in a session); and the core only answers a tool
         // with the kinds above.
@@ -241,6 +240,14 @@ pub fn call_result(
     };
     if era == Era::Modern {
         result["resultType"] = json!("complete");
+    }
+    result
+}
+
+/// A tool error carrying what the handler chose to tell beside its code.
+fn with_detail(mut result: Value, detail: Option<&Value>) -> Value {
+    if let Some(detail) = detail {
+        result["_meta"][ERROR_DETAIL_KEY] = detail.clone();
     }
     result
 }

@@ -29,7 +29,7 @@ struct Unused;
 
 impl Handler for Unused {
     fn call(&self, _: HandlerRequest) -> BoxFuture<'static, Answer> {
-        Box::pin(std::future::ready(Answer::Failure { code: "unused".into() }))
+        Box::pin(std::future::ready(Answer::Failure { code: "unused".into(), detail: None }))
     }
 }
 

@@ -1388,7 +1388,7 @@ fn canned_outcome(g: &mut Prng) -> Outcome {
             };
             Outcome::Answered(Answer::InputRequired { requests, state })
         }
-        9 => Outcome::Answered(Answer::Failure { code: g.text() }),
+        9 => Outcome::Answered(Answer::Failure { code: g.text(), detail: None }),
         10 => {
             let named =
                 (0..g.below(3)).map(|_| Violation { pointer: g.text(), rule: g.text(), message: g.text() }).collect();

@@ -117,7 +117,8 @@ fn content_realm() -> Arc<RealmSnapshot> {
         let item = ResourceContents { uri: uri.into(), mime_type: mime_type.map(str::to_owned), body };
         Arc::new(Fixed(Answer::Contents { items: vec![item] }))
     };
-    let failing = || -> Arc<dyn Handler> { Arc::new(Fixed(Answer::Failure { code: "upstream_down".into() })) };
+    let failing =
+        || -> Arc<dyn Handler> { Arc::new(Fixed(Answer::Failure { code: "upstream_down".into(), detail: None })) };
     let object = || json!({"type": "object"});
     let note_schema = json!({
         "type": "object",
@@ -258,7 +259,7 @@ fn realm() -> Arc<RealmSnapshot> {
             fixed(Answer::Value(json!({"sum": 0}))),
         ),
         tool("admin.reset", object(), fixed(Answer::Value(json!({"reset": true})))),
-        tool("test.fail", object(), fixed(Answer::Failure { code: "boom".into() })),
+        tool("test.fail", object(), fixed(Answer::Failure { code: "boom".into(), detail: None })),
         tool(
             "test.tool_error",
             object(),

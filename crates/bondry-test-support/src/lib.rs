@@ -564,8 +564,10 @@ impl Resp {
 pub fn test_builtins() -> Builtins {
     let object = || json!({"type": "object"});
     let mut builtins = Builtins::default();
-    builtins
-        .register("test.fail", Builtin::tool(FnHandler(|_: &Value| Answer::Failure { code: "boom".into() }), object()));
+    builtins.register(
+        "test.fail",
+        Builtin::tool(FnHandler(|_: &Value| Answer::Failure { code: "boom".into(), detail: None }), object()),
+    );
     builtins.register(
         "test.tool_error",
         Builtin::tool(
@@ -839,7 +841,7 @@ impl Handler for SlowFailure {
     fn call(&self, _: HandlerRequest) -> BoxFuture<'static, Answer> {
         Box::pin(async {
             tokio::time::sleep(Duration::from_millis(30)).await;
-            Answer::Failure { code: "upstream_down".into() }
+            Answer::Failure { code: "upstream_down".into(), detail: None }
         })
     }
 }
@@ -904,7 +906,7 @@ impl Handler for Slow {
         let ms = request.arguments["ms"].as_u64().unwrap_or(300);
         Box::pin(async move {
             tokio::select! {
-                () = request.cancellation.cancelled() => Answer::Failure { code: "cancelled".into() },
+                () = request.cancellation.cancelled() => Answer::Failure { code: "cancelled".into(), detail: None },
                 () = tokio::time::sleep(Duration::from_millis(ms)) => Answer::Value(json!({"slept": true})),
             }
         })

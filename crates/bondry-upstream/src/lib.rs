@@ -11,6 +11,7 @@ pub mod definition;
 pub mod naming;
 mod realm;
 pub mod relay;
+mod slots;
 pub mod spec;
 mod upstream;
 

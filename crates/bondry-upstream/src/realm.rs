@@ -62,6 +62,7 @@ impl RealmUpstreams {
     pub fn start(events: RealmEvents, specs: Vec<UpstreamSpec>) -> Self {
         events.promise(promised(&specs));
         let members: Vec<Member> = specs.into_iter().map(Member::new).collect();
+        events.rank(owners(&members));
         let realm = Arc::new(Realm { events, members: RwLock::new(members.clone()), naming: Mutex::new(()) });
         let started = Self { realm, stops: Mutex::new(HashMap::new()), tasks: Mutex::new(JoinSet::new()) };
         for member in &members {
@@ -113,6 +114,7 @@ impl RealmUpstreams {
             self.realm.events.offer(&gone.upstream.owner(), Vec::new());
             tracing::info!(upstream = gone.upstream.name(), "upstream removed: its capabilities are withdrawn");
         }
+        self.realm.events.rank(owners(&members));
         *write(&self.realm.members) = members;
         for member in &started {
             self.supervise(member);
@@ -240,6 +242,12 @@ fn name(
         registrations.push(Registration { descriptor: Arc::new(descriptor), handler: Arc::clone(relay) });
     }
     (registrations, targets)
+}
+
+/// The upstreams' owner keys in stanza order: their templates match a URI in that order
+/// (contract §9.3), after the realm's own.
+fn owners(members: &[Member]) -> Vec<String> {
+    members.iter().map(|member| member.upstream.owner()).collect()
 }
 
 /// The kinds the upstreams' `expose` names: the realm announces them from start-up.

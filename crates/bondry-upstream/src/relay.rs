@@ -71,7 +71,7 @@ async fn call(upstream: &Upstream, request: HandlerRequest) -> Answer {
     let answered = tokio::select! {
         answered = upstream.relay(outgoing) => answered,
         // Dropping the relayed request cancels it upstream.
-        () = request.cancellation.cancelled() => return Answer::Failure { code: code::UNAVAILABLE.into() },
+        () = request.cancellation.cancelled() => return Answer::Failure { code: code::UNAVAILABLE.into(), detail: None },
     };
     request.backend.record(upstream.name(), began.elapsed());
     match answered {
@@ -82,14 +82,12 @@ async fn call(upstream: &Upstream, request: HandlerRequest) -> Answer {
         Err(Unrelayed::Unavailable) => unavailable(kind),
         Err(Unrelayed::Refused { code, message }) => {
             tracing::info!(upstream = upstream.name(), code, message, "the upstream answered an error");
+            let detail = Some(error_detail(code, &message));
             match kind {
-                CapabilityKind::Tool => Answer::ToolError {
-                    code: code::ERROR.into(),
-                    retryable: false,
-                    content: None,
-                    detail: Some(json!({"code": code, "message": message})),
-                },
-                _ => Answer::Failure { code: code::ERROR.into() },
+                CapabilityKind::Tool => {
+                    Answer::ToolError { code: code::ERROR.into(), retryable: false, content: None, detail }
+                }
+                _ => Answer::Failure { code: code::ERROR.into(), detail },
             }
         }
     }
@@ -185,13 +183,27 @@ fn param_headers(params: &[ParamHeader], arguments: &Value) -> Vec<(String, Stri
         .collect()
 }
 
+/// What a caller learns of an upstream's JSON-RPC error: its code and message, the
+/// message cut to [`MAX_DETAIL_MESSAGE`] bytes, since an upstream may say much more than
+/// a caller needs to act on.
+fn error_detail(code: i64, message: &str) -> Value {
+    let mut end = message.len().min(MAX_DETAIL_MESSAGE);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    json!({"code": code, "message": &message[..end]})
+}
+
+/// The most of an upstream's error message a caller is shown.
+const MAX_DETAIL_MESSAGE: usize = 1024;
+
 /// The answer of a capability whose upstream cannot be reached now.
 fn unavailable(kind: CapabilityKind) -> Answer {
     match kind {
         CapabilityKind::Tool => {
             Answer::ToolError { code: code::UNAVAILABLE.into(), retryable: true, content: None, detail: None }
         }
-        _ => Answer::Failure { code: code::UNAVAILABLE.into() },
+        _ => Answer::Failure { code: code::UNAVAILABLE.into(), detail: None },
     }
 }
 
@@ -208,6 +220,16 @@ mod tests {
         ];
         let arguments = json!({"region": "eu-west", "opts": {"n": 3}});
         assert_eq!(param_headers(&params, &arguments), [("Region".into(), "eu-west".into()), ("N".into(), "3".into())]);
+    }
+
+    #[test]
+    fn an_error_detail_keeps_at_most_its_bound_on_a_character_boundary() {
+        assert_eq!(error_detail(-32000, "nope"), json!({"code": -32000, "message": "nope"}));
+        let long = "é".repeat(MAX_DETAIL_MESSAGE);
+        let cut = error_detail(1, &long);
+        let message = cut["message"].as_str().unwrap();
+        assert_eq!(message.len(), MAX_DETAIL_MESSAGE);
+        assert!(long.starts_with(message));
     }
 
     #[test]

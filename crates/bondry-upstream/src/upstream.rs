@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use bondry_core::capability::{CapabilityId, CapabilityKind};
 use bondry_mcp_proto::lint::ParamHeader;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
 use crate::client::{ClientError, Connection, Inbox, Notice, Outgoing};
+use crate::slots::CallSlots;
 use crate::spec::UpstreamSpec;
 
 /// Consecutive failed calls after which an upstream is marked down for its backoff.
@@ -71,9 +72,7 @@ pub struct Upstream {
     health: Mutex<Health>,
     listing: RwLock<Listing>,
     targets: RwLock<HashMap<CapabilityId, Target>>,
-    /// At most `max_concurrent_calls` calls at once, the others waiting their turn.
-    calls: Semaphore,
-    slots: u32,
+    calls: CallSlots,
     /// The number of the latest connection a call saw die: the supervisor connects again
     /// at once. A number, not a signal, so that a loss reported late (by a second call that
     /// saw the same connection die) is never read as the loss of the next connection.
@@ -98,7 +97,7 @@ pub enum Unrelayed {
 
 impl Upstream {
     pub fn new(spec: UpstreamSpec) -> Self {
-        let slots = u32::try_from(spec.max_concurrent_calls.max(1)).unwrap_or(u32::MAX);
+        let calls = CallSlots::new(spec.max_concurrent_calls);
         Self {
             name: spec.name.clone(),
             spec: RwLock::new(Arc::new(spec)),
@@ -106,8 +105,7 @@ impl Upstream {
             health: Mutex::new(Health { backoff: FIRST_BACKOFF, ..Health::default() }),
             listing: RwLock::new(Vec::new()),
             targets: RwLock::new(HashMap::new()),
-            calls: Semaphore::new(slots as usize),
-            slots,
+            calls,
             lost: watch::Sender::new(0),
         }
     }
@@ -121,9 +119,10 @@ impl Upstream {
     }
 
     /// Takes `spec`, which reaches the upstream the same way (a reload that changed its
-    /// naming, filters or limits): the connection stays. The number of call slots stays
-    /// as started.
+    /// naming, filters or limits): the connection stays, and a new `max_concurrent_calls`
+    /// holds for the calls that start from now on.
     pub fn respec(&self, spec: UpstreamSpec) {
+        self.calls.resize(spec.max_concurrent_calls);
         *write(&self.spec) = Arc::new(spec);
     }
 
@@ -135,7 +134,7 @@ impl Upstream {
     /// Waits until no call is running, at most one call timeout.
     async fn calls_finished(&self) {
         let wait = self.spec().call_timeout;
-        let _ = tokio::time::timeout(wait, self.calls.acquire_many(self.slots)).await;
+        let _ = tokio::time::timeout(wait, self.calls.idle()).await;
     }
 
     pub fn listing(&self) -> Listing {
@@ -155,8 +154,9 @@ impl Upstream {
     /// counting transport failures toward marking the upstream down.
     pub async fn relay(&self, request: Outgoing) -> Result<Value, Unrelayed> {
         let (number, connection) = self.usable().ok_or(Unrelayed::Unavailable)?;
+        let mut running = self.calls.enter();
         let answered = tokio::time::timeout(self.spec().call_timeout, async {
-            let _slot = self.calls.acquire().await.map_err(|_| ClientError::Closed)?;
+            running.admitted(&self.calls).await;
             connection.request(request).await
         })
         .await;

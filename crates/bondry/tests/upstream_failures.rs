@@ -311,10 +311,13 @@ async fn an_upstream_json_rpc_error_answers_upstream_error() {
     assert_eq!(result["_meta"]["dev.bondry/errorDetail"], json!({"code": -32000, "message": "boom"}), "{result}");
     front.still_healthy().await;
 
+    // A prompt's and a read's error data carry the same detail beside the code.
+    let mut refused = capability_failed("upstream_error");
+    refused["error"]["data"]["dev.bondry/errorDetail"] = json!({"code": -32000, "message": "boom"});
     let (prompt, _) = front.send(&[], "prompts/get", json!({"name": "bad.broken", "arguments": {}})).await;
-    assert_eq!(prompt, capability_failed("upstream_error"));
+    assert_eq!(prompt, refused);
     let (read, _) = front.send(&[], "resources/read", json!({"uri": "test://rmcp/broken"})).await;
-    assert_eq!(read, capability_failed("upstream_error"));
+    assert_eq!(read, refused);
     front.still_healthy().await;
     // A refusal is the upstream alive: its other capabilities answer.
     let (prompt, _) = front.send(&[], "prompts/get", json!({"name": "bad.greet", "arguments": {}})).await;

@@ -203,3 +203,45 @@ async fn a_realm_announces_what_its_upstreams_expose_before_any_listing_lands() 
     let listed = body(front.post(&client, "tools/list", json!({})).await).await;
     assert_eq!(listed["result"]["tools"], json!([]), "{listed}");
 }
+
+#[tokio::test]
+async fn a_reload_that_raises_max_concurrent_calls_admits_more_calls_at_once_on_the_kept_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let stanza = |limit: i64| {
+        table([
+            ("name", "up".into()),
+            ("transport", "stdio".into()),
+            ("command", support::test_upstream_exe().to_str().unwrap().into()),
+            ("max_concurrent_calls", limit.into()),
+            ("call_timeout_ms", 1500.into()),
+        ])
+    };
+    let path = gateway(stanza(1), &["up.*"]).written(dir.path(), "gateway.toml");
+    let front = Binary::serve(support::bondry_exe!(), &path, &[]);
+    front.logged("upstream up: ", 1).await;
+    let client = reqwest::Client::new();
+    // `hang` holds a slot until its call times out; how long does `echo` take beside it?
+    let echo_beside_a_hang = || async {
+        let hang = front.post(&client, "tools/call", json!({"name": "up.hang", "arguments": {}}));
+        let echo = async {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            let began = std::time::Instant::now();
+            let called = body(
+                front.post(&client, "tools/call", json!({"name": "up.echo", "arguments": {"text": "beside"}})).await,
+            )
+            .await;
+            (called, began.elapsed())
+        };
+        let (_, echoed) = tokio::join!(hang, echo);
+        echoed
+    };
+    let (_, waited) = echo_beside_a_hang().await;
+    assert!(waited >= std::time::Duration::from_millis(1000), "one slot: echo waited for it ({waited:?})");
+
+    std::fs::write(&path, gateway(stanza(2), &["up.*"]).text()).unwrap();
+    front.logged("configuration reloaded", 1).await;
+    let (called, waited) = echo_beside_a_hang().await;
+    assert_eq!(called["result"]["content"][0]["text"], "beside", "{called}");
+    assert!(waited < std::time::Duration::from_millis(1000), "two slots: echo did not wait ({waited:?})");
+    assert_eq!(front.count_logged("upstream connected upstream=\"up\""), 1, "the connection was kept");
+}

@@ -52,6 +52,7 @@ pub(super) fn registry(
     let sources = Sources {
         configured,
         dynamic: Default::default(),
+        ranked: Vec::new(),
         bounds: SchemaBounds::default(),
         lints: vec![Arc::new(McpLint)],
     };

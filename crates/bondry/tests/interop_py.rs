@@ -1,0 +1,73 @@
+//! Interop: the official Python SDK client (`mcp` from PyPI, pinned with hashes in
+//! `interop/py/requirements.txt`) drives the real server, once with the legacy handshake
+//! and once in `auto` mode, which must land in the modern era.
+//!
+//! `scripts/test` installs the client into `interop/py/.venv` and sets
+//! `BONDRY_REQUIRE_PY_INTEROP=1`, so CI cannot skip this; a plain `cargo test` without
+//! the install says so and passes.
+
+use bondry_test_support as support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use support::TestServer;
+
+#[tokio::test]
+async fn python_sdk_client_connects_lists_and_calls() {
+    let server = TestServer::start().await;
+    let url = format!("http://localhost:{}/mcp", server.addr.port());
+    let Some(stdout) = python(vec!["interop.py".into(), url]).await else { return };
+    assert!(stdout.contains("ok legacy handshake: 2025-11-25"), "{stdout}");
+    assert!(stdout.contains("ok auto negotiation: 2026-07-28"), "{stdout}");
+    let records = server.stop().await;
+    assert!(records.iter().filter(|r| r["capability"] == "demo.echo" && r["outcome"] == "succeeded").count() >= 2);
+}
+
+#[tokio::test]
+async fn python_sdk_client_lists_and_calls_an_upstreams_tools_through_the_gateway() {
+    use support::{Binary, demo_upstream, gateway, http_upstream};
+    let dir = tempfile::tempdir().unwrap();
+    // The demo tools, with admin.reset configured but granted to nobody, on a Bondry upstream.
+    let demo = demo_upstream(&["demo.echo", "demo.add", "demo.forecast", "admin.reset"]);
+    let upstream = Binary::serve(support::bondry_exe!(), &demo.written(dir.path(), "up.toml"), &[]);
+    let gateway = gateway(http_upstream("up", upstream.port), &["up.*"]).written(dir.path(), "gateway.toml");
+    let front = Binary::serve(support::bondry_exe!(), &gateway, &[]);
+    front.logged("upstream up: ", 1).await;
+    let url = format!("http://localhost:{}/mcp", front.port);
+    let Some(stdout) = python(vec!["interop.py".into(), url, "up.".into()]).await else { return };
+    assert!(stdout.contains("ok legacy handshake: 2025-11-25"), "{stdout}");
+    assert!(stdout.contains("ok auto negotiation: 2026-07-28"), "{stdout}");
+}
+
+/// Runs the venv's `python` with `args` in `interop/py`, within a minute; its stdout, or a failure.
+async fn python(args: Vec<String>) -> Option<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/py");
+    let python = dir.join(".venv/bin/python");
+    if !python.exists() {
+        assert!(
+            std::env::var_os("BONDRY_REQUIRE_PY_INTEROP").is_none(),
+            "{} is missing: create interop/py/.venv and install requirements.txt into it",
+            python.display()
+        );
+        eprintln!("skipped: create interop/py/.venv and install requirements.txt into it (scripts/test does)");
+        return None;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || {
+            // Nothing the client reads or caches under $HOME may leak between runs or into the user's.
+            Command::new(python).args(args).current_dir(dir).env("HOME", home.path()).output()
+        }),
+    )
+    .await
+    .expect("python finishes within a minute")
+    .unwrap()
+    .expect("python starts");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "python {:?} failed:\n{stdout}\n{stderr}", output.status);
+    Some(stdout)
+}
