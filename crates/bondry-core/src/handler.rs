@@ -127,6 +127,20 @@ pub trait Cancellation: Send + Sync {
 pub trait Emitter: Send + Sync {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
     fn log(&self, level: LogLevel, logger: Option<String>, data: Value);
+
+    /// What the caller asked to hear, so that a backend asks its upstream for no more.
+    /// The default: nothing.
+    fn wants(&self) -> Wants {
+        Wants::default()
+    }
+}
+
+/// The notifications a caller asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Wants {
+    pub progress: bool,
+    /// The least severe log level wanted; `None` for no log messages.
+    pub log_level: Option<LogLevel>,
 }
 
 /// Changes a handler announces to other clients.

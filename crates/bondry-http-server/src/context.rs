@@ -2,7 +2,7 @@
 //! publisher is in `publish.rs`).
 
 use bondry_core::BoxFuture;
-use bondry_core::handler::{Cancellation, Emitter, LogLevel};
+use bondry_core::handler::{Cancellation, Emitter, LogLevel, Wants};
 use bondry_mcp_proto::notify::Notifier;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -60,5 +60,9 @@ impl Emitter for StreamEmitter {
 
     fn log(&self, level: LogLevel, logger: Option<String>, data: Value) {
         self.send(self.notifier.log(level, logger.as_deref(), &data));
+    }
+
+    fn wants(&self) -> Wants {
+        Wants { progress: self.notifier.wants_progress(), log_level: self.notifier.log_level() }
     }
 }

@@ -25,6 +25,13 @@ pub fn method(kind: InputKind) -> &'static str {
     }
 }
 
+/// The kind of input the client method `method` supplies (the inverse of [`method`]).
+pub fn kind(method: &str) -> Option<InputKind> {
+    [InputKind::Elicitation, InputKind::Sampling, InputKind::Roots]
+        .into_iter()
+        .find(|kind| self::method(*kind) == method)
+}
+
 /// Whether `declared` client capabilities cover `request`: `sampling` and `roots` by
 /// their key; elicitation by its mode, where an empty `elicitation` declares form mode.
 pub fn declared(request: &InputRequest, declared: &Value) -> bool {
@@ -51,6 +58,14 @@ mod tests {
 
     fn request(kind: InputKind, params: Value) -> InputRequest {
         InputRequest { kind, params }
+    }
+
+    #[test]
+    fn each_kind_is_known_by_its_method() {
+        for each in [InputKind::Elicitation, InputKind::Sampling, InputKind::Roots] {
+            assert_eq!(kind(method(each)), Some(each));
+        }
+        assert_eq!(kind("tools/call"), None);
     }
 
     #[test]

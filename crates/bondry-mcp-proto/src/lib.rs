@@ -24,7 +24,7 @@ pub mod error;
 mod handshake;
 pub mod head;
 pub mod headers;
-mod input;
+pub mod input;
 pub mod jsonrpc;
 pub mod lint;
 pub mod listen;

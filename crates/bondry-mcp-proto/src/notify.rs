@@ -19,6 +19,16 @@ impl Notifier {
         Self { progress_token, log_level }
     }
 
+    /// Whether the request named a progress token.
+    pub fn wants_progress(&self) -> bool {
+        self.progress_token.is_some()
+    }
+
+    /// The least severe level of log messages the request asked for.
+    pub fn log_level(&self) -> Option<LogLevel> {
+        self.log_level
+    }
+
     /// Whether any notification could be sent.
     pub fn wants_any(&self) -> bool {
         self.progress_token.is_some() || self.log_level.is_some()

@@ -89,6 +89,14 @@ impl TestConfig {
         Self(table([("listeners", listeners.into()), ("realms", realms.into())]))
     }
 
+    /// The configuration `examples/NAME` of the repository, its listener moved to an
+    /// ephemeral loopback port.
+    pub fn example(name: &str) -> Self {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        Self(text.parse().expect("the example is TOML")).set("listeners.main.bind", "127.0.0.1:0")
+    }
+
     /// Sets the key at the dotted `path`, making the tables on the way.
     pub fn set(mut self, path: &str, value: impl Into<toml::Value>) -> Self {
         let (table, key) = self.table_of(path);
@@ -1252,8 +1260,14 @@ impl Binary {
     /// A handshake-era session with this server: its id, after `initialize` (offering
     /// 2025-11-25, no client capabilities) and `notifications/initialized`.
     pub async fn session(&self, client: &reqwest::Client) -> String {
+        self.session_with(client, json!({})).await
+    }
+
+    /// [`Binary::session`] declaring the client `capabilities`.
+    pub async fn session_with(&self, client: &reqwest::Client, capabilities: Value) -> String {
         let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bondry-tests", "version": "0"}}});
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": "bondry-tests", "version": "0"}}});
         let response = client
             .post(format!("http://127.0.0.1:{}/mcp", self.port))
             .header("content-type", "application/json")
@@ -1270,10 +1284,9 @@ impl Binary {
         sid
     }
 
-    /// Posts `message` in the session `sid`; its answer (on an event stream, the response
-    /// among its messages), or `Null` when there is none.
-    pub async fn in_session(&self, client: &reqwest::Client, sid: &str, message: Value) -> Value {
-        let response = client
+    /// Posts `message` in the session `sid`; the raw response.
+    pub async fn post_in_session(&self, client: &reqwest::Client, sid: &str, message: Value) -> reqwest::Response {
+        client
             .post(format!("http://127.0.0.1:{}/mcp", self.port))
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -1282,7 +1295,13 @@ impl Binary {
             .json(&message)
             .send()
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    /// Posts `message` in the session `sid`; its answer (on an event stream, the response
+    /// among its messages), or `Null` when there is none.
+    pub async fn in_session(&self, client: &reqwest::Client, sid: &str, message: Value) -> Value {
+        let response = self.post_in_session(client, sid, message).await;
         let stream = response
             .headers()
             .get("content-type")

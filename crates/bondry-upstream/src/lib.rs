@@ -6,6 +6,7 @@
 //! about upstreams, and a relayed capability is resolved, validated and audited by the
 //! same path as a builtin one.
 
+mod bridge;
 pub mod client;
 pub mod definition;
 pub mod naming;

@@ -50,7 +50,7 @@ struct Member {
 impl Member {
     fn new(spec: UpstreamSpec) -> Self {
         let upstream = Arc::new(Upstream::new(spec));
-        let relay = Arc::new(Relay(Arc::clone(&upstream)));
+        let relay = Arc::new(Relay::new(Arc::clone(&upstream)));
         Self { upstream, relay }
     }
 }

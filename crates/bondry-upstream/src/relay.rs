@@ -5,7 +5,8 @@
 //!
 //! A failure answers as contract §9.6 says: an upstream that cannot be reached, died or
 //! timed out is `upstream_unavailable` (retryable), a JSON-RPC error `upstream_error`;
-//! an upstream result with `isError` stays a tool error.
+//! an upstream result with `isError` stays a tool error. What the upstream says or asks
+//! while it works reaches the caller through [`bridge`].
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,6 +19,7 @@ use bondry_core::handler::{
 use bondry_mcp_proto::lint::{ParamHeader, ParamType};
 use serde_json::{Map, Value, json};
 
+use crate::bridge::{self, Asking, Driven, Exchanges};
 use crate::client::Outgoing;
 use crate::upstream::{Target, Unrelayed, Upstream};
 
@@ -27,24 +29,39 @@ pub mod code {
     pub const UNAVAILABLE: &str = "upstream_unavailable";
     /// The upstream answered a JSON-RPC error.
     pub const ERROR: &str = "upstream_error";
+    /// A retry named an input exchange that is no longer held (answered, expired, or
+    /// never the caller's): the call must start over.
+    pub const EXCHANGE_LOST: &str = "input_exchange_lost";
+    /// The caller holds as many input exchanges with the upstream as it may.
+    pub const TOO_MANY_EXCHANGES: &str = "too_many_pending_inputs";
 }
 
 /// The handler of one upstream's capabilities.
-pub struct Relay(pub Arc<Upstream>);
+pub struct Relay {
+    upstream: Arc<Upstream>,
+    exchanges: Arc<Exchanges>,
+}
+
+impl Relay {
+    pub fn new(upstream: Arc<Upstream>) -> Self {
+        Self { upstream, exchanges: Arc::default() }
+    }
+}
 
 impl Handler for Relay {
     fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
-        let upstream = Arc::clone(&self.0);
-        Box::pin(async move { call(&upstream, request).await })
+        let upstream = Arc::clone(&self.upstream);
+        let exchanges = Arc::clone(&self.exchanges);
+        Box::pin(async move { call(&upstream, &exchanges, request).await })
     }
 
     fn complete(&self, request: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
-        let upstream = Arc::clone(&self.0);
+        let upstream = Arc::clone(&self.upstream);
         Box::pin(async move { complete(&upstream, request, query).await })
     }
 }
 
-async fn call(upstream: &Upstream, request: HandlerRequest) -> Answer {
+async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, request: HandlerRequest) -> Answer {
     // Every capability of the upstream has a target; one without is a listing that was
     // just replaced, and nothing is left to call.
     let Some(target) = upstream.target(&request.capability) else {
@@ -67,18 +84,26 @@ async fn call(upstream: &Upstream, request: HandlerRequest) -> Answer {
         }
     };
     let outgoing = Outgoing { client_capabilities: request.client_capabilities.clone(), ..outgoing };
-    let began = Instant::now();
-    let answered = tokio::select! {
-        answered = upstream.relay(outgoing) => answered,
-        // Dropping the relayed request cancels it upstream.
-        () = request.cancellation.cancelled() => return Answer::Failure { code: code::UNAVAILABLE.into(), detail: None },
+    let answered = match bridge::drive(upstream, exchanges, outgoing, &request).await {
+        Driven::Answered(answered) => answered,
+        Driven::Asking(Asking { requests, state }) => return Answer::InputRequired { requests, state: Some(state) },
+        Driven::Lost => return failed(kind, code::EXCHANGE_LOST, false),
+        Driven::TooManyExchanges => return failed(kind, code::TOO_MANY_EXCHANGES, true),
+        // Dropping the relayed request cancelled it upstream.
+        Driven::Cancelled => return unavailable(kind),
     };
-    request.backend.record(upstream.name(), began.elapsed());
     match answered {
-        Ok(result) => {
-            let tool_error = kind == CapabilityKind::Tool && result.get("isError") == Some(&Value::Bool(true));
-            Answer::Relayed { result, tool_error }
-        }
+        Ok(result) => match bridge::upstream_input(&result, upstream.spec().allow_url_elicitation) {
+            Some(Ok(Asking { requests, state })) => Answer::InputRequired { requests, state: Some(state) },
+            Some(Err(why)) => {
+                tracing::warn!(upstream = upstream.name(), why, "an upstream answer cannot be passed on");
+                failed(kind, code::ERROR, false)
+            }
+            None => {
+                let tool_error = kind == CapabilityKind::Tool && result.get("isError") == Some(&Value::Bool(true));
+                Answer::Relayed { result, tool_error }
+            }
+        },
         Err(Unrelayed::Unavailable) => unavailable(kind),
         Err(Unrelayed::Refused { code, message }) => {
             tracing::info!(upstream = upstream.name(), code, message, "the upstream answered an error");
@@ -199,11 +224,15 @@ const MAX_DETAIL_MESSAGE: usize = 1024;
 
 /// The answer of a capability whose upstream cannot be reached now.
 fn unavailable(kind: CapabilityKind) -> Answer {
+    failed(kind, code::UNAVAILABLE, true)
+}
+
+/// A relayed call that ended without the upstream's answer: a tool error for a tool, a
+/// failure for a prompt or a read.
+fn failed(kind: CapabilityKind, code: &str, retryable: bool) -> Answer {
     match kind {
-        CapabilityKind::Tool => {
-            Answer::ToolError { code: code::UNAVAILABLE.into(), retryable: true, content: None, detail: None }
-        }
-        _ => Answer::Failure { code: code::UNAVAILABLE.into(), detail: None },
+        CapabilityKind::Tool => Answer::ToolError { code: code.into(), retryable, content: None, detail: None },
+        _ => Answer::Failure { code: code.into(), detail: None },
     }
 }
 

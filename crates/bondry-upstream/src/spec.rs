@@ -42,6 +42,10 @@ pub struct UpstreamSpec {
     pub new_resources: NewEntries,
     /// How often the upstream is listed again without a `list_changed`.
     pub refresh_interval: Duration,
+    /// How long a handshake upstream's request waits for the caller's answer (contract §9.5).
+    pub input_wait: Duration,
+    /// Whether the upstream may ask a caller to open a URL (URL-mode elicitation).
+    pub allow_url_elicitation: bool,
 }
 
 impl UpstreamSpec {
@@ -256,6 +260,8 @@ mod tests {
             new_capabilities: NewEntries::Hold,
             new_resources: NewEntries::Trust,
             refresh_interval: Duration::from_secs(300),
+            input_wait: Duration::from_secs(60),
+            allow_url_elicitation: false,
         }
     }
 }

@@ -3,15 +3,19 @@
 //! serves under which upstream name.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use bondry_core::capability::{CapabilityId, CapabilityKind};
+use bondry_core::handler::LogLevel;
+use bondry_mcp_proto::Era;
 use bondry_mcp_proto::lint::ParamHeader;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
-use crate::client::{ClientError, Connection, Inbox, Notice, Outgoing};
+use crate::client::{ClientError, Connection, Inbox, Notice, Outgoing, Watch};
 use crate::slots::CallSlots;
 use crate::spec::UpstreamSpec;
 
@@ -72,7 +76,10 @@ pub struct Upstream {
     health: Mutex<Health>,
     listing: RwLock<Listing>,
     targets: RwLock<HashMap<CapabilityId, Target>>,
-    calls: CallSlots,
+    calls: Arc<CallSlots>,
+    /// The log level asked of a handshake upstream's session, and on which connection:
+    /// the lowest any caller wanted, since one session serves every caller.
+    log_level: Mutex<Option<(u64, LogLevel)>>,
     /// The number of the latest connection a call saw die: the supervisor connects again
     /// at once. A number, not a signal, so that a loss reported late (by a second call that
     /// saw the same connection die) is never read as the loss of the next connection.
@@ -86,6 +93,15 @@ struct Health {
     backoff: Duration,
 }
 
+/// One request on its way to the upstream; see [`Upstream::start`].
+pub struct Flight {
+    /// The number of the connection it went on.
+    number: u64,
+    /// The connection it went on, which answers the upstream's requests about it.
+    pub connection: Connection,
+    pub answer: Pin<Box<dyn Future<Output = Result<Value, ClientError>> + Send>>,
+}
+
 /// Why a call could not be relayed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Unrelayed {
@@ -97,7 +113,7 @@ pub enum Unrelayed {
 
 impl Upstream {
     pub fn new(spec: UpstreamSpec) -> Self {
-        let calls = CallSlots::new(spec.max_concurrent_calls);
+        let calls = Arc::new(CallSlots::new(spec.max_concurrent_calls));
         Self {
             name: spec.name.clone(),
             spec: RwLock::new(Arc::new(spec)),
@@ -106,6 +122,7 @@ impl Upstream {
             listing: RwLock::new(Vec::new()),
             targets: RwLock::new(HashMap::new()),
             calls,
+            log_level: Mutex::new(None),
             lost: watch::Sender::new(0),
         }
     }
@@ -153,24 +170,46 @@ impl Upstream {
     /// Sends `request` within the call timeout (waiting for a call slot counts toward it),
     /// counting transport failures toward marking the upstream down.
     pub async fn relay(&self, request: Outgoing) -> Result<Value, Unrelayed> {
+        let mut flight = self.start(request, None)?;
+        let answered = tokio::time::timeout(self.spec().call_timeout, &mut flight.answer).await.ok();
+        self.settle(&flight, answered)
+    }
+
+    /// Sends `request`, watched by `watch` when given: the flight answers once it has a
+    /// call slot and the upstream answered. Whoever drives it applies the call timeout
+    /// and hands the outcome to [`Upstream::settle`]; dropped, it is cancelled upstream.
+    pub fn start(&self, request: Outgoing, watch: Option<Watch>) -> Result<Flight, Unrelayed> {
         let (number, connection) = self.usable().ok_or(Unrelayed::Unavailable)?;
         let mut running = self.calls.enter();
-        let answered = tokio::time::timeout(self.spec().call_timeout, async {
-            running.admitted(&self.calls).await;
-            connection.request(request).await
-        })
-        .await;
+        let slots = Arc::clone(&self.calls);
+        let on = connection.clone();
+        let answer = Box::pin(async move {
+            running.admitted(&slots).await;
+            let answered = match watch {
+                Some(watch) => on.request_watched(request, watch).await,
+                None => on.request(request).await,
+            };
+            drop(running);
+            answered
+        });
+        Ok(Flight { number, connection, answer })
+    }
+
+    /// What a flight's outcome means for the caller; `None` when it timed out. Transport
+    /// failures count toward marking the upstream down.
+    pub fn settle(&self, flight: &Flight, answered: Option<Result<Value, ClientError>>) -> Result<Value, Unrelayed> {
+        let number = flight.number;
         match answered {
-            Ok(Ok(result)) => {
+            Some(Ok(result)) => {
                 self.succeeded();
                 Ok(result)
             }
             // The upstream is alive and said no: not a failure of the link.
-            Ok(Err(ClientError::Rpc { code, message, .. })) => {
+            Some(Err(ClientError::Rpc { code, message, .. })) => {
                 self.succeeded();
                 Err(Unrelayed::Refused { code, message })
             }
-            Ok(Err(error)) => {
+            Some(Err(error)) => {
                 tracing::warn!(upstream = self.name(), %error, "an upstream call failed");
                 if matches!(error, ClientError::Closed | ClientError::Unreachable(_)) {
                     self.lost.send_if_modified(|lost| {
@@ -184,11 +223,35 @@ impl Upstream {
                 self.failed();
                 Err(Unrelayed::Unavailable)
             }
-            Err(_) => {
+            None => {
                 tracing::warn!(upstream = self.name(), "an upstream call timed out");
                 self.failed();
                 Err(Unrelayed::Unavailable)
             }
+        }
+    }
+
+    /// Makes a handshake upstream send log messages of `level` and above, unless it was
+    /// asked for a lower level on this connection already; each caller's emitter then
+    /// passes on only what that caller asked for. A modern upstream is asked per request.
+    pub async fn ask_log_level(&self, level: LogLevel) {
+        let Some((number, connection)) = self.usable() else { return };
+        if connection.revision().era() != Era::Handshake || connection.server_capabilities().get("logging").is_none() {
+            return;
+        }
+        {
+            let mut asked = lock(&self.log_level);
+            if matches!(*asked, Some((on, lowest)) if on == number && lowest <= level) {
+                return;
+            }
+            *asked = Some((number, level));
+        }
+        let params = Map::from_iter([("level".to_owned(), json!(level.as_str()))]);
+        let set = connection.request(Outgoing::new("logging/setLevel", params));
+        match tokio::time::timeout(self.spec().call_timeout, set).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::debug!(upstream = self.name, %error, "the upstream's log level is not set"),
+            Err(_) => tracing::debug!(upstream = self.name, "the upstream's log level is not set: timed out"),
         }
     }
 

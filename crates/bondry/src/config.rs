@@ -298,6 +298,10 @@ pub struct RawUpstream {
     pub new_resources: String,
     #[serde(default = "default_refresh_interval")]
     pub refresh_interval_ms: u64,
+    #[serde(default = "default_input_wait")]
+    pub input_wait_ms: u64,
+    #[serde(default)]
+    pub allow_url_elicitation: bool,
 }
 
 /// One root Bondry answers an upstream's `roots/list` with.
@@ -321,6 +325,10 @@ fn default_connect_timeout() -> u64 {
 }
 
 fn default_call_timeout() -> u64 {
+    60_000
+}
+
+fn default_input_wait() -> u64 {
     60_000
 }
 

@@ -2,7 +2,8 @@
 //!
 //! `ping` and `roots/list` are answered here, `roots/list` always from the stanza's
 //! `roots` (one caller's roots must never reach another through a shared connection).
-//! Every other request is refused until requests are bridged to the call's caller.
+//! Any other request goes to the call it belongs to, if one is known
+//! ([`super::watched`]); here it is refused.
 
 use bondry_mcp_proto::error::code;
 use bondry_mcp_proto::jsonrpc::{self, ErrorId, ErrorObject, Id};
@@ -12,6 +13,11 @@ use crate::spec::Root;
 
 /// What a refused request is told.
 const CANNOT_ATTRIBUTE: &str = "cannot attribute request";
+
+/// Whether Bondry answers `method` itself, whoever's call it came with.
+pub(crate) fn is_local(method: &str) -> bool {
+    matches!(method, "ping" | "roots/list")
+}
 
 /// The response body to the upstream's request `method` with `id`.
 pub(crate) fn answer(id: &Id, method: &str, roots: &[Root]) -> Vec<u8> {

@@ -3,9 +3,10 @@
 //! One reqwest client per connection: rustls with the system roots plus the spec's
 //! `ca_file`, redirects never followed, no proxy unless the spec names one, the spec's
 //! headers on every request. Each request is its own POST; its answer is a JSON body or
-//! an SSE stream, read event by event until the response with the request's id, handing
-//! notices to the inbox and answering the upstream's requests on the way. No message is
-//! read beyond `max_response_bytes` ([`ClientError::TooLarge`]).
+//! an SSE stream, read event by event until the response with the request's id; on the
+//! way, what concerns a watched request goes to its watch, other notices to the inbox,
+//! and the upstream's other requests are answered. No message is read beyond
+//! `max_response_bytes` ([`ClientError::TooLarge`]).
 //!
 //! A handshake upstream's `Mcp-Session-Id` (given with the `InitializeResult`) goes on
 //! every later request; a 404 on it initializes again, once, and retries once. Its GET
@@ -26,8 +27,9 @@ use tokio::sync::watch;
 
 use super::negotiate::{self, Wire};
 use super::sse::{Data, Event, SseDecoder};
+use super::watched::{Asked, Router};
 use super::wire::{Frame, Ids, Incoming, id_of_truncated, read};
-use super::{ClientError, Inbox, answer};
+use super::{ClientError, answer};
 use crate::spec::{Root, UpstreamSpec};
 
 const SESSION: &str = "Mcp-Session-Id";
@@ -46,7 +48,7 @@ pub(crate) struct Http {
     client: reqwest::Client,
     url: reqwest::Url,
     limit: usize,
-    inbox: Inbox,
+    router: Router,
     roots: Vec<Root>,
     ids: Arc<Ids>,
     session: Mutex<Session>,
@@ -96,7 +98,7 @@ impl Http {
         spec_headers: &[(http::HeaderName, HeaderValue)],
         ca_file: Option<&std::path::Path>,
         proxy: Option<&reqwest::Url>,
-        inbox: Inbox,
+        router: Router,
         ids: Arc<Ids>,
     ) -> Result<Self, ClientError> {
         let setup = |what: &str, error: &dyn std::fmt::Display| ClientError::Setup(format!("{what}: {error}"));
@@ -120,7 +122,7 @@ impl Http {
             client: builder.build().map_err(|e| setup("HTTP client", &e))?,
             url: url.clone(),
             limit: spec.max_response_bytes,
-            inbox,
+            router,
             roots: spec.roots.clone(),
             ids,
             session: Mutex::new(Session::default()),
@@ -295,7 +297,8 @@ impl Http {
         Followed::Ended { retry: decoder.retry() }
     }
 
-    /// Acts on one event; the answer when it is the response awaited.
+    /// Acts on one event of the stream answering `awaiting` (none: the GET stream); the
+    /// answer when it is the response awaited.
     async fn event(&self, event: Event, awaiting: Option<&str>) -> Option<Result<Value, ClientError>> {
         let upstream = self.upstream.as_str();
         if event.kind != "message" {
@@ -316,8 +319,13 @@ impl Http {
             Ok(Incoming::Response { id, .. }) => {
                 tracing::debug!(upstream, id, "upstream response not awaited here dropped")
             }
-            Ok(Incoming::Notice(notice)) => self.inbox.deliver(upstream, notice),
-            Ok(Incoming::Request { id, method }) => self.reply(&id, &method).await,
+            // What comes on a request's stream is that request's.
+            Ok(Incoming::Notice(notice)) => self.router.notice(upstream, notice, awaiting, false),
+            Ok(Incoming::Request { id, method, params }) => {
+                if let Err(asked) = self.router.request(Asked { id, method, params }, awaiting, false) {
+                    self.reply(&asked.id, &asked.method).await;
+                }
+            }
             // A priming event (an id and empty data) carries nothing to read.
             Err(_) if data.is_empty() => {}
             Err(why) => tracing::warn!(upstream, why, "upstream event dropped"),
@@ -325,8 +333,9 @@ impl Http {
         None
     }
 
-    /// Answers the upstream's request by POSTing the response (handshake era only: a
-    /// modern upstream sends no requests, and has nowhere to receive an answer).
+    /// Answers the upstream's request Bondry answers itself (`ping`, `roots/list`) or
+    /// refuses, by POSTing the response (handshake era only: a modern upstream sends no
+    /// requests, and has nowhere to receive an answer).
     async fn reply(&self, id: &Id, method: &str) {
         let session = self.session();
         if session.revision == Some(Revision::V2026_07_28) {

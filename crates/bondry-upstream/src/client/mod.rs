@@ -9,6 +9,8 @@
 //! Connection::session(&self) -> Option<String>          // a handshake HTTP upstream's
 //! Connection::process_group(&self) -> Option<i32>       // a stdio child's
 //! Connection::request(&self, Outgoing) -> Result<Value, ClientError>
+//! Connection::request_watched(&self, Outgoing, Watch) -> Result<Value, ClientError>
+//! Connection::respond(&self, &Id, Result<Value, (i64, String)>) -> Result<(), ClientError>
 //! Connection::ended(&self)                              // a stdio child exited
 //! Connection::notify(&self, &str, Value) -> Result<(), ClientError>
 //! Connection::close(&self)
@@ -25,8 +27,13 @@
 //!   stream to a modern HTTP one.
 //! - To a modern upstream every request carries the `_meta` envelope (with the
 //!   [`Outgoing::client_capabilities`] of the caller) and, on HTTP, the routing headers.
+//! - [`Connection::request_watched`] hands what the upstream says about the request to
+//!   its [`Watch`] ([`watched`] says which messages are a request's): progress and log
+//!   messages, and the requests it makes of the caller, which [`Connection::respond`]
+//!   answers.
 //! - What the upstream sends on its own goes to the [`Inbox`]; its `ping` and
-//!   `roots/list` are answered from the spec, anything else it asks is refused (-32603).
+//!   `roots/list` are answered from the spec, any other request that is no watched
+//!   call's is refused (-32603 `cannot attribute request`).
 //! - A message over `max_response_bytes` is logged and dropped; the request it answered
 //!   fails with [`ClientError::TooLarge`] and the connection stays usable.
 //! - [`Connection::close`] ends the connection (the HTTP session's DELETE; SIGTERM to a
@@ -37,8 +44,9 @@
 //!
 //! Modules: `wire` (frames out, messages in), `negotiate` (the era), `http` and `stdio`
 //! (the transports), `group` (a child's process group), `pending` (stdio requests
-//! awaiting answers), `answer` (Bondry's answers to the upstream's requests), `sse` and
-//! `lines` (bounded readers), `stderr` (a child's stderr in the log), `inbox`, `error`.
+//! awaiting answers), `watched` (a request's own messages), `answer` (Bondry's answers to
+//! the upstream's requests), `sse` and `lines` (bounded readers), `stderr` (a child's
+//! stderr in the log), `inbox`, `error`.
 
 mod answer;
 mod error;
@@ -51,21 +59,25 @@ mod pending;
 mod sse;
 mod stderr;
 mod stdio;
+mod watched;
 mod wire;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bondry_mcp_proto::{Era, Revision};
+use bondry_mcp_proto::jsonrpc::{self, ErrorId, ErrorObject, Id};
+use bondry_mcp_proto::{Era, Revision, envelope};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 pub use error::ClientError;
 pub use inbox::{Inbox, Notice};
+pub use watched::{Asked, CALL_EVENTS, CallEvent, Watch};
 
 use self::http::Http;
 use self::negotiate::{Negotiated, Wire};
 use self::stdio::Stdio;
+use self::watched::{Router, Watchers};
 use self::wire::{Frame, Ids};
 use crate::spec::{TransportSpec, UpstreamSpec};
 
@@ -108,6 +120,7 @@ struct Inner {
     transport: Transport,
     negotiated: Negotiated,
     ids: Arc<Ids>,
+    watchers: Arc<Watchers>,
     closed: AtomicBool,
     /// Never sent but by `close`; dropped with the connection. Either ends the
     /// background tasks that watch it.
@@ -140,6 +153,8 @@ impl Connection {
     /// `spec.connect_timeout`; notices it sends go to `inbox`.
     pub async fn open(spec: &UpstreamSpec, inbox: Inbox) -> Result<Self, ClientError> {
         let ids = Arc::new(Ids::default());
+        let watchers = Arc::new(Watchers::default());
+        let router = Router { inbox, watchers: Arc::clone(&watchers) };
         let opening = async {
             let transport = match &spec.transport {
                 TransportSpec::Http { url, headers, ca_file, proxy } => Transport::Http(Arc::new(Http::new(
@@ -148,11 +163,11 @@ impl Connection {
                     headers,
                     ca_file.as_deref(),
                     proxy.as_ref(),
-                    inbox,
+                    router,
                     Arc::clone(&ids),
                 )?)),
                 TransportSpec::Stdio { command, args, env, cwd } => {
-                    Transport::Stdio(Stdio::start(spec, command, args, env, cwd.as_deref(), inbox)?)
+                    Transport::Stdio(Stdio::start(spec, command, args, env, cwd.as_deref(), router)?)
                 }
             };
             let negotiated = negotiate::negotiate(&transport, &spec.protocol_versions, &ids).await?;
@@ -171,6 +186,7 @@ impl Connection {
             transport,
             negotiated,
             ids,
+            watchers,
             closed: AtomicBool::new(false),
             lives,
         })))
@@ -218,10 +234,49 @@ impl Connection {
     /// Sends one request; resolves to its JSON-RPC `result` object. Dropping the future
     /// cancels the request upstream.
     pub async fn request(&self, request: Outgoing) -> Result<Value, ClientError> {
+        self.send_request(self.0.ids.next(), request).await
+    }
+
+    /// [`Connection::request`], handing what the upstream says about it to `watch`: asked
+    /// for progress, its progress token is the request's id; asked for a log level, a
+    /// modern upstream is told in the request's `_meta`.
+    pub async fn request_watched(&self, mut request: Outgoing, watch: Watch) -> Result<Value, ClientError> {
+        let id = self.0.ids.next();
+        let modern = self.revision().era() == Era::Modern;
+        let meta = request.params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            if watch.progress {
+                meta.insert(envelope::PROGRESS_TOKEN.into(), Value::from(id.as_str()));
+            }
+            if let Some(level) = watch.log_level.filter(|_| modern) {
+                meta.insert(envelope::LOG_LEVEL.into(), Value::from(level));
+            }
+        }
+        if request.params.get("_meta").is_some_and(|meta| meta.as_object().is_some_and(Map::is_empty)) {
+            request.params.remove("_meta");
+        }
+        let _watched = self.0.watchers.watch(&id, watch.events);
+        self.send_request(id, request).await
+    }
+
+    /// Answers the request `id` the upstream made: its result, or a JSON-RPC error.
+    pub async fn respond(&self, id: &Id, answer: Result<Value, (i64, String)>) -> Result<(), ClientError> {
         if self.0.closed.load(Ordering::Acquire) {
             return Err(ClientError::Closed);
         }
-        let id = self.0.ids.next();
+        let body = match &answer {
+            Ok(result) => jsonrpc::result_body(id, result),
+            Err((code, message)) => {
+                jsonrpc::error_body(ErrorId::Id(id), &ErrorObject { code: *code, message, data: None })
+            }
+        };
+        self.0.transport.send(Frame::response(self.revision(), body)).await
+    }
+
+    async fn send_request(&self, id: String, request: Outgoing) -> Result<Value, ClientError> {
+        if self.0.closed.load(Ordering::Acquire) {
+            return Err(ClientError::Closed);
+        }
         let revision = self.revision();
         let frame = match revision.era() {
             Era::Modern => Frame::modern(Some(id.clone()), &request)?,

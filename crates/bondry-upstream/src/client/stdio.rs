@@ -2,8 +2,10 @@
 //!
 //! The command runs without a shell, with exactly the spec's environment (`env_clear`
 //! first), in the spec's directory, as the leader of its own process group. Three tasks
-//! serve it: one reads stdout (answers to the pending requests, notices to the inbox,
-//! the child's own requests answered), one logs stderr, one waits for the exit. A dead
+//! serve it: one reads stdout (answers to the pending requests, what concerns a watched
+//! call to its watch, other notices to the inbox, the child's other requests answered),
+//! one logs stderr, one waits for the exit. A line names no stream it came on, so a
+//! message that names no call is attributed only while one watched call is in flight. A dead
 //! child (stdout ended, or the process exited) fails every pending request with
 //! [`ClientError::Closed`] at once, and every later one.
 //!
@@ -24,8 +26,9 @@ use super::group::ProcessGroup;
 use super::lines::{Line, LineSplitter};
 use super::negotiate::Wire;
 use super::pending::Pending;
+use super::watched::{Asked, Router};
 use super::wire::{Frame, Incoming, id_of_truncated, read};
-use super::{ClientError, Inbox, answer, stderr};
+use super::{ClientError, answer, stderr};
 use crate::spec::{Root, UpstreamSpec};
 
 /// How long the group has to end after SIGTERM before SIGKILL.
@@ -44,7 +47,7 @@ struct Shared {
     upstream: String,
     stdin: Mutex<ChildStdin>,
     pending: Pending,
-    inbox: Inbox,
+    router: Router,
     roots: Vec<Root>,
     limit: usize,
 }
@@ -57,7 +60,7 @@ impl Stdio {
         args: &[String],
         env: &[(String, String)],
         cwd: Option<&std::path::Path>,
-        inbox: Inbox,
+        router: Router,
     ) -> Result<Self, ClientError> {
         let mut child_command = Command::new(command);
         child_command
@@ -84,7 +87,7 @@ impl Stdio {
             upstream: spec.name.clone(),
             stdin: Mutex::new(stdin),
             pending: Pending::new(),
-            inbox,
+            router,
             roots: spec.roots.clone(),
             limit: spec.max_response_bytes,
         });
@@ -215,8 +218,13 @@ impl Shared {
                     tracing::debug!(upstream, id, "upstream response to no pending request dropped");
                 }
             }
-            Ok(Incoming::Notice(notice)) => self.inbox.deliver(upstream, notice),
-            Ok(Incoming::Request { id, method }) => {
+            // A line names no stream: only the sole watched call may own what names no call.
+            Ok(Incoming::Notice(notice)) => self.router.notice(upstream, notice, None, true),
+            Ok(Incoming::Request { id, method, params }) => {
+                let Err(Asked { id, method, .. }) = self.router.request(Asked { id, method, params }, None, true)
+                else {
+                    return;
+                };
                 let body = answer::answer(&id, &method, &self.roots);
                 // Answered beside the reading, so a child that does not read its stdin
                 // cannot stall its own stdout.

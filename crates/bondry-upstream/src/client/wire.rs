@@ -84,6 +84,13 @@ impl Frame {
         Self { body: body(id.as_deref(), method, params), id, method: method.to_owned(), headers }
     }
 
+    /// Bondry's answer `body` to a request the upstream made, in the era of `revision`.
+    pub(crate) fn response(revision: Revision, body: Vec<u8>) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert(headers::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
+        Self { id: None, method: String::new(), body, headers }
+    }
+
     /// `notifications/cancelled` for the request `id`, in the era of `revision`.
     pub(crate) fn cancelled(revision: Revision, id: &str) -> Self {
         let params = Map::from_iter([
@@ -125,6 +132,7 @@ pub(crate) enum Incoming {
     Request {
         id: Id,
         method: String,
+        params: Map<String, Value>,
     },
     Notice(Notice),
 }
@@ -141,7 +149,9 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Incoming, &'static str> {
             Ok(Incoming::Response { id, answer })
         }
         Ok(Message::Response { id: Id::Integer(_), .. }) => Err("a response to an id Bondry never sends"),
-        Ok(Message::Request { id, method, .. }) => Ok(Incoming::Request { id, method }),
+        Ok(Message::Request { id, method, params }) => {
+            Ok(Incoming::Request { id, method, params: params.unwrap_or_default() })
+        }
         Ok(Message::Notification { method, params }) => {
             Ok(Incoming::Notice(Notice { method, params: params.unwrap_or_default() }))
         }

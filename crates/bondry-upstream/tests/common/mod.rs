@@ -25,6 +25,8 @@ pub fn spec(name: &str, transport: TransportSpec) -> UpstreamSpec {
         new_capabilities: NewEntries::Hold,
         new_resources: NewEntries::Trust,
         refresh_interval: Duration::from_secs(300),
+        input_wait: Duration::from_secs(60),
+        allow_url_elicitation: false,
     }
 }
 

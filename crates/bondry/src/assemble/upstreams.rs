@@ -109,6 +109,8 @@ fn spec(
         at("refresh_interval_ms"),
         within(raw.refresh_interval_ms, 1000..=ONE_DAY_MS, "milliseconds (a second to a day)"),
     );
+    let input_wait =
+        diagnostics.ok(at("input_wait_ms"), within(raw.input_wait_ms, 1..=ONE_HOUR_MS, "milliseconds (an hour)"));
     let count = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
     Some(UpstreamSpec {
         name: name?,
@@ -127,6 +129,8 @@ fn spec(
         new_capabilities: new_capabilities?,
         new_resources: new_resources?,
         refresh_interval: Duration::from_millis(refresh_interval?),
+        input_wait: Duration::from_millis(input_wait?),
+        allow_url_elicitation: raw.allow_url_elicitation,
     })
 }
 
@@ -661,6 +665,8 @@ mod tests {
             new_capabilities: NewEntries::Hold,
             new_resources: NewEntries::Trust,
             refresh_interval: Duration::from_secs(300),
+            input_wait: Duration::from_secs(60),
+            allow_url_elicitation: false,
         }
     }
 
@@ -710,6 +716,8 @@ max_response_bytes = 1024
 new_capabilities = "trust"
 new_resources = "hold"
 refresh_interval_ms = 1000
+input_wait_ms = 1
+allow_url_elicitation = true
 "#;
         let mut specs = checked_in(dir.path(), stanza, &[("EVERYTHING_API_KEY", "k3y")]).unwrap();
         let expected = UpstreamSpec {
@@ -736,6 +744,8 @@ refresh_interval_ms = 1000
             new_capabilities: NewEntries::Trust,
             new_resources: NewEntries::Hold,
             refresh_interval: Duration::from_secs(1),
+            input_wait: Duration::from_millis(1),
+            allow_url_elicitation: true,
             ..spec_with(
                 "everything",
                 TransportSpec::Stdio { command: String::new(), args: vec![], env: vec![], cwd: None },
@@ -1054,7 +1064,7 @@ refresh_interval_ms = 1000
     #[test]
     fn durations_and_sizes_are_bounded() {
         let stanza = format!(
-            "{STDIO}connect_timeout_ms = 0\ncall_timeout_ms = 3600001\nmax_concurrent_calls = 1025\nmax_response_bytes = 1023\nrefresh_interval_ms = 999\n"
+            "{STDIO}connect_timeout_ms = 0\ncall_timeout_ms = 3600001\nmax_concurrent_calls = 1025\nmax_response_bytes = 1023\nrefresh_interval_ms = 999\ninput_wait_ms = 0\n"
         );
         assert_eq!(
             refused(&stanza, &[]),
@@ -1064,6 +1074,7 @@ refresh_interval_ms = 1000
                 "max_concurrent_calls: 1025 must be between 1 and 1024 calls",
                 "max_response_bytes: 1023 must be between 1024 and 67108864 bytes (64 MiB)",
                 "refresh_interval_ms: 999 must be between 1000 and 86400000 milliseconds (a second to a day)",
+                "input_wait_ms: 0 must be between 1 and 3600000 milliseconds (an hour)",
             ]
         );
         let stanza =

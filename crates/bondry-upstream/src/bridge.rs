@@ -1,0 +1,336 @@
+//! A relayed call driven to its end across the caller's input rounds (contract §9.5),
+//! whatever the era of the caller and of the upstream.
+//!
+//! While the upstream works on a call, its progress and log messages about the call go
+//! to the caller's emitter, and its requests for input become the caller's:
+//! - a modern upstream answers `input_required`: its `inputRequests` pass through, its
+//!   `requestState` travels inside Bondry's state, and the retry carries the caller's
+//!   answers back ([`upstream_input`], [`retried`]);
+//! - a handshake upstream sends requests and waits for their answers: once one has come
+//!   and then nothing for [`QUIET`], the call is held in memory under the invocation's
+//!   random id ([`Exchanges`]) and the caller is asked; the retry that names the id
+//!   answers the upstream and drives the call on. An exchange nobody takes up within
+//!   `input_wait_ms` answers the upstream's requests -32603 and cancels the call.
+//!
+//! Either way the handler answers [`Answer::InputRequired`], which the core and the
+//! adapter turn into the caller's era: an `input_required` result for a modern caller,
+//! requests on the call's stream for a session caller.
+//!
+//! An upstream's request the caller did not declare the capability for is refused to the
+//! upstream (-32602), and so is URL-mode elicitation unless `allow_url_elicitation`;
+//! sampling goes to the caller with `includeContext: "none"`. The call timeout does not
+//! run while the caller is asked.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bondry_core::handler::{Emitter, HandlerRequest, InputKind, InputRequest, LogLevel};
+use bondry_mcp_proto::error::code as rpc;
+use bondry_mcp_proto::input;
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::client::{Asked, CALL_EVENTS, CallEvent, Notice, Outgoing, Watch};
+use crate::upstream::{Flight, Unrelayed, Upstream};
+
+/// How long a handshake upstream's requests are gathered after the last one before the
+/// caller is asked.
+pub const QUIET: Duration = Duration::from_millis(50);
+/// Held exchanges per principal and upstream at once.
+pub const EXCHANGES_PER_PRINCIPAL: usize = 8;
+/// The state key of a held exchange's id, and of a modern upstream's own state.
+const EXCHANGE: &str = "exchange";
+const UPSTREAM_STATE: &str = "upstreamState";
+
+/// How a driven call ended.
+#[derive(Debug)]
+pub enum Driven {
+    /// The upstream's answer (a modern upstream's `input_required` among them), or why
+    /// there is none.
+    Answered(Result<Value, Unrelayed>),
+    /// The caller is to be asked.
+    Asking(Asking),
+    /// A retry named an exchange that is not (or no longer, or not the caller's) held.
+    Lost,
+    /// The caller holds as many exchanges as it may.
+    TooManyExchanges,
+    /// The caller went away.
+    Cancelled,
+}
+
+/// What the caller is asked: `requests`, keyed; its retry carries `state` back.
+#[derive(Debug)]
+pub struct Asking {
+    pub requests: BTreeMap<String, InputRequest>,
+    pub state: Value,
+}
+
+/// A call to a handshake upstream that waits for its caller's answers.
+struct Held {
+    flight: Flight,
+    events: mpsc::Receiver<CallEvent>,
+    /// What is left of the call timeout, which does not run while the caller is asked.
+    remaining: Duration,
+    /// The upstream's requests the caller is asked, by the key it answers under.
+    asked: Vec<(String, Asked)>,
+}
+
+/// The exchanges of one upstream held for their callers' retries, by id.
+#[derive(Default)]
+pub struct Exchanges(Mutex<HashMap<String, Waiting>>);
+
+/// A held exchange as its retry finds it: whose it is, and where to ask for the call.
+struct Waiting {
+    principal: String,
+    resume: oneshot::Sender<oneshot::Sender<Held>>,
+}
+
+impl Exchanges {
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Sends `outgoing` for `request`'s caller, or takes up the exchange its retry names,
+/// and drives the call until it is answered or the caller must be asked.
+pub async fn drive(
+    upstream: &Arc<Upstream>,
+    exchanges: &Arc<Exchanges>,
+    mut outgoing: Outgoing,
+    request: &HandlerRequest,
+) -> Driven {
+    let state = request.retry.as_ref().and_then(|retry| retry.state.as_ref());
+    if let Some(id) = state.and_then(|state| state.get(EXCHANGE)).and_then(Value::as_str) {
+        return resume(upstream, exchanges, id, request).await;
+    }
+    if let Some(retry) = &request.retry {
+        retried(&mut outgoing, &retry.responses, state.and_then(|state| state.get(UPSTREAM_STATE)));
+    }
+    let wants = request.emitter.wants();
+    if let Some(level) = wants.log_level {
+        upstream.ask_log_level(level).await;
+    }
+    let (events, receiver) = mpsc::channel(CALL_EVENTS);
+    let watch = Watch { events, progress: wants.progress, log_level: wants.log_level.map(|l| l.as_str().into()) };
+    let flight = match upstream.start(outgoing, Some(watch)) {
+        Ok(flight) => flight,
+        Err(why) => return Driven::Answered(Err(why)),
+    };
+    let held = Held { flight, events: receiver, remaining: upstream.spec().call_timeout, asked: Vec::new() };
+    run(upstream, exchanges, held, request).await
+}
+
+/// A modern retry carries the caller's answers, and the upstream's own state back to it.
+fn retried(outgoing: &mut Outgoing, responses: &BTreeMap<String, Value>, upstream_state: Option<&Value>) {
+    let responses: Map<String, Value> = responses.iter().map(|(key, value)| (key.clone(), value.clone())).collect();
+    outgoing.params.insert("inputResponses".into(), Value::Object(responses));
+    if let Some(state) = upstream_state.filter(|state| !state.is_null()) {
+        outgoing.params.insert("requestState".into(), state.clone());
+    }
+}
+
+/// A modern upstream's `input_required` result as the caller's requests and Bondry's
+/// state; `None` for any other result, `Some(Err)` for one Bondry cannot pass on (a
+/// request of an unknown method, or one [`shaped`] refuses).
+pub fn upstream_input(result: &Value, allow_url: bool) -> Option<Result<Asking, String>> {
+    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return None;
+    }
+    let Some(asked) = result.get("inputRequests").and_then(Value::as_object) else {
+        return Some(Err("an input_required result without inputRequests".into()));
+    };
+    let mut requests = BTreeMap::new();
+    for (key, asked) in asked {
+        let method = asked.get("method").and_then(Value::as_str).unwrap_or_default();
+        let Some(kind) = input::kind(method) else {
+            return Some(Err(format!("an input request of method {method:?}")));
+        };
+        let params = asked.get("params").and_then(Value::as_object).cloned().unwrap_or_default();
+        match shaped(kind, params, allow_url) {
+            Ok(params) => requests.insert(key.clone(), InputRequest { kind, params: Value::Object(params) }),
+            Err((_, why)) => return Some(Err(why.into())),
+        };
+    }
+    let state = json!({ UPSTREAM_STATE: result.get("requestState").cloned().unwrap_or(Value::Null) });
+    Some(Ok(Asking { requests, state }))
+}
+
+/// Drives `held` until the upstream answers, asks the caller, times out or the caller
+/// goes away.
+async fn run(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut held: Held, request: &HandlerRequest) -> Driven {
+    let began = Instant::now();
+    let deadline = began + held.remaining;
+    let spec = upstream.spec();
+    let mut requests = BTreeMap::new();
+    let mut quiet: Option<Instant> = None;
+    let driven = loop {
+        tokio::select! {
+            answered = &mut held.flight.answer => break Driven::Answered(upstream.settle(&held.flight, Some(answered))),
+            Some(event) = held.events.recv() => match event {
+                CallEvent::Notice(notice) => emit(&*request.emitter, &notice),
+                CallEvent::Asked(asked) => match admit(&asked, &request.client_capabilities, spec.allow_url_elicitation) {
+                    Ok(input) => {
+                        let key = format!("upstream-{}", held.asked.len() + 1);
+                        requests.insert(key.clone(), input);
+                        held.asked.push((key, asked));
+                        quiet = Some(Instant::now() + QUIET);
+                    }
+                    Err((code, message)) => {
+                        tracing::info!(upstream = upstream.name(), method = asked.method, message, "an upstream request refused");
+                        let _ = held.flight.connection.respond(&asked.id, Err((code, message.into()))).await;
+                    }
+                },
+            },
+            () = tokio::time::sleep_until(quiet.unwrap_or(deadline)), if quiet.is_some() => {
+                held.remaining = deadline.saturating_duration_since(Instant::now());
+                request.backend.record(upstream.name(), began.elapsed());
+                return hold(upstream, exchanges, held, requests, request);
+            }
+            () = tokio::time::sleep_until(deadline) => break Driven::Answered(upstream.settle(&held.flight, None)),
+            () = request.cancellation.cancelled() => break Driven::Cancelled,
+        }
+    };
+    request.backend.record(upstream.name(), began.elapsed());
+    driven
+}
+
+/// The upstream's request as the caller's, or the error the upstream is answered.
+fn admit(asked: &Asked, declared: &Value, allow_url: bool) -> Result<InputRequest, (i64, &'static str)> {
+    let kind = input::kind(&asked.method)
+        .filter(|kind| *kind != InputKind::Roots)
+        .ok_or((rpc::METHOD_NOT_FOUND, "Method not found"))?;
+    let params = shaped(kind, asked.params.clone(), allow_url)?;
+    let request = InputRequest { kind, params: Value::Object(params) };
+    if !input::declared(&request, declared) {
+        return Err((rpc::INVALID_PARAMS, "the caller did not declare this client capability"));
+    }
+    Ok(request)
+}
+
+/// An upstream's request parameters as the caller is asked them: sampling never with
+/// context from other servers (a shared connection must not carry one caller's context to
+/// another), URL-mode elicitation only where the stanza allows it.
+fn shaped(
+    kind: InputKind,
+    mut params: Map<String, Value>,
+    allow_url: bool,
+) -> Result<Map<String, Value>, (i64, &'static str)> {
+    // The upstream's request metadata is about its side of the exchange.
+    params.remove("_meta");
+    match kind {
+        InputKind::Elicitation if params.get("mode").and_then(Value::as_str) == Some("url") && !allow_url => {
+            Err((rpc::INVALID_PARAMS, "URL-mode elicitation is not allowed through this gateway"))
+        }
+        InputKind::Sampling => {
+            params.insert("includeContext".into(), json!("none"));
+            Ok(params)
+        }
+        _ => Ok(params),
+    }
+}
+
+/// Holds `held` for its caller's retry, or refuses when the caller holds enough already.
+fn hold(
+    upstream: &Arc<Upstream>,
+    exchanges: &Arc<Exchanges>,
+    held: Held,
+    requests: BTreeMap<String, InputRequest>,
+    request: &HandlerRequest,
+) -> Driven {
+    let principal = request.principal.id().to_owned();
+    let id = request.invocation.as_str().to_owned();
+    let (resume, resumed) = oneshot::channel();
+    {
+        let mut table = exchanges.table();
+        if table.values().filter(|waiting| waiting.principal == principal).count() >= EXCHANGES_PER_PRINCIPAL {
+            drop(table);
+            tokio::spawn(give_up(held, "the caller holds too many pending inputs"));
+            return Driven::TooManyExchanges;
+        }
+        table.insert(id.clone(), Waiting { principal, resume });
+    }
+    let wait = upstream.spec().input_wait;
+    tokio::spawn(wait_for_retry(Arc::clone(exchanges), id.clone(), held, resumed, wait));
+    Driven::Asking(Asking { requests, state: json!({ EXCHANGE: id }) })
+}
+
+/// Keeps a held call until its retry asks for it, or gives up after `wait`.
+async fn wait_for_retry(
+    exchanges: Arc<Exchanges>,
+    id: String,
+    held: Held,
+    resumed: oneshot::Receiver<oneshot::Sender<Held>>,
+    wait: Duration,
+) {
+    match tokio::time::timeout(wait, resumed).await {
+        Ok(Ok(hand_over)) => {
+            if let Err(held) = hand_over.send(held) {
+                give_up(held, "the caller went away").await;
+            }
+        }
+        _ => {
+            exchanges.table().remove(&id);
+            give_up(held, "the caller did not answer in time").await;
+        }
+    }
+}
+
+/// Answers every request the upstream still waits on with -32603; dropping the call
+/// then cancels it upstream.
+async fn give_up(held: Held, why: &'static str) {
+    for (_, asked) in &held.asked {
+        let _ = held.flight.connection.respond(&asked.id, Err((rpc::INTERNAL_ERROR, why.into()))).await;
+    }
+}
+
+/// Takes up the exchange `id` for the caller's retry: the upstream gets the caller's
+/// answers, and the call is driven on.
+async fn resume(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, id: &str, request: &HandlerRequest) -> Driven {
+    let waiting = {
+        let mut table = exchanges.table();
+        // Only its own caller takes an exchange up, once.
+        match table.get(id) {
+            Some(waiting) if waiting.principal == request.principal.id() => table.remove(id),
+            _ => None,
+        }
+    };
+    let Some(waiting) = waiting else { return Driven::Lost };
+    let (hand_over, handed) = oneshot::channel();
+    if waiting.resume.send(hand_over).is_err() {
+        return Driven::Lost;
+    }
+    let Ok(mut held) = handed.await else { return Driven::Lost };
+    let responses = request.retry.as_ref().map(|retry| &retry.responses);
+    for (key, asked) in std::mem::take(&mut held.asked) {
+        let answer = responses
+            .and_then(|responses| responses.get(&key))
+            .cloned()
+            .ok_or((rpc::INTERNAL_ERROR, "the caller gave no answer".to_owned()));
+        let _ = held.flight.connection.respond(&asked.id, answer).await;
+    }
+    run(upstream, exchanges, held, request).await
+}
+
+/// Hands an upstream's progress or log message about the call to the caller's emitter,
+/// which sends only what the caller asked for.
+fn emit(emitter: &dyn Emitter, notice: &Notice) {
+    let params = &notice.params;
+    match notice.method.as_str() {
+        "notifications/progress" => {
+            if let Some(progress) = params.get("progress").and_then(Value::as_f64) {
+                let total = params.get("total").and_then(Value::as_f64);
+                let message = params.get("message").and_then(Value::as_str).map(str::to_owned);
+                emitter.progress(progress, total, message);
+            }
+        }
+        "notifications/message" => {
+            if let Some(level) = params.get("level").and_then(Value::as_str).and_then(LogLevel::parse) {
+                let logger = params.get("logger").and_then(Value::as_str).map(str::to_owned);
+                emitter.log(level, logger, params.get("data").cloned().unwrap_or(Value::Null));
+            }
+        }
+        _ => {}
+    }
+}
