@@ -170,6 +170,8 @@ impl Outcome {
                 AuditOutcome::ToolError
             }
             Self::Answered(Answer::InputRequired { .. }) => AuditOutcome::InputRequired,
+            // The caller's shortcoming, as when the adapter refuses it before dispatch.
+            Self::Answered(Answer::MissingClientCapability { .. }) => AuditOutcome::InvalidInput,
             Self::Answered(Answer::Failure { .. }) | Self::Failed { .. } => AuditOutcome::HandlerFailed,
             Self::Answered(_) => AuditOutcome::Succeeded,
             Self::InvalidInput(_) => AuditOutcome::InvalidInput,

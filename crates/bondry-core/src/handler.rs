@@ -220,6 +220,10 @@ pub enum Answer {
     /// A failure with a stable code. The handler's own reasons never reach the caller;
     /// `detail` does, as [`Answer::ToolError`]'s: a relayed upstream's error code and message.
     Failure { code: String, detail: Option<Value> },
+    /// The caller lacks client capabilities a backend's upstream needs to answer: the
+    /// capabilities `required`, in the adapter's wire form. Refused as the adapter refuses
+    /// a capability whose own requirement the caller does not meet.
+    MissingClientCapability { required: Value },
     /// A result as a backend's upstream answered it, in the adapter's wire form, for the
     /// capability's own kind: the adapter passes it through, replacing only the keys that
     /// are Bondry's own. `tool_error` says whether it reports a tool error, which the core
@@ -232,7 +236,10 @@ impl Answer {
     pub fn allowed_for(&self, kind: CapabilityKind) -> bool {
         use CapabilityKind::*;
         match self {
-            Self::InputRequired { .. } | Self::Failure { .. } | Self::Relayed { .. } => true,
+            Self::InputRequired { .. }
+            | Self::Failure { .. }
+            | Self::Relayed { .. }
+            | Self::MissingClientCapability { .. } => true,
             Self::Value(_) | Self::Content { .. } | Self::ToolError { .. } => kind == Tool,
             Self::Messages { .. } => kind == Prompt,
             Self::Contents { .. } => matches!(kind, Resource | ResourceTemplate),

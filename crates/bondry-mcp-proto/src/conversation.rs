@@ -308,10 +308,14 @@ fn shape(call: &mut Call, outcome: Outcome, listener: &Listener, now: SystemTime
         Some(Err(Unsendable::Failed(code))) => Outcome::Failed { code: code.into() },
         _ => outcome,
     };
-    let asked = match asked {
-        Some(Ok(result)) => Some(Ok(result)),
-        Some(Err(Unsendable::Undeclared(missing))) => {
+    let asked = match (asked, &outcome, era) {
+        (Some(Ok(result)), _, _) => Some(Ok(result)),
+        (Some(Err(Unsendable::Undeclared(missing))), _, _) => {
             Some(Err(Error::MissingClientCapability { id: call.id.clone(), missing }))
+        }
+        // A backend's upstream found the caller lacking: refused as Bondry's own check would.
+        (None, Outcome::Answered(Answer::MissingClientCapability { required }), Era::Modern) => {
+            Some(Err(Error::MissingClientCapability { id: call.id.clone(), missing: required.clone() }))
         }
         _ => None,
     };
@@ -333,9 +337,10 @@ fn shape(call: &mut Call, outcome: Outcome, listener: &Listener, now: SystemTime
     let audit_outcome = match (&outcome, &shaped) {
         (Outcome::Answered(Answer::InputRequired { .. }), Ok(_)) if era == Era::Modern => AuditOutcome::InputRequired,
         // Input the request cannot supply: the caller's refusal, as before dispatch.
-        (Outcome::Answered(Answer::InputRequired { .. }), Err(Error::MissingClientCapability { .. })) => {
-            AuditOutcome::InvalidInput
-        }
+        (
+            Outcome::Answered(Answer::InputRequired { .. } | Answer::MissingClientCapability { .. }),
+            Err(Error::MissingClientCapability { .. }),
+        ) => AuditOutcome::InvalidInput,
         // A resource whose handler found nothing there.
         (Outcome::Answered(_), Err(Error::ResourceNotFound { .. })) => AuditOutcome::NotFound,
         (Outcome::Answered(_), Err(_)) => AuditOutcome::HandlerFailed,

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ADAPTER;
 use crate::revision::Era;
+use crate::vocabulary::REQUIRES_CLIENT_KEY;
 
 /// `_meta` key of a tool's content hash.
 pub const HASH_KEY: &str = "dev.bondry/hash";
@@ -112,6 +113,9 @@ impl Lint for McpLint {
         }
         let mut tool = completed(tool, descriptor);
         own_meta(&mut tool).insert(HASH_KEY.into(), json!(hash));
+        if let Some(required) = &descriptor.requires_client {
+            own_meta(&mut tool).insert(REQUIRES_CLIENT_KEY.into(), required.clone());
+        }
         let modern = serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?;
         let listed = canon::sha256_hex(modern.get().as_bytes());
         let handshake = match tool.get("outputSchema") {

@@ -90,6 +90,8 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
             });
         }
         Outcome::Failed { code } => return Err(failed(code)),
+        // Refused before a result is shaped in the modern era; in a session a failure.
+        Outcome::Answered(Answer::MissingClientCapability { .. }) => return Err(failed(MISSING_CLIENT_CAPABILITY)),
         _ => return Err(failed(failure::WRONG_ANSWER_KIND)),
     };
     let messages: Vec<Value> = messages

@@ -235,6 +235,10 @@ pub fn call_result(
         // Input requests are answered before a result is shaped (the `Conversation`'s
         // `input_required` in the modern era, the runtime's rounds in a session); and the core only answers a tool
         // with the kinds above.
+        // Refused before a result is shaped in the modern era; in a session a tool error.
+        Outcome::Answered(Answer::MissingClientCapability { .. }) => {
+            failure(MISSING_CLIENT_CAPABILITY, false, generic())
+        }
         Outcome::Answered(Answer::InputRequired { .. } | Answer::Messages { .. } | Answer::Contents { .. })
         | Outcome::Completed(_) => failure(dispatch::failure::WRONG_ANSWER_KIND, false, generic()),
     };

@@ -1388,7 +1388,8 @@ fn canned_outcome(g: &mut Prng) -> Outcome {
             };
             Outcome::Answered(Answer::InputRequired { requests, state })
         }
-        9 => Outcome::Answered(Answer::Failure { code: g.text(), detail: None }),
+        9 if g.chance(20) => Outcome::Answered(Answer::MissingClientCapability { required: g.shallow(2) }),
+        9 => Outcome::Answered(Answer::Failure { code: g.text(), detail: g.chance(30).then(|| g.shallow(2)) }),
         10 => {
             let named =
                 (0..g.below(3)).map(|_| Violation { pointer: g.text(), rule: g.text(), message: g.text() }).collect();

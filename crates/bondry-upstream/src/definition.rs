@@ -5,13 +5,11 @@
 use std::sync::Arc;
 
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+use bondry_mcp_proto::vocabulary::REQUIRES_CLIENT_KEY;
 use serde_json::{Map, Value, json};
 
 /// The binding kind of every capability an upstream serves.
 pub const BINDING_KIND: &str = "upstream";
-
-/// The `_meta` key under which a tool lists the client capabilities it needs (§9.5).
-pub const REQUIRES_CLIENT_KEY: &str = "dev.bondry/requiresClient";
 
 /// The upstream's own name of a list entry, and its URI or URI template if it has one:
 /// what naming needs, read before anything else is checked.

@@ -105,6 +105,7 @@ async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, request: Han
             }
         },
         Err(Unrelayed::Unavailable) => unavailable(kind),
+        Err(Unrelayed::ClientLacks { required }) => Answer::MissingClientCapability { required },
         Err(Unrelayed::Refused { code, message }) => {
             tracing::info!(upstream = upstream.name(), code, message, "the upstream answered an error");
             let detail = Some(error_detail(code, &message));
@@ -148,7 +149,7 @@ async fn complete(upstream: &Upstream, request: HandlerRequest, query: Completio
     let result = answered.map_err(|why| CompletionFailed {
         code: match why {
             Unrelayed::Unavailable => code::UNAVAILABLE.into(),
-            Unrelayed::Refused { .. } => code::ERROR.into(),
+            Unrelayed::Refused { .. } | Unrelayed::ClientLacks { .. } => code::ERROR.into(),
         },
     })?;
     let completion = result.get("completion").unwrap_or(&Value::Null);

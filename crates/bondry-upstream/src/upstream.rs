@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use bondry_core::capability::{CapabilityId, CapabilityKind};
 use bondry_core::handler::LogLevel;
 use bondry_mcp_proto::Era;
+use bondry_mcp_proto::error::code as rpc;
 use bondry_mcp_proto::lint::ParamHeader;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
@@ -109,6 +110,8 @@ pub enum Unrelayed {
     Unavailable,
     /// The upstream answered a JSON-RPC error.
     Refused { code: i64, message: String },
+    /// The upstream says the caller lacks the client capabilities `required` (-32021).
+    ClientLacks { required: Value },
 }
 
 impl Upstream {
@@ -205,6 +208,11 @@ impl Upstream {
                 Ok(result)
             }
             // The upstream is alive and said no: not a failure of the link.
+            Some(Err(ClientError::Rpc { code: rpc::MISSING_CLIENT_CAPABILITY, data, .. })) => {
+                self.succeeded();
+                let required = data.as_ref().and_then(|data| data.get("requiredCapabilities")).cloned();
+                Err(Unrelayed::ClientLacks { required: required.unwrap_or_else(|| json!({})) })
+            }
             Some(Err(ClientError::Rpc { code, message, .. })) => {
                 self.succeeded();
                 Err(Unrelayed::Refused { code, message })

@@ -17,7 +17,7 @@ const WAIT: Duration = Duration::from_secs(10);
 /// A Bondry serving the conformance fixtures over `revisions`, and a gateway fronting it
 /// as `up` with `stanza` keys added; both killed on drop.
 struct Deployment {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     _upstream: Binary,
     front: Binary,
     client: reqwest::Client,
@@ -26,8 +26,11 @@ struct Deployment {
 impl Deployment {
     async fn start(revisions: &[&str], stanza: &[(&str, toml::Value)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let fixtures =
-            TestConfig::example("conformance.toml").set("listeners.main.protocol_versions", revisions.to_vec());
+        let audit = dir.path().join("upstream-audit.jsonl");
+        let fixtures = TestConfig::example("conformance.toml")
+            .set("listeners.main.protocol_versions", revisions.to_vec())
+            .set("audit.sink", "file")
+            .set("audit.path", audit.to_str().unwrap());
         let upstream = Binary::serve(support::bondry_exe!(), &fixtures.written(dir.path(), "upstream.toml"), &[]);
         let mut up = http_upstream("up", upstream.port);
         up.extend(stanza.iter().map(|(key, value)| (key.to_string(), value.clone())));
@@ -36,7 +39,20 @@ impl Deployment {
         front.logged("upstream up: ", 1).await;
         let newest = if revisions.contains(&MODERN) { MODERN } else { "2025-11-25" };
         assert_eq!(front.count_logged(&format!("revision={newest}")), 1, "the era the upstream speaks");
-        Self { _dir: dir, _upstream: upstream, front, client: reqwest::Client::new() }
+        Self { dir, _upstream: upstream, front, client: reqwest::Client::new() }
+    }
+
+    /// The upstream's audit records of `capability` so far.
+    fn upstream_records(&self, capability: &str) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.dir.path().join("upstream-audit.jsonl")).unwrap_or_default();
+        let records = text.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok());
+        records.filter(|record| record["capability"] == capability).collect()
+    }
+
+    /// A session-era `tools/call` of `name` in session `sid`, answered without input.
+    async fn call_in_session(&self, sid: &str, name: &str, arguments: Value) -> Value {
+        let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
+        self.front.in_session(&self.client, sid, call).await
     }
 
     /// A modern `tools/call` of `name` declaring `capabilities`, with `extra` params.
@@ -192,4 +208,95 @@ async fn a_session_caller_of_a_modern_upstream() {
 #[tokio::test]
 async fn a_session_caller_of_a_handshake_upstream() {
     a_session_caller_crosses(&Deployment::start(&["2025-11-25", "2025-06-18"], &[]).await).await;
+}
+
+const BOTH_ERAS: [&str; 3] = [MODERN, "2025-11-25", "2025-06-18"];
+const HANDSHAKE: [&str; 2] = ["2025-11-25", "2025-06-18"];
+
+async fn json(response: reqwest::Response) -> Value {
+    let status = response.status().as_u16();
+    let mut body: Value = response.json().await.unwrap();
+    body["status"] = json!(status);
+    body
+}
+
+#[tokio::test]
+async fn a_tool_that_requires_a_client_capability_is_listed_so_and_checked_at_the_gateway() {
+    let deployment = Deployment::start(&HANDSHAKE, &[]).await;
+    let listed = json(deployment.front.post(&deployment.client, "tools/list", json!({})).await).await;
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let tool = tools.iter().find(|tool| tool["name"] == "up.test_missing_capability").expect("listed");
+    assert_eq!(tool["_meta"]["dev.bondry/requiresClient"], json!({"sampling": {}}), "{tool}");
+
+    // Bondry's own check answers for the upstream, which saw Bondry's declaration only.
+    let refused = json(deployment.call("up.test_missing_capability", json!({}), json!({}), json!({})).await).await;
+    assert_eq!(refused["status"], 400, "{refused}");
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(refused["error"]["data"]["requiredCapabilities"], json!({"sampling": {}}), "{refused}");
+    let sid = deployment.front.session(&deployment.client).await;
+    let called = deployment.call_in_session(&sid, "up.test_missing_capability", json!({})).await;
+    assert_eq!(called["result"]["isError"], true, "{called}");
+    assert_eq!(called["result"]["_meta"]["dev.bondry/errorCode"], "missing_client_capability", "{called}");
+    assert!(deployment.upstream_records("test_missing_capability").is_empty(), "never relayed");
+}
+
+#[tokio::test]
+async fn an_upstreams_missing_capability_refusal_reaches_each_caller_in_its_eras_shape() {
+    let deployment = Deployment::start(&BOTH_ERAS, &[]).await;
+    // A modern upstream is given the caller's own capabilities, and refuses: -32021.
+    let refused =
+        json(deployment.call("up.test_elicitation", json!({"message": "Who?"}), json!({}), json!({})).await).await;
+    assert_eq!(refused["status"], 400, "{refused}");
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert!(refused["error"]["data"]["requiredCapabilities"].get("elicitation").is_some(), "{refused}");
+    let sid = deployment.front.session(&deployment.client).await;
+    let called = deployment.call_in_session(&sid, "up.test_elicitation", json!({"message": "Who?"})).await;
+    assert_eq!(called["result"]["isError"], true, "{called}");
+    assert_eq!(called["result"]["_meta"]["dev.bondry/errorCode"], "missing_client_capability", "{called}");
+}
+
+#[tokio::test]
+async fn a_handshake_upstreams_request_the_caller_did_not_declare_is_refused_to_it() {
+    let deployment = Deployment::start(&HANDSHAKE, &[]).await;
+    // Refused -32602 to the upstream, whose own answer to that reaches the caller unchanged.
+    let called =
+        json(deployment.call("up.test_elicitation", json!({"message": "Who?"}), json!({}), json!({})).await).await;
+    assert_eq!(called["status"], 200, "{called}");
+    assert_eq!(called["result"]["isError"], true, "{called}");
+    assert_eq!(called["result"]["content"][0]["text"], "Capability execution failed", "{called}");
+    // The upstream's own `dev.bondry/*` keys never pass for the gateway's.
+    assert!(called["result"]["_meta"].get("dev.bondry/errorCode").is_none(), "{called}");
+    let records = deployment.upstream_records("test_elicitation");
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["outcome"], "tool_error", "the upstream's client refused: {records:?}");
+}
+
+#[tokio::test]
+async fn a_held_exchange_is_taken_up_once_and_given_up_after_input_wait() {
+    let deployment = Deployment::start(&HANDSHAKE, &[("input_wait_ms", 400.into())]).await;
+    let elicit = |extra: Value| {
+        deployment.call("up.test_elicitation", json!({"message": "Who?"}), json!({"elicitation": {}}), extra)
+    };
+    let retry = |first: &Value| {
+        let (key, _) = first["result"]["inputRequests"].as_object().unwrap().iter().next().unwrap();
+        json!({"inputResponses": {key.clone(): elicited()}, "requestState": first["result"]["requestState"]})
+    };
+    let first = json(elicit(json!({})).await).await;
+    let done = json(elicit(retry(&first)).await).await;
+    assert!(text_of(&done["result"]).starts_with("User response"), "{done}");
+    let replayed = json(elicit(retry(&first)).await).await;
+    assert_eq!(replayed["result"]["isError"], true, "{replayed}");
+    assert_eq!(replayed["result"]["_meta"]["dev.bondry/errorCode"], "input_exchange_lost", "{replayed}");
+    assert_eq!(replayed["result"]["_meta"]["dev.bondry/retryable"], false, "{replayed}");
+
+    // Nobody retries: after input_wait_ms the upstream's request is answered -32603 and
+    // its call ends there; a late retry finds nothing.
+    let abandoned = json(elicit(json!({})).await).await;
+    assert_eq!(abandoned["result"]["resultType"], "input_required", "{abandoned}");
+    let ended = support::eventually(|| deployment.upstream_records("test_elicitation").len() >= 2).await;
+    assert!(ended, "the upstream's call ended: {:?}", deployment.upstream_records("test_elicitation"));
+    let records = deployment.upstream_records("test_elicitation");
+    assert_ne!(records.last().unwrap()["outcome"], "succeeded", "{records:?}");
+    let late = json(elicit(retry(&abandoned)).await).await;
+    assert_eq!(late["result"]["_meta"]["dev.bondry/errorCode"], "input_exchange_lost", "{late}");
 }
