@@ -300,3 +300,50 @@ async fn a_held_exchange_is_taken_up_once_and_given_up_after_input_wait() {
     let late = json(elicit(retry(&abandoned)).await).await;
     assert_eq!(late["result"]["_meta"]["dev.bondry/errorCode"], "input_exchange_lost", "{late}");
 }
+
+#[tokio::test]
+async fn a_callers_cancellation_reaches_the_upstream_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let stanza = support::table([
+        ("name", "up".into()),
+        ("transport", "stdio".into()),
+        ("command", support::test_upstream_exe().to_str().unwrap().into()),
+    ]);
+    let front =
+        Binary::serve(support::bondry_exe!(), &gateway(stanza, &["up.*"]).written(dir.path(), "gateway.toml"), &[]);
+    front.logged("upstream up: ", 1).await;
+    let client = reqwest::Client::new();
+
+    // A session caller cancels its call: the upstream's tool hears of it.
+    let sid = front.session(&client).await;
+    let call =
+        json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {"name": "up.hang", "arguments": {}}});
+    let hanging = tokio::spawn({
+        let (client, sid, port) = (client.clone(), sid.clone(), front.port);
+        async move {
+            client
+                .post(format!("http://127.0.0.1:{port}/mcp"))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-session-id", sid)
+                .header("mcp-protocol-version", "2025-11-25")
+                .json(&call)
+                .send()
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 41}});
+    assert_eq!(front.post_in_session(&client, &sid, cancel).await.status(), 202);
+    front.logged("hang: cancelled by the caller", 1).await;
+    hanging.abort();
+
+    // A modern caller goes away: so does its upstream request.
+    let gone = tokio::time::timeout(
+        Duration::from_millis(300),
+        front.post(&client, "tools/call", json!({"name": "up.hang", "arguments": {}})),
+    )
+    .await;
+    assert!(gone.is_err(), "the call hangs until its caller leaves");
+    front.logged("hang: cancelled by the caller", 2).await;
+}

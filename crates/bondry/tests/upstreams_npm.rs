@@ -450,3 +450,53 @@ async fn a_stdio_child_gets_its_stanza_environment_and_nothing_else_of_bondrys()
     assert!(!environment.contains_key("BONDRY_TEST_SECRET"));
     assert!(!environment.contains_key("RUST_LOG"), "Binary::serve sets RUST_LOG for Bondry alone");
 }
+
+/// A modern `tools/call` declaring `capabilities`, with `extra` params (a retry's).
+async fn call_declaring(
+    front: &Binary,
+    client: &reqwest::Client,
+    name: &str,
+    capabilities: Value,
+    extra: Value,
+) -> Value {
+    let mut params = json!({"name": name, "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    }});
+    params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    result(front, client, "tools/call", params).await
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio_asks_the_one_caller_in_flight_and_nobody_when_two_are() {
+    let Some(installed) = Installed::find() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let front = serve(dir.path(), &gateway(installed.stdio(&installed.everything(), &["stdio"])), &[]);
+    front.logged(EVERYTHING_LISTED, 1).await;
+    let client = client();
+    let elicit = json!({"elicitation": {}});
+
+    // One call in flight: the child's elicitation request is that call's.
+    let asked = call_declaring(&front, &client, "up.trigger-elicitation-request", elicit.clone(), json!({})).await;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let (key, request) = asked["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
+    let retry = json!({"inputResponses": {key.clone(): {"action": "decline"}}, "requestState": asked["requestState"]});
+    let answered = call_declaring(&front, &client, "up.trigger-elicitation-request", elicit.clone(), retry).await;
+    assert_eq!(answered["resultType"], "complete", "{answered}");
+    assert!(answered["content"].to_string().contains("decline"), "the child got the caller's answer: {answered}");
+
+    // Two calls in flight: a request names neither, so it is refused to the child and
+    // reaches no caller; the other call is untouched.
+    let long = json!({"name": "up.trigger-long-running-operation", "arguments": {"duration": 2, "steps": 2}});
+    let running = result(&front, &client, "tools/call", long);
+    let meanwhile = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        call_declaring(&front, &client, "up.trigger-elicitation-request", elicit.clone(), json!({})).await
+    };
+    let (long, refused) = tokio::join!(running, meanwhile);
+    assert_ne!(refused["resultType"], "input_required", "never given to a caller it may not be: {refused}");
+    assert_eq!(refused["isError"], true, "the child's own answer to the refusal: {refused}");
+    assert!(long.get("isError").is_none_or(|error| error == false), "{long}");
+    assert!(!long.to_string().contains("elicitation"), "{long}");
+}

@@ -4,7 +4,7 @@
 //! `log_stderr` (a long line with control characters on stderr), `huge` (a result over
 //! 1 MiB), `garbage` (a non-JSON line on stdout before its answer), `spawn_grandchild`
 //! (a process in the server's process group, whose pid it answers) and `hold_term` (from then on it
-//! ignores SIGTERM). For failures: `hang` (never answers), `fail` (a JSON-RPC error -32000
+//! ignores SIGTERM). For failures: `hang` (never answers; says on stderr when cancelled), `fail` (a JSON-RPC error -32000
 //! `boom`), `exit` (the process exits mid-call) and `tool_error` (a result with `isError`).
 //! Prompts `greet` and `broken` (-32000 `boom`), resources `test://rmcp/readme` and
 //! `test://rmcp/broken` (-32000 `boom`).
@@ -78,7 +78,7 @@ impl ServerHandler for Upstream {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.unwrap_or_default();
         match &*request.name {
@@ -113,7 +113,15 @@ impl ServerHandler for Upstream {
                 tokio::spawn(async move { while terms.recv().await.is_some() {} });
                 text("holding")
             }
-            "hang" => std::future::pending().await,
+            "hang" => {
+                // Says on stderr when its caller cancels it, which the gateway's log shows.
+                let cancelled = context.ct.clone();
+                tokio::spawn(async move {
+                    cancelled.cancelled().await;
+                    eprintln!("hang: cancelled by the caller");
+                });
+                std::future::pending().await
+            }
             "fail" => Err(boom()),
             "exit" => std::process::exit(3),
             "exit_soon" => {
