@@ -26,6 +26,45 @@ pub trait Handler: Send + Sync + 'static {
         let _ = (request, query);
         Box::pin(std::future::ready(Ok(Completion::default())))
     }
+
+    /// Someone follows the updates of the resource at `uri`, which this handler serves (a
+    /// session's subscription, a listen stream's filter): a backend may ask its upstream
+    /// for them. Every call is balanced by one [`Handler::unwatch`], made when the
+    /// [`Watching`] it belongs to drops. The default does nothing.
+    fn watch(&self, uri: &str) {
+        let _ = uri;
+    }
+
+    /// One follower of `uri` fewer; see [`Handler::watch`].
+    fn unwatch(&self, uri: &str) {
+        let _ = uri;
+    }
+}
+
+/// One follower of a resource's updates, told to the handler serving it: made by
+/// `RealmSnapshot::watch`, unwatched when dropped.
+pub struct Watching {
+    handler: Arc<dyn Handler>,
+    uri: String,
+}
+
+impl Watching {
+    pub(crate) fn new(handler: Arc<dyn Handler>, uri: &str) -> Self {
+        handler.watch(uri);
+        Self { handler, uri: uri.to_owned() }
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.handler.unwatch(&self.uri);
+    }
+}
+
+impl std::fmt::Debug for Watching {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watching").field("uri", &self.uri).finish_non_exhaustive()
+    }
 }
 
 /// Everything a handler is called with.

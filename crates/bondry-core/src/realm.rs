@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::capability::{CapabilityId, CapabilityKind};
+use crate::handler::Watching;
 use crate::policy::{Policy, Principal};
 use crate::registry::{Catalogue, CatalogueError, Lint, Registration};
 use crate::schema::SchemaBounds;
@@ -35,6 +36,14 @@ impl RealmSnapshot {
     /// Whether the realm serves `kind` now, or a backend promised it.
     pub fn announces(&self, kind: CapabilityKind) -> bool {
         self.catalogue.has_kind(kind) || self.promised.contains(&kind)
+    }
+
+    /// Tells the handler serving `uri` that someone follows its updates, until the
+    /// [`Watching`] drops; `None` when nothing serves it. The caller checked that the
+    /// follower may read it.
+    pub fn watch(&self, uri: &str) -> Option<Watching> {
+        let capability = self.catalogue.serving(uri)?;
+        Some(Watching::new(Arc::clone(&capability.handler), uri))
     }
 
     /// What `principal` may list of `kind` through `adapter`, in id order: computed once

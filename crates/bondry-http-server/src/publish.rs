@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use bondry_core::capability::{Binding, CapabilityKind, Descriptor};
 use bondry_core::dispatch::{self, ResourceResolution};
-use bondry_core::handler::{Handler, Publisher};
+use bondry_core::handler::{Handler, Publisher, Watching};
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
 use bondry_core::registry::Registration;
@@ -35,6 +35,8 @@ struct Subscriber {
     principal: Principal,
     subscription: Subscription,
     sender: mpsc::Sender<String>,
+    /// The resources the stream follows, each at the handler serving it, while it is open.
+    _watching: Vec<Watching>,
 }
 
 /// Messages queued per listen stream before new ones are dropped.
@@ -77,12 +79,17 @@ impl Publications {
             return None;
         }
         let key = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
+        let snapshot = self.realms.get(realm).map(|entry| entry.registry.snapshot());
+        let watching = snapshot
+            .map(|snapshot| subscription.resource_uris().iter().filter_map(|uri| snapshot.watch(uri)).collect())
+            .unwrap_or_default();
         let subscriber = Subscriber {
             realm: realm.to_owned(),
             owner: owner.clone(),
             principal: principal.clone(),
             subscription,
             sender,
+            _watching: watching,
         };
         subscribers.insert(key, subscriber);
         Some((Listening { publications: Arc::clone(self), key }, receiver))

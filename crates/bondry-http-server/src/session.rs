@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
-use bondry_core::handler::LogLevel;
+use bondry_core::handler::{LogLevel, Watching};
 use bondry_core::policy::{Principal, PrincipalKind};
 use bondry_mcp_proto::jsonrpc::Id;
 use bondry_mcp_proto::{Effect, Error, LiveSession, NewSession, NotStarted, SessionLookup};
@@ -73,8 +73,9 @@ struct Entry {
     owner: Owner,
     client_capabilities: Value,
     log_level: Option<LogLevel>,
-    /// URIs of the resources the session subscribed to.
-    subscriptions: HashSet<String>,
+    /// URIs of the resources the session subscribed to, each followed at the handler
+    /// serving it until the subscription (or the session) ends.
+    subscriptions: HashMap<String, Option<Watching>>,
     /// Requests the server sent to the client, by the id it sent them as, each with the
     /// call waiting for the answer.
     awaiting: HashMap<Id, oneshot::Sender<Result<Value, Value>>>,
@@ -237,11 +238,7 @@ impl Sessions {
                     entry.log_level = Some(level);
                 }
             }
-            Effect::Subscribe { sid, uri } => {
-                if let Some(entry) = self.shard(&sid).get_mut(&sid) {
-                    entry.subscriptions.insert(uri);
-                }
-            }
+            Effect::Subscribe { sid, uri } => self.subscribe(&sid, uri, |_| None),
             Effect::Unsubscribe { sid, uri } => {
                 if let Some(entry) = self.shard(&sid).get_mut(&sid) {
                     entry.subscriptions.remove(&uri);
@@ -253,6 +250,17 @@ impl Sessions {
                     let _ = waiting.send(answer);
                 }
             }
+        }
+    }
+
+    /// Subscribes session `sid` to `uri`, followed by what `watch` makes of the session's
+    /// realm (once: a repeated subscription keeps the first).
+    pub fn subscribe(&self, sid: &str, uri: String, watch: impl FnOnce(&str) -> Option<Watching>) {
+        let mut shard = self.shard(sid);
+        let Some(entry) = shard.get_mut(sid) else { return };
+        if !entry.subscriptions.contains_key(&uri) {
+            let watching = watch(&entry.realm);
+            entry.subscriptions.insert(uri, watching);
         }
     }
 
@@ -288,7 +296,7 @@ impl Sessions {
             owner,
             client_capabilities: new.client_capabilities,
             log_level: None,
-            subscriptions: HashSet::new(),
+            subscriptions: HashMap::new(),
             awaiting: HashMap::new(),
             next_request: 0,
             expires: new.expires,
@@ -395,7 +403,7 @@ impl Sessions {
 
     /// [`Sessions::notify`], for the sessions of `realm` subscribed to `uri` only.
     pub fn notify_subscribed(&self, realm: &str, uri: &str, wants: impl Fn(&Principal) -> bool, message: &str) {
-        self.notify_where(realm, |entry| entry.subscriptions.contains(uri), wants, message);
+        self.notify_where(realm, |entry| entry.subscriptions.contains_key(uri), wants, message);
     }
 
     fn notify_where(

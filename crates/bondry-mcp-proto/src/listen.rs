@@ -90,6 +90,11 @@ impl Subscription {
         self.notification("notifications/subscriptions/acknowledged", Some(("notifications", Value::Object(honoured))))
     }
 
+    /// The resources whose updates the stream carries.
+    pub fn resource_uris(&self) -> &[String] {
+        &self.uris
+    }
+
     /// The list-changed notification for `kind`, if this subscription asked for it.
     pub fn list_changed(&self, kind: CapabilityKind) -> Option<String> {
         self.wants_list(kind).then(|| self.notification(listing::list_changed_method(kind), None))

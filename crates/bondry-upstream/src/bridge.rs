@@ -167,7 +167,13 @@ async fn run(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut held: Hel
     let mut quiet: Option<Instant> = None;
     let driven = loop {
         tokio::select! {
-            answered = &mut held.flight.answer => break Driven::Answered(upstream.settle(&held.flight, Some(answered))),
+            answered = &mut held.flight.answer => {
+                // What the upstream said before its answer reaches the caller before it.
+                while let Ok(CallEvent::Notice(notice)) = held.events.try_recv() {
+                    emit(&*request.emitter, &notice);
+                }
+                break Driven::Answered(upstream.settle(&held.flight, Some(answered)));
+            }
             Some(event) = held.events.recv() => match event {
                 CallEvent::Notice(notice) => emit(&*request.emitter, &notice),
                 CallEvent::Asked(asked) => match admit(&asked, &request.client_capabilities, spec.allow_url_elicitation) {

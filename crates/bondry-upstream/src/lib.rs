@@ -14,6 +14,7 @@ mod realm;
 pub mod relay;
 mod slots;
 pub mod spec;
+mod subscriptions;
 mod upstream;
 
 pub use client::{ClientError, Connection, Inbox, Notice, Outgoing};

@@ -59,6 +59,14 @@ impl Handler for Relay {
         let upstream = Arc::clone(&self.upstream);
         Box::pin(async move { complete(&upstream, request, query).await })
     }
+
+    fn watch(&self, uri: &str) {
+        self.upstream.follow(uri);
+    }
+
+    fn unwatch(&self, uri: &str) {
+        self.upstream.unfollow(uri);
+    }
 }
 
 async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, request: HandlerRequest) -> Answer {

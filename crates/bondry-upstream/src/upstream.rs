@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use crate::client::{ClientError, Connection, Inbox, Notice, Outgoing, Watch};
 use crate::slots::CallSlots;
 use crate::spec::UpstreamSpec;
+use crate::subscriptions::{Followers, Subscribed};
 
 /// Consecutive failed calls after which an upstream is marked down for its backoff.
 pub const FAILURES_BEFORE_DOWN: u32 = 5;
@@ -81,6 +82,9 @@ pub struct Upstream {
     /// The log level asked of a handshake upstream's session, and on which connection:
     /// the lowest any caller wanted, since one session serves every caller.
     log_level: Mutex<Option<(u64, LogLevel)>>,
+    /// Who follows which of the upstream's resources: the supervisor keeps each
+    /// connection subscribed to those.
+    followers: Followers,
     /// The number of the latest connection a call saw die: the supervisor connects again
     /// at once. A number, not a signal, so that a loss reported late (by a second call that
     /// saw the same connection die) is never read as the loss of the next connection.
@@ -126,6 +130,7 @@ impl Upstream {
             targets: RwLock::new(HashMap::new()),
             calls,
             log_level: Mutex::new(None),
+            followers: Followers::default(),
             lost: watch::Sender::new(0),
         }
     }
@@ -144,6 +149,16 @@ impl Upstream {
     pub fn respec(&self, spec: UpstreamSpec) {
         self.calls.resize(spec.max_concurrent_calls);
         *write(&self.spec) = Arc::new(spec);
+    }
+
+    /// Someone follows the updates of the upstream's resource at `uri`.
+    pub fn follow(&self, uri: &str) {
+        self.followers.follow(uri);
+    }
+
+    /// One follower of `uri` fewer.
+    pub fn unfollow(&self, uri: &str) {
+        self.followers.unfollow(uri);
     }
 
     /// The owner key of this upstream's capabilities in its realm's registry.
@@ -363,8 +378,27 @@ impl Upstream {
         let mut lost = self.lost.subscribe();
         let mut every = tokio::time::interval(self.spec().refresh_interval);
         every.reset();
+        // A new connection holds no subscription: every followed resource is subscribed anew.
+        let mut followed = self.followers.changes();
+        let mut renewals = connection.renewals();
+        let mut subscribed = Subscribed::new(&self.name, connection);
+        subscribed.reconcile(self.followers.followed()).await;
         loop {
             tokio::select! {
+                _ = followed.changed() => subscribed.reconcile(self.followers.followed()).await,
+                // A new session of the same connection: the upstream may have restarted.
+                Ok(()) = renewals.changed() => {
+                    if !self.refresh(connection, news).await {
+                        return None;
+                    }
+                    subscribed = Subscribed::new(&self.name, connection);
+                    subscribed.reconcile(self.followers.followed()).await;
+                }
+                () = subscribed.listen_ended() => {
+                    // Not at once: an upstream that ends every stream must not be asked in a loop.
+                    tokio::time::sleep(FIRST_BACKOFF).await;
+                    subscribed.reconcile(self.followers.followed()).await;
+                }
                 notice = notices.recv() => {
                     let notice = notice?;
                     if notice.method.ends_with("/list_changed") {

@@ -147,6 +147,28 @@ async fn a_modern_caller_crosses(deployment: &Deployment) {
         assert_eq!(notification["params"]["progressToken"], "p-1", "the caller's own token: {notification}");
     }
     assert!(result["result"]["content"].is_array(), "{result}");
+
+    // Log messages of the level asked, before the result.
+    let logs = json!({"_meta": {"io.modelcontextprotocol/logLevel": "info"}});
+    let response = deployment.call("up.test_tool_with_logging", json!({}), json!({}), logs).await;
+    let (messages, result) = until_result(Events::new(response)).await;
+    assert_eq!(messages.len(), 3, "three log messages: {messages:?}");
+    assert!(messages.iter().all(|message| message["method"] == "notifications/message"), "{messages:?}");
+    assert_eq!(messages[0]["params"]["data"], "Tool execution started", "{messages:?}");
+    assert!(result["result"]["content"].is_array(), "{result}");
+}
+
+/// The notifications of an event stream until its response, and the response.
+async fn until_result(mut events: Events) -> (Vec<Value>, Value) {
+    let mut notifications = Vec::new();
+    loop {
+        let message = events.next(WAIT).await.expect("notifications, then the result");
+        if message.get("method").is_some() {
+            notifications.push(message);
+        } else {
+            return (notifications, message);
+        }
+    }
 }
 
 /// A session caller: each input tool's request reaches the caller on the call's stream,
@@ -188,6 +210,16 @@ async fn a_session_caller_crosses(deployment: &Deployment) {
         }
     };
     assert!(result["result"]["content"].is_array(), "{result}");
+
+    // Log messages of the level the session set, before the result.
+    let level = json!({"jsonrpc": "2.0", "id": 21, "method": "logging/setLevel", "params": {"level": "info"}});
+    assert!(front.in_session(client, &sid, level).await.get("result").is_some());
+    let call = json!({"jsonrpc": "2.0", "id": 22, "method": "tools/call",
+        "params": {"name": "up.test_tool_with_logging", "arguments": {}}});
+    let (messages, result) = until_result(Events::new(front.post_in_session(client, &sid, call).await)).await;
+    let data: Vec<&Value> = messages.iter().map(|message| &message["params"]["data"]).collect();
+    assert_eq!(data, ["Tool execution started", "Tool processing data", "Tool execution completed"], "{messages:?}");
+    assert_eq!(result["id"], 22, "{result}");
 }
 
 #[tokio::test]
@@ -346,4 +378,50 @@ async fn a_callers_cancellation_reaches_the_upstream_call() {
     .await;
     assert!(gone.is_err(), "the call hangs until its caller leaves");
     front.logged("hang: cancelled by the caller", 2).await;
+}
+
+#[tokio::test]
+async fn an_upstream_subscription_is_renewed_after_the_upstream_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = |bind: &str| {
+        TestConfig::example("conformance.toml")
+            .set("listeners.main.protocol_versions", HANDSHAKE.to_vec())
+            .set("listeners.main.bind", bind)
+            .written(dir.path(), "upstream.toml")
+    };
+    let upstream = Binary::serve(support::bondry_exe!(), &fixtures("127.0.0.1:0"), &[]);
+    let port = upstream.port;
+    let front = Binary::serve(
+        support::bondry_exe!(),
+        &gateway(http_upstream("up", port), &["up.*"]).written(dir.path(), "gateway.toml"),
+        &[],
+    );
+    front.logged("upstream up: ", 1).await;
+    let client = reqwest::Client::new();
+    let sid = front.session(&client).await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": {"uri": "test://watched-resource"}});
+    assert_eq!(front.in_session(&client, &sid, subscribe).await["result"], json!({}));
+    let subscribed = "upstream resource subscriptions upstream=\"up\" resources=1";
+    front.logged(subscribed, 1).await;
+
+    drop(upstream);
+    let _restarted = Binary::serve(support::bondry_exe!(), &fixtures(&format!("127.0.0.1:{port}")), &[]);
+    // The gateway finds the upstream's session gone, begins a new one and subscribes again.
+    front.logged("upstream session expired: initialized again", 1).await;
+    front.logged(subscribed, 2).await;
+}
+
+#[tokio::test]
+async fn a_modern_upstream_is_followed_through_one_listen_stream() {
+    let deployment = Deployment::start(&BOTH_ERAS, &[]).await;
+    let (front, client) = (&deployment.front, &deployment.client);
+    let sid = front.session(client).await;
+    let subscription = |method: &str| json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {"uri": "test://watched-resource"}});
+    assert_eq!(front.in_session(client, &sid, subscription("resources/subscribe")).await["result"], json!({}));
+    // The upstream took the listen stream naming the resource, and keeps it open.
+    front.logged("upstream resource subscriptions upstream=\"up\" resources=1", 1).await;
+    assert_eq!(front.count_logged("upstream listen stream"), 0, "neither refused nor ended");
+    assert_eq!(front.in_session(client, &sid, subscription("resources/unsubscribe")).await["result"], json!({}));
+    front.logged("upstream resource subscriptions upstream=\"up\" resources=0", 1).await;
 }

@@ -500,3 +500,69 @@ async fn server_everything_over_stdio_asks_the_one_caller_in_flight_and_nobody_w
     assert!(long.get("isError").is_none_or(|error| error == false), "{long}");
     assert!(!long.to_string().contains("elicitation"), "{long}");
 }
+
+/// The GET event stream of session `sid`.
+async fn session_stream(front: &Binary, client: &reqwest::Client, sid: &str) -> support::Events {
+    let response = client
+        .get(format!("http://127.0.0.1:{}/mcp", front.port))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    support::Events::new(response)
+}
+
+/// The next `notifications/resources/updated` of `events`, within 10 s.
+async fn next_update(events: &mut support::Events) -> Value {
+    loop {
+        let message = events.next(Duration::from_secs(10)).await.expect("a resource update");
+        if message["method"] == "notifications/resources/updated" {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn subscribers_through_the_gateway_share_one_upstream_subscription_and_all_hear_its_updates() {
+    let Some(installed) = Installed::find() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let front = serve(dir.path(), &gateway(installed.stdio(&installed.everything(), &["stdio"])), &[]);
+    front.logged(EVERYTHING_LISTED, 1).await;
+    let client = client();
+    let features = "demo://resource/static/document/features.md";
+    let subscribe = |sid: String, method: &'static str| {
+        let (front, client) = (&front, &client);
+        async move { session_result(front, client, &sid, method, json!({"uri": features})).await }
+    };
+
+    // Two sessions subscribe: the upstream is subscribed once.
+    let (first, second) = (front.session(&client).await, front.session(&client).await);
+    let (mut first_events, mut second_events) =
+        (session_stream(&front, &client, &first).await, session_stream(&front, &client, &second).await);
+    subscribe(first.clone(), "resources/subscribe").await;
+    front.logged("upstream resource subscriptions upstream=\"up\" resources=1", 1).await;
+    subscribe(second.clone(), "resources/subscribe").await;
+    // And a modern caller's listen stream follows it too.
+    let listen = json!({"notifications": {"resourceSubscriptions": [features]}});
+    let mut listening = support::Events::new(front.post(&client, "subscriptions/listen", listen).await);
+    let acknowledged = listening.next(Duration::from_secs(10)).await.expect("acknowledged");
+    assert_eq!(acknowledged["method"], "notifications/subscriptions/acknowledged", "{acknowledged}");
+
+    // The upstream sends an update at once when told to: every follower hears it.
+    let toggle = json!({"name": "up.toggle-subscriber-updates", "arguments": {}});
+    session_result(&front, &client, &first, "tools/call", toggle.clone()).await;
+    for events in [&mut first_events, &mut second_events, &mut listening] {
+        assert_eq!(next_update(events).await["params"]["uri"], features);
+    }
+    assert_eq!(front.count_logged("upstream resource subscriptions"), 1, "one upstream subscription for all");
+    drop(listening);
+
+    // The last subscriber gone, so is the upstream subscription.
+    subscribe(first, "resources/unsubscribe").await;
+    assert_eq!(front.count_logged("upstream resource subscriptions"), 1, "one subscriber is left");
+    subscribe(second.clone(), "resources/unsubscribe").await;
+    front.logged("upstream resource subscriptions upstream=\"up\" resources=0", 1).await;
+    session_result(&front, &client, &second, "tools/call", toggle).await;
+}

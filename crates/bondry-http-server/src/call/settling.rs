@@ -52,6 +52,14 @@ impl Settle for Settling<'_> {
 
     fn apply(&mut self, effect: Effect) {
         let Opener { limits, epoch, owner } = self.opener;
-        self.endpoint.sessions.apply(effect, limits, epoch, owner);
+        match effect {
+            // The handler serving the resource hears that the session follows it.
+            Effect::Subscribe { sid, uri } => {
+                let realms = &self.endpoint.realms;
+                let watch = |realm: &str| realms.get(realm)?.registry.snapshot().watch(&uri);
+                self.endpoint.sessions.subscribe(&sid, uri.clone(), watch);
+            }
+            effect => self.endpoint.sessions.apply(effect, limits, epoch, owner),
+        }
     }
 }

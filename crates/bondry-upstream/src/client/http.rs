@@ -54,6 +54,8 @@ pub(crate) struct Http {
     session: Mutex<Session>,
     /// Held while an expired session is renewed, so one expiry initializes once.
     renewing: tokio::sync::Mutex<()>,
+    /// Bumped by each renewal: the new session holds nothing of the old one's.
+    renewals: watch::Sender<u64>,
 }
 
 /// What a handshake upstream agreed; empty for a modern one.
@@ -127,7 +129,13 @@ impl Http {
             ids,
             session: Mutex::new(Session::default()),
             renewing: tokio::sync::Mutex::new(()),
+            renewals: watch::Sender::new(0),
         })
+    }
+
+    /// Changes with each renewal of the session from now on.
+    pub(crate) fn renewals(&self) -> watch::Receiver<u64> {
+        self.renewals.subscribe()
     }
 
     /// The session id of a handshake upstream.
@@ -387,6 +395,7 @@ impl Http {
         self.lock_session().id = None;
         negotiate::handshake(&Once(self), &[revision], &self.ids).await?;
         tracing::info!(upstream = self.upstream, "upstream session expired: initialized again");
+        self.renewals.send_modify(|renewals| *renewals += 1);
         Ok(())
     }
 

@@ -7,6 +7,7 @@
 //! Connection::server_capabilities(&self) -> &Value
 //! Connection::server_info(&self) -> &Value
 //! Connection::session(&self) -> Option<String>          // a handshake HTTP upstream's
+//! Connection::renewals(&self) -> watch::Receiver<u64>   // its session initialized again
 //! Connection::process_group(&self) -> Option<i32>       // a stdio child's
 //! Connection::request(&self, Outgoing) -> Result<Value, ClientError>
 //! Connection::request_watched(&self, Outgoing, Watch) -> Result<Value, ClientError>
@@ -211,6 +212,16 @@ impl Connection {
         match &self.0.transport {
             Transport::Http(http) => http.session_id(),
             Transport::Stdio(_) => None,
+        }
+    }
+
+    /// Changes each time a handshake HTTP upstream's expired session is initialized again
+    /// (the upstream restarted, say): what the old session held, such as resource
+    /// subscriptions, is gone. Never changes for other connections (its sender may be gone).
+    pub fn renewals(&self) -> watch::Receiver<u64> {
+        match &self.0.transport {
+            Transport::Http(http) => http.renewals(),
+            Transport::Stdio(_) => watch::channel(0).1,
         }
     }
 

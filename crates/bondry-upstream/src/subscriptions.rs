@@ -1,0 +1,183 @@
+//! The resources of one upstream that someone follows, and Bondry's one subscription to
+//! each of them on the upstream's current connection (contract §9.5).
+//!
+//! However many sessions and listen streams follow a resource, the upstream is asked
+//! once: a `resources/subscribe` in a handshake upstream's session, or one
+//! `subscriptions/listen` stream to a modern upstream naming every followed URI, opened
+//! anew with the new set when the set changes (the new stream is under way before the old
+//! one closes). The last follower gone, the subscription ends. A new connection starts
+//! with none, so every followed resource is subscribed again after a reconnect. Updates
+//! arrive as notices, which reach every follower that can still read the resource.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use bondry_mcp_proto::Era;
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+
+use crate::client::{ClientError, Connection, Outgoing};
+
+/// How long a new listen stream gets to be under way before the one it replaces closes.
+const OVERLAP: Duration = Duration::from_millis(50);
+
+/// Who follows which of an upstream's resources.
+pub struct Followers {
+    counts: Mutex<HashMap<String, usize>>,
+    /// Bumped whenever a resource gains its first follower or loses its last.
+    changed: watch::Sender<u64>,
+}
+
+impl Default for Followers {
+    fn default() -> Self {
+        Self { counts: Mutex::new(HashMap::new()), changed: watch::Sender::new(0) }
+    }
+}
+
+impl Followers {
+    pub fn follow(&self, uri: &str) {
+        let mut counts = self.counts();
+        let count = counts.entry(uri.to_owned()).or_insert(0);
+        *count += 1;
+        if *count == 1 {
+            self.changed.send_modify(|version| *version += 1);
+        }
+    }
+
+    pub fn unfollow(&self, uri: &str) {
+        let mut counts = self.counts();
+        let Some(count) = counts.get_mut(uri) else { return };
+        *count -= 1;
+        if *count == 0 {
+            counts.remove(uri);
+            self.changed.send_modify(|version| *version += 1);
+        }
+    }
+
+    /// The resources with at least one follower.
+    pub fn followed(&self) -> BTreeSet<String> {
+        self.counts().keys().cloned().collect()
+    }
+
+    /// Changes from now on.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+type Listen = Pin<Box<dyn Future<Output = Result<Value, ClientError>> + Send>>;
+
+/// Bondry's subscriptions on one connection.
+pub struct Subscribed {
+    upstream: String,
+    connection: Connection,
+    uris: BTreeSet<String>,
+    /// A modern upstream's listen stream, while it carries any URI.
+    listen: Option<Listen>,
+}
+
+impl Subscribed {
+    pub fn new(upstream: &str, connection: &Connection) -> Self {
+        Self { upstream: upstream.to_owned(), connection: connection.clone(), uris: BTreeSet::new(), listen: None }
+    }
+
+    /// Subscribes to exactly `wanted` on the connection.
+    pub async fn reconcile(&mut self, wanted: BTreeSet<String>) {
+        if wanted == self.uris {
+            return;
+        }
+        let done = match self.connection.revision().era() {
+            Era::Handshake => self.in_session(&wanted).await,
+            Era::Modern => self.listen(&wanted).await,
+        };
+        if done {
+            tracing::info!(upstream = self.upstream, resources = wanted.len(), "upstream resource subscriptions");
+            self.uris = wanted;
+        }
+    }
+
+    /// Resolves when a modern upstream ended its listen stream; never otherwise.
+    pub async fn listen_ended(&mut self) {
+        match self.listen.as_mut() {
+            Some(listen) => {
+                let ended = listen.await;
+                tracing::info!(upstream = self.upstream, ?ended, "upstream listen stream ended");
+                self.listen = None;
+                // Opened again with the same set at the next reconcile.
+                self.uris.clear();
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Whether the upstream's session is subscribed to `wanted` (a failed change is
+    /// logged and not tried again until the set changes).
+    async fn in_session(&mut self, wanted: &BTreeSet<String>) -> bool {
+        let offered = self.connection.server_capabilities().pointer("/resources/subscribe") == Some(&json!(true));
+        if !offered {
+            return true;
+        }
+        let changes = wanted
+            .difference(&self.uris)
+            .map(|uri| ("resources/subscribe", uri))
+            .chain(self.uris.difference(wanted).map(|uri| ("resources/unsubscribe", uri)));
+        for (method, uri) in changes {
+            let params = Map::from_iter([("uri".to_owned(), json!(uri))]);
+            if let Err(error) = self.connection.request(Outgoing::new(method, params)).await {
+                tracing::warn!(upstream = self.upstream, method, uri, %error, "upstream subscription not changed");
+            }
+        }
+        true
+    }
+
+    /// Whether a listen stream carries `wanted` now; one the upstream refused at once is
+    /// tried again at the next reconcile.
+    async fn listen(&mut self, wanted: &BTreeSet<String>) -> bool {
+        let replaced = self.listen.take();
+        if !wanted.is_empty() {
+            let filter = json!({"resourceSubscriptions": wanted});
+            let params = Map::from_iter([("notifications".to_owned(), filter)]);
+            let connection = self.connection.clone();
+            let mut listen: Listen =
+                Box::pin(async move { connection.request(Outgoing::new("subscriptions/listen", params)).await });
+            // Under way before the stream it replaces closes, so no update falls between.
+            if let Ok(ended) = tokio::time::timeout(OVERLAP, &mut listen).await {
+                tracing::warn!(upstream = self.upstream, ?ended, "upstream listen stream refused");
+                self.listen = replaced;
+                return false;
+            }
+            self.listen = Some(listen);
+        }
+        drop(replaced);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resource_is_followed_from_its_first_follower_to_its_last() {
+        let followers = Followers::default();
+        let changes = followers.changes();
+        followers.follow("test://a");
+        followers.follow("test://a");
+        followers.follow("test://b");
+        assert_eq!(*changes.borrow(), 2, "each resource once");
+        assert_eq!(followers.followed(), BTreeSet::from(["test://a".to_owned(), "test://b".to_owned()]));
+        followers.unfollow("test://a");
+        assert_eq!(*changes.borrow(), 2, "one follower left");
+        followers.unfollow("test://a");
+        followers.unfollow("test://never");
+        assert_eq!(*changes.borrow(), 3);
+        assert_eq!(followers.followed(), BTreeSet::from(["test://b".to_owned()]));
+    }
+}
