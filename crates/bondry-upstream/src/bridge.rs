@@ -340,3 +340,51 @@ fn emit(emitter: &dyn Emitter, notice: &Notice) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked(method: &str, params: Value) -> Asked {
+        Asked {
+            id: bondry_mcp_proto::jsonrpc::Id::Integer(1),
+            method: method.into(),
+            params: params.as_object().cloned().unwrap(),
+        }
+    }
+
+    #[test]
+    fn an_upstream_request_reaches_the_caller_only_as_the_gateway_allows() {
+        let both = json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}});
+        let sampling =
+            asked("sampling/createMessage", json!({"messages": [], "includeContext": "allServers", "_meta": {"k": 1}}));
+        let request = admit(&sampling, &both, false).unwrap();
+        assert_eq!(request.kind, InputKind::Sampling);
+        assert_eq!(request.params, json!({"messages": [], "includeContext": "none"}), "no other server's context");
+
+        let url = asked("elicitation/create", json!({"mode": "url", "url": "https://example.com", "message": "m"}));
+        assert_eq!(admit(&url, &both, false).unwrap_err().0, rpc::INVALID_PARAMS, "not allowed by the stanza");
+        assert_eq!(admit(&url, &both, true).unwrap().kind, InputKind::Elicitation);
+        let form = asked("elicitation/create", json!({"message": "m", "requestedSchema": {"type": "object"}}));
+        assert_eq!(admit(&form, &json!({"sampling": {}}), true).unwrap_err().0, rpc::INVALID_PARAMS, "undeclared");
+        assert_eq!(admit(&asked("roots/list", json!({})), &both, true).unwrap_err().0, rpc::METHOD_NOT_FOUND);
+        assert_eq!(admit(&asked("tools/call", json!({})), &both, true).unwrap_err().0, rpc::METHOD_NOT_FOUND);
+    }
+
+    #[test]
+    fn a_modern_upstreams_input_required_becomes_the_callers_with_its_state_inside() {
+        let result = json!({"resultType": "input_required", "requestState": "opaque",
+            "inputRequests": {"q": {"method": "sampling/createMessage", "params": {"messages": []}}}});
+        let Some(Ok(asking)) = upstream_input(&result, false) else { panic!("passed on") };
+        assert_eq!(asking.requests["q"].params, json!({"messages": [], "includeContext": "none"}));
+        assert_eq!(asking.state, json!({UPSTREAM_STATE: "opaque"}));
+        assert!(upstream_input(&json!({"resultType": "complete"}), false).is_none());
+        let unknown = json!({"resultType": "input_required", "inputRequests": {"q": {"method": "x/y"}}});
+        assert!(matches!(upstream_input(&unknown, false), Some(Err(_))));
+
+        let mut outgoing = Outgoing::new("tools/call", Map::new());
+        retried(&mut outgoing, &BTreeMap::from([("q".to_owned(), json!({"ok": 1}))]), Some(&json!("opaque")));
+        assert_eq!(outgoing.params["inputResponses"], json!({"q": {"ok": 1}}));
+        assert_eq!(outgoing.params["requestState"], "opaque");
+    }
+}

@@ -566,3 +566,71 @@ async fn subscribers_through_the_gateway_share_one_upstream_subscription_and_all
     front.logged("upstream resource subscriptions upstream=\"up\" resources=0", 1).await;
     session_result(&front, &client, &second, "tools/call", toggle).await;
 }
+
+#[tokio::test]
+async fn url_elicitation_crosses_only_an_upstream_stanza_that_allows_it() {
+    let Some(installed) = Installed::find() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let client = client();
+    let url_tool = "up.trigger-url-elicitation";
+
+    // Not allowed (the default): Bondry declares form-mode elicitation only, so
+    // server-everything offers no tool that asks for a URL.
+    let stanza = installed.stdio(&installed.everything(), &["stdio"]);
+    let closed = serve(dir.path(), &gateway(stanza.clone()), &[]);
+    closed.logged(EVERYTHING_LISTED, 1).await;
+    let tools = names(&result(&closed, &client, "tools/list", json!({})).await, "tools");
+    assert!(!tools.contains(&url_tool.to_owned()), "{tools:?}");
+    drop(closed);
+
+    let mut allowed = stanza;
+    allowed.insert("allow_url_elicitation".into(), true.into());
+    let front = serve(dir.path(), &gateway(allowed), &[]);
+    front.logged("upstream up: ", 1).await;
+    let tools = names(&result(&front, &client, "tools/list", json!({})).await, "tools");
+    assert!(tools.contains(&url_tool.to_owned()), "{tools:?}");
+    let arguments = json!({"url": "https://example.com/consent", "message": "Open it"});
+    let params = json!({"name": url_tool, "arguments": arguments, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}},
+    }});
+    let asked = result(&front, &client, "tools/call", params).await;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let request = asked["inputRequests"].as_object().unwrap().values().next().unwrap();
+    assert_eq!(request["params"]["mode"], "url", "{asked}");
+    assert_eq!(request["params"]["url"], "https://example.com/consent", "{asked}");
+}
+
+#[tokio::test]
+async fn server_everything_asks_for_sampling_and_sees_only_the_stanzas_roots() {
+    let Some(installed) = Installed::find() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut stanza = installed.stdio(&installed.everything(), &["stdio"]);
+    let root =
+        toml::Table::from_iter([("uri".to_owned(), "file:///srv/shared".into()), ("name".to_owned(), "shared".into())]);
+    stanza.insert("roots".into(), vec![toml::Value::Table(root)].into());
+    let front = serve(dir.path(), &gateway(stanza), &[]);
+    front.logged(EVERYTHING_LISTED, 1).await;
+    let client = client();
+
+    // A sampling request reaches the caller, without any other server's context.
+    let sampling = json!({"sampling": {}});
+    let prompt = json!({"prompt": "Six times seven?"});
+    let first = json!({"arguments": prompt});
+    let asked = call_declaring(&front, &client, "up.trigger-sampling-request", sampling.clone(), first).await;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let (key, request) = asked["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    assert_eq!(request["method"], "sampling/createMessage", "{asked}");
+    assert_eq!(request["params"]["includeContext"], "none", "{asked}");
+    let answer = json!({"role": "assistant", "content": {"type": "text", "text": "sampled here"}, "model": "m"});
+    let retry =
+        json!({"arguments": prompt, "inputResponses": {key.clone(): answer}, "requestState": asked["requestState"]});
+    let answered = call_declaring(&front, &client, "up.trigger-sampling-request", sampling, retry).await;
+    assert!(answered["content"].to_string().contains("sampled here"), "the child got the answer: {answered}");
+
+    // Its roots are the stanza's, whatever roots the caller has.
+    let roots = call_declaring(&front, &client, "up.get-roots-list", json!({"roots": {}}), json!({})).await;
+    let text = roots["content"].to_string();
+    assert!(text.contains("file:///srv/shared"), "{roots}");
+    assert_ne!(roots["resultType"], "input_required", "the caller is never asked for its roots: {roots}");
+}

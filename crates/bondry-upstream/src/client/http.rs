@@ -25,7 +25,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::negotiate::{self, Wire};
+use super::negotiate::{self, Offer, Wire};
 use super::sse::{Data, Event, SseDecoder};
 use super::watched::{Asked, Router};
 use super::wire::{Frame, Ids, Incoming, id_of_truncated, read};
@@ -50,6 +50,8 @@ pub(crate) struct Http {
     limit: usize,
     router: Router,
     roots: Vec<Root>,
+    /// Declared again when the session is renewed.
+    url_elicitation: bool,
     ids: Arc<Ids>,
     session: Mutex<Session>,
     /// Held while an expired session is renewed, so one expiry initializes once.
@@ -126,6 +128,7 @@ impl Http {
             limit: spec.max_response_bytes,
             router,
             roots: spec.roots.clone(),
+            url_elicitation: spec.allow_url_elicitation,
             ids,
             session: Mutex::new(Session::default()),
             renewing: tokio::sync::Mutex::new(()),
@@ -393,7 +396,8 @@ impl Http {
         }
         let revision = session.revision.ok_or(ClientError::Closed)?;
         self.lock_session().id = None;
-        negotiate::handshake(&Once(self), &[revision], &self.ids).await?;
+        let offer = Offer { revisions: &[revision], url_elicitation: self.url_elicitation };
+        negotiate::handshake(&Once(self), offer, &self.ids).await?;
         tracing::info!(upstream = self.upstream, "upstream session expired: initialized again");
         self.renewals.send_modify(|renewals| *renewals += 1);
         Ok(())

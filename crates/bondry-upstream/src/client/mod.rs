@@ -76,7 +76,7 @@ pub use inbox::{Inbox, Notice};
 pub use watched::{Asked, CALL_EVENTS, CallEvent, Watch};
 
 use self::http::Http;
-use self::negotiate::{Negotiated, Wire};
+use self::negotiate::{Negotiated, Offer, Wire};
 use self::stdio::Stdio;
 use self::watched::{Router, Watchers};
 use self::wire::{Frame, Ids};
@@ -171,7 +171,8 @@ impl Connection {
                     Transport::Stdio(Stdio::start(spec, command, args, env, cwd.as_deref(), router)?)
                 }
             };
-            let negotiated = negotiate::negotiate(&transport, &spec.protocol_versions, &ids).await?;
+            let offer = Offer { revisions: &spec.protocol_versions, url_elicitation: spec.allow_url_elicitation };
+            let negotiated = negotiate::negotiate(&transport, offer, &ids).await?;
             Ok::<_, ClientError>((transport, negotiated))
         };
         // A transport dropped here (the timeout) ends what it started: a child is killed.

@@ -28,8 +28,16 @@ pub(crate) trait Wire {
     async fn send(&self, frame: Frame) -> Result<(), ClientError>;
 }
 
-pub(crate) async fn negotiate(wire: &impl Wire, offered: &[Revision], ids: &Ids) -> Result<Negotiated, ClientError> {
-    if offered.contains(&Revision::V2026_07_28) {
+/// What Bondry offers an upstream: the revisions, and whether its callers may be asked
+/// to open a URL (URL-mode elicitation, `allow_url_elicitation`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Offer<'a> {
+    pub revisions: &'a [Revision],
+    pub url_elicitation: bool,
+}
+
+pub(crate) async fn negotiate(wire: &impl Wire, offer: Offer<'_>, ids: &Ids) -> Result<Negotiated, ClientError> {
+    if offer.revisions.contains(&Revision::V2026_07_28) {
         let discover = Frame::modern(Some(ids.next()), &Outgoing::new("server/discover", Map::new()))?;
         match wire.exchange(discover).await {
             Ok(result) => match discovered(result) {
@@ -40,18 +48,19 @@ pub(crate) async fn negotiate(wire: &impl Wire, offered: &[Revision], ids: &Ids)
             Err(error) => return Err(error),
         }
     }
-    handshake(wire, offered, ids).await
+    handshake(wire, offer, ids).await
 }
 
 /// `initialize` and `notifications/initialized`: also how an expired session is renewed.
-pub(crate) async fn handshake(wire: &impl Wire, offered: &[Revision], ids: &Ids) -> Result<Negotiated, ClientError> {
+pub(crate) async fn handshake(wire: &impl Wire, offer: Offer<'_>, ids: &Ids) -> Result<Negotiated, ClientError> {
+    let offered = offer.revisions;
     let newest =
         offered.iter().copied().filter(|revision| revision.era() == Era::Handshake).max().ok_or_else(|| {
             ClientError::Protocol("the upstream does not serve 2026-07-28 and no handshake revision is offered".into())
         })?;
     let params = Map::from_iter([
         ("protocolVersion".to_owned(), Value::from(newest.as_str())),
-        ("capabilities".to_owned(), declared_capabilities()),
+        ("capabilities".to_owned(), declared_capabilities(offer.url_elicitation)),
         ("clientInfo".to_owned(), client_info()),
     ]);
     let result = wire.exchange(Frame::handshake(Some(ids.next()), "initialize", params, None)).await?;
@@ -73,8 +82,10 @@ pub(crate) async fn handshake(wire: &impl Wire, offered: &[Revision], ids: &Ids)
 
 /// What Bondry declares at `initialize`: all three, so that tools offered only to such
 /// clients are listed; a request of a kind the call's caller lacks is refused later.
-fn declared_capabilities() -> Value {
-    json!({"elicitation": {}, "sampling": {}, "roots": {}})
+/// Elicitation's URL mode only where the stanza allows it.
+fn declared_capabilities(url_elicitation: bool) -> Value {
+    let elicitation = if url_elicitation { json!({"form": {}, "url": {}}) } else { json!({}) };
+    json!({"elicitation": elicitation, "sampling": {}, "roots": {}})
 }
 
 /// A discover result naming 2026-07-28, as negotiated.
@@ -125,7 +136,7 @@ mod tests {
 
     fn run(script: &Script, offered: &[Revision]) -> Result<Negotiated, ClientError> {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        runtime.block_on(negotiate(script, offered, &Ids::default()))
+        runtime.block_on(negotiate(script, Offer { revisions: offered, url_elicitation: false }, &Ids::default()))
     }
 
     fn initialized(version: &str) -> Result<Value, ClientError> {
@@ -161,8 +172,22 @@ mod tests {
             assert_eq!(script.methods(), ["server/discover", "initialize", "notifications/initialized"]);
             let initialize = &script.sent.lock().unwrap()[1];
             assert_eq!(initialize["params"]["protocolVersion"], "2025-11-25");
-            assert_eq!(initialize["params"]["capabilities"], declared_capabilities());
+            assert_eq!(
+                initialize["params"]["capabilities"],
+                json!({"elicitation": {}, "sampling": {}, "roots": {}}),
+                "all three, elicitation in form mode only"
+            );
         }
+    }
+
+    #[test]
+    fn url_elicitation_is_declared_only_where_allowed() {
+        let script = Script::new(vec![initialized("2025-11-25")]);
+        let offer = Offer { revisions: &[Revision::V2025_11_25], url_elicitation: true };
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(negotiate(&script, offer, &Ids::default())).unwrap();
+        let initialize = &script.sent.lock().unwrap()[0];
+        assert_eq!(initialize["params"]["capabilities"]["elicitation"], json!({"form": {}, "url": {}}));
     }
 
     #[test]
