@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use crate::BoxFuture;
 use crate::audit::AuditOutcome;
 use crate::capability::CapabilityKind;
-use crate::handler::{Answer, Completion, CompletionFailed, CompletionQuery, HandlerRequest};
+use crate::handler::{Answer, Completion, CompletionFailed, CompletionQuery, HandlerRequest, Watching};
 use crate::policy::Principal;
 use crate::realm::RealmSnapshot;
 use crate::registry::Capability;
@@ -117,6 +117,17 @@ pub fn resolve_resource(
         };
     }
     ResourceResolution::Hidden(hidden)
+}
+
+/// Tells the handler that serves `uri` in `principal`'s view that the principal follows
+/// its updates, until the [`Watching`] drops; `None` when the principal can read nothing
+/// there. The same capability a read would reach: a template hidden from the principal
+/// is passed over.
+pub fn watch(snapshot: &RealmSnapshot, principal: &Principal, adapter: &str, uri: &str) -> Option<Watching> {
+    match resolve_resource(snapshot, principal, adapter, uri) {
+        ResourceResolution::Visible { capability, .. } => Some(Watching::new(Arc::clone(&capability.handler), uri)),
+        ResourceResolution::InvalidVariables(_) | ResourceResolution::Hidden(_) => None,
+    }
 }
 
 /// A URI variable as the type its property in `schema` declares: integers, numbers and

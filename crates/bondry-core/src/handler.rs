@@ -42,7 +42,7 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// One follower of a resource's updates, told to the handler serving it: made by
-/// `RealmSnapshot::watch`, unwatched when dropped.
+/// `dispatch::watch`, unwatched when dropped.
 pub struct Watching {
     handler: Arc<dyn Handler>,
     uri: String,

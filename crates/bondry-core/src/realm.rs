@@ -5,7 +5,6 @@ use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::capability::{CapabilityId, CapabilityKind};
-use crate::handler::Watching;
 use crate::policy::{Policy, Principal};
 use crate::registry::{Catalogue, CatalogueError, Lint, Registration};
 use crate::schema::SchemaBounds;
@@ -36,14 +35,6 @@ impl RealmSnapshot {
     /// Whether the realm serves `kind` now, or a backend promised it.
     pub fn announces(&self, kind: CapabilityKind) -> bool {
         self.catalogue.has_kind(kind) || self.promised.contains(&kind)
-    }
-
-    /// Tells the handler serving `uri` that someone follows its updates, until the
-    /// [`Watching`] drops; `None` when nothing serves it. The caller checked that the
-    /// follower may read it.
-    pub fn watch(&self, uri: &str) -> Option<Watching> {
-        let capability = self.catalogue.serving(uri)?;
-        Some(Watching::new(Arc::clone(&capability.handler), uri))
     }
 
     /// What `principal` may list of `kind` through `adapter`, in id order: computed once
@@ -570,8 +561,10 @@ mod tests {
     fn a_uri_matches_configured_templates_first_then_each_owners_in_rank_order() {
         use crate::policy::{Grant, Principal, Subject};
         let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
-        let grant = |id| Grant::parse(Subject::Role("r".into()), id, "mcp").unwrap();
-        let policy = Policy::new(["z.own", "a.later", "b.sooner"].into_iter().map(grant).collect());
+        let grant = |role: &str, id| Grant::parse(Subject::Role(role.into()), id, "mcp").unwrap();
+        let mut grants: Vec<Grant> = ["z.own", "a.later", "b.sooner"].into_iter().map(|id| grant("r", id)).collect();
+        grants.push(grant("s", "b.sooner"));
+        let policy = Policy::new(grants);
         let sources = Sources {
             configured: vec![template("z.own", "test://own/{id}", &handler)],
             dynamic: BTreeMap::new(),
@@ -596,6 +589,30 @@ mod tests {
         assert_eq!(served("test://own/1"), "z.own");
         assert_eq!(served("test://own/1/2"), "b.sooner", "then the owners in rank order");
         assert_eq!(served("test://else/1"), "a.later");
+
+        // A follower is followed where it would read: a template hidden from it is passed over.
+        #[derive(Default)]
+        struct Counting(Mutex<Vec<String>>);
+        impl crate::handler::Handler for Counting {
+            fn call(&self, _: crate::handler::HandlerRequest) -> crate::BoxFuture<'static, crate::handler::Answer> {
+                Box::pin(std::future::ready(crate::handler::Answer::Failure { code: "nothing".into(), detail: None }))
+            }
+            fn watch(&self, uri: &str) {
+                self.0.lock().unwrap().push(format!("+{uri}"));
+            }
+            fn unwatch(&self, uri: &str) {
+                self.0.lock().unwrap().push(format!("-{uri}"));
+            }
+        }
+        let counting = Arc::new(Counting::default());
+        let counted: Arc<dyn crate::handler::Handler> = Arc::clone(&counting) as _;
+        events.offer("b-sooner", vec![template("b.sooner", "test://own/{+rest}", &counted)]);
+        let only_b = Principal::anonymous(vec!["s".to_owned()]);
+        let watching = crate::dispatch::watch(&registry.snapshot(), &only_b, "mcp", "test://own/1");
+        assert_eq!(*counting.0.lock().unwrap(), ["+test://own/1"], "not z.own's, which it cannot read");
+        drop(watching);
+        assert_eq!(*counting.0.lock().unwrap(), ["+test://own/1", "-test://own/1"]);
+        assert!(crate::dispatch::watch(&registry.snapshot(), &only_b, "mcp", "test://else/1").is_none());
     }
 
     #[test]

@@ -200,14 +200,6 @@ impl Catalogue {
         self.by_kind[kind_index(kind)].iter()
     }
 
-    /// What serves `uri`, whoever asks: its static resource, else the first template that
-    /// matches it.
-    pub fn serving(&self, uri: &str) -> Option<&Arc<Capability>> {
-        self.resource(uri).or_else(|| {
-            self.templates.iter().find(|entry| entry.template.as_ref().is_some_and(|t| t.matches(uri).is_some()))
-        })
-    }
-
     /// The resource templates in the order they were registered, which is the order a
     /// URI is matched against them.
     pub fn templates_by_precedence(&self) -> impl Iterator<Item = &Arc<Capability>> {

@@ -80,9 +80,11 @@ impl Publications {
         }
         let key = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
         let snapshot = self.realms.get(realm).map(|entry| entry.registry.snapshot());
-        let watching = snapshot
-            .map(|snapshot| subscription.resource_uris().iter().filter_map(|uri| snapshot.watch(uri)).collect())
-            .unwrap_or_default();
+        let follow = |snapshot: Arc<RealmSnapshot>| {
+            let uris = subscription.resource_uris().iter();
+            uris.filter_map(|uri| dispatch::watch(&snapshot, principal, ADAPTER, uri)).collect()
+        };
+        let watching = snapshot.map(follow).unwrap_or_default();
         let subscriber = Subscriber {
             realm: realm.to_owned(),
             owner: owner.clone(),

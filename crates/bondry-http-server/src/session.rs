@@ -64,6 +64,11 @@ impl Owner {
     }
 }
 
+/// How a session's subscription is followed at the handler serving the resource: given
+/// the session's realm and principal and the URI, the follow that lasts as long as the
+/// subscription (`None` when nothing the principal can read serves it).
+pub type Follow<'a> = &'a dyn Fn(&str, &Principal, &str) -> Option<Watching>;
+
 /// Messages kept for a session while it has no open stream; past it the oldest is dropped.
 const QUEUE: usize = 256;
 
@@ -224,7 +229,14 @@ impl Sessions {
     /// Applies a reply's effect; `limits` are those of the session's realm, `epoch` its
     /// credentials' (a new session ends with it), and `owner` whose sessions count
     /// together.
-    pub fn apply(&self, effect: Effect, limits: &SessionLimits, epoch: &CancellationToken, owner: &Owner) {
+    pub fn apply(
+        &self,
+        effect: Effect,
+        limits: &SessionLimits,
+        epoch: &CancellationToken,
+        owner: &Owner,
+        follow: Follow<'_>,
+    ) {
         match effect {
             Effect::OpenSession(new) => self.open(new, limits.clone(), epoch, owner.clone()),
             Effect::CloseSession { sid } => self.remove(&sid),
@@ -238,7 +250,7 @@ impl Sessions {
                     entry.log_level = Some(level);
                 }
             }
-            Effect::Subscribe { sid, uri } => self.subscribe(&sid, uri, |_| None),
+            Effect::Subscribe { sid, uri } => self.subscribe(&sid, uri, follow),
             Effect::Unsubscribe { sid, uri } => {
                 if let Some(entry) = self.shard(&sid).get_mut(&sid) {
                     entry.subscriptions.remove(&uri);
@@ -253,13 +265,13 @@ impl Sessions {
         }
     }
 
-    /// Subscribes session `sid` to `uri`, followed by what `watch` makes of the session's
-    /// realm (once: a repeated subscription keeps the first).
-    pub fn subscribe(&self, sid: &str, uri: String, watch: impl FnOnce(&str) -> Option<Watching>) {
+    /// Subscribes session `sid` to `uri`, followed at the handler serving it (once: a
+    /// repeated subscription keeps the first follow, or tries again if none was made).
+    fn subscribe(&self, sid: &str, uri: String, follow: Follow<'_>) {
         let mut shard = self.shard(sid);
         let Some(entry) = shard.get_mut(sid) else { return };
-        if !entry.subscriptions.contains_key(&uri) {
-            let watching = watch(&entry.realm);
+        if entry.subscriptions.get(&uri).is_none_or(Option::is_none) {
+            let watching = follow(&entry.realm, &entry.principal, &uri);
             entry.subscriptions.insert(uri, watching);
         }
     }
@@ -519,7 +531,13 @@ mod tests {
         let limits =
             SessionLimits { sessions_per_principal: cap, listen_streams_per_principal: 1, ..Default::default() };
         let owner = Owner::of(&alice(), "192.0.2.1".parse().unwrap());
-        sessions.apply(Effect::OpenSession(new_session(sid)), &limits, &CancellationToken::new(), &owner);
+        sessions.apply(
+            Effect::OpenSession(new_session(sid)),
+            &limits,
+            &CancellationToken::new(),
+            &owner,
+            &|_, _, _| None,
+        );
     }
 
     fn indexed(sessions: &Sessions) -> usize {
@@ -554,6 +572,7 @@ mod tests {
             &SessionLimits::default(),
             &CancellationToken::new(),
             &Owner::of(&alice(), "192.0.2.1".parse().unwrap()),
+            &|_, _, _| None,
         );
         assert_eq!(indexed(&sessions), 2);
         std::thread::sleep(Duration::from_millis(40));

@@ -5,6 +5,8 @@
 //! JSON-RPC code, message and data; `docs/errors.md` is rendered from it by a test.
 
 use bondry_core::capability::echoed;
+use bondry_core::dispatch::Outcome;
+use bondry_core::handler::Answer;
 use http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
@@ -12,7 +14,10 @@ use serde_json::{Value, json};
 use crate::envelope::EnvelopeFault;
 use crate::jsonrpc::{ErrorId, ErrorObject, Id, error_body};
 use crate::revision::Revision;
-use crate::vocabulary::{ERROR_CODE_KEY, ERROR_DETAIL_KEY, FAILURE_TEXT};
+use crate::vocabulary::{
+    ERROR_CODE_KEY, ERROR_DETAIL_KEY, FAILURE_TEXT, MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY_CODE,
+    stable_code,
+};
 
 /// JSON-RPC and MCP error codes.
 pub mod code {
@@ -335,6 +340,20 @@ impl Error {
             Self::ShuttingDown => (S::SERVICE_UNAVAILABLE, INTERNAL_ERROR, "Server shutting down".into(), None),
         };
         Row { status, code: Some(code), message, data }
+    }
+
+    /// What a prompt or a read answers when its call ended without a result: the
+    /// handler's failure (its stable code, and the detail it chose to give), or a client
+    /// capability the caller lacks, which reaches here only in a session (the modern era
+    /// refuses it before a result is shaped).
+    pub(crate) fn of_failed_call(outcome: &Outcome, id: &Id) -> Option<Self> {
+        let (code, detail) = match outcome {
+            Outcome::Answered(Answer::Failure { code, detail }) => (code.as_str(), detail.clone()),
+            Outcome::Failed { code } => (code.as_str(), None),
+            Outcome::Answered(Answer::MissingClientCapability { .. }) => (MISSING_CLIENT_CAPABILITY_CODE, None),
+            _ => return None,
+        };
+        Some(Self::CapabilityFailed { id: id.clone(), code: stable_code(code).to_owned(), detail })
     }
 
     /// The request id the error answers, when one valid id was read.

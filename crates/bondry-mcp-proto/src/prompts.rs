@@ -64,6 +64,9 @@ pub fn get(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
 pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> Result<Value, Error> {
     let id = || call.id.clone();
     let failed = |code: &str| Error::CapabilityFailed { id: id(), code: stable_code(code).to_owned(), detail: None };
+    if let Some(error) = Error::of_failed_call(outcome, &call.id) {
+        return Err(error);
+    }
     let (description, messages) = match outcome {
         Outcome::Answered(Answer::Messages { description, messages }) => (description, messages),
         Outcome::Answered(Answer::Relayed { result, .. }) => {
@@ -82,16 +85,6 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
             let named = violations.named.iter().map(ToString::to_string).collect();
             return Err(Error::InvalidPromptArguments { id: id(), violations: named, more: violations.more });
         }
-        Outcome::Answered(Answer::Failure { code, detail }) => {
-            return Err(Error::CapabilityFailed {
-                id: id(),
-                code: stable_code(code).to_owned(),
-                detail: detail.clone(),
-            });
-        }
-        Outcome::Failed { code } => return Err(failed(code)),
-        // Refused before a result is shaped in the modern era; in a session a failure.
-        Outcome::Answered(Answer::MissingClientCapability { .. }) => return Err(failed(MISSING_CLIENT_CAPABILITY)),
         _ => return Err(failed(failure::WRONG_ANSWER_KIND)),
     };
     let messages: Vec<Value> = messages

@@ -93,6 +93,9 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
     let id = || call.id.clone();
     let uri = call.uri.clone().unwrap_or_default();
     let failed = |code: &str| Error::CapabilityFailed { id: id(), code: stable_code(code).to_owned(), detail: None };
+    if let Some(error) = Error::of_failed_call(outcome, &call.id) {
+        return Err(error);
+    }
     let items = match outcome {
         Outcome::Answered(Answer::Contents { items }) if !items.is_empty() => items,
         Outcome::Answered(Answer::Relayed { result, .. }) => {
@@ -116,16 +119,6 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
             return Err(Error::ResourceNotFound { id: id(), uri, in_session: era == Era::Handshake });
         }
         Outcome::InvalidInput(_) => return Err(Error::InvalidResourceVariables { id: id(), uri }),
-        Outcome::Answered(Answer::Failure { code, detail }) => {
-            return Err(Error::CapabilityFailed {
-                id: id(),
-                code: stable_code(code).to_owned(),
-                detail: detail.clone(),
-            });
-        }
-        Outcome::Failed { code } => return Err(failed(code)),
-        // Refused before a result is shaped in the modern era; in a session a failure.
-        Outcome::Answered(Answer::MissingClientCapability { .. }) => return Err(failed(MISSING_CLIENT_CAPABILITY)),
         _ => return Err(failed(failure::WRONG_ANSWER_KIND)),
     };
     let descriptor = &call.capability.descriptor;

@@ -1145,6 +1145,37 @@ pub fn test_upstream_exe() -> PathBuf {
     )
 }
 
+/// An interop client: `program` run with `args` in `dir` of the repository, within a
+/// minute, with a throwaway `HOME` (nothing it caches leaks between runs or into the
+/// user's); its stdout, once it exited with success. When `program` is not installed
+/// the test passes, saying so, unless the environment variable `required` is set (as
+/// `scripts/test` sets it), which fails it with `install`, the way to install it.
+pub async fn interop(dir: &str, program: &str, args: Vec<String>, required: &str, install: &str) -> Option<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir);
+    let program = dir.join(program);
+    if !program.exists() {
+        assert!(std::env::var_os(required).is_none(), "{} is missing: {install}", program.display());
+        eprintln!("skipped: {install} (scripts/test does)");
+        return None;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let shown = program.display().to_string();
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || {
+            Command::new(program).args(args).current_dir(dir).env("HOME", home.path()).output()
+        }),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{shown} finishes within a minute"))
+    .unwrap()
+    .unwrap_or_else(|e| panic!("{shown} starts: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{shown} {:?} failed:\n{stdout}\n{stderr}", output.status);
+    Some(stdout)
+}
+
 /// The `bondry` binary cargo built for the calling integration test of the `bondry` crate.
 #[macro_export]
 macro_rules! bondry_exe {

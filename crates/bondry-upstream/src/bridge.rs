@@ -28,18 +28,22 @@ use std::time::Duration;
 use bondry_core::handler::{Emitter, HandlerRequest, InputKind, InputRequest, LogLevel};
 use bondry_mcp_proto::error::code as rpc;
 use bondry_mcp_proto::input;
+use bondry_mcp_proto::jsonrpc::Id;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::client::{Asked, CALL_EVENTS, CallEvent, Notice, Outgoing, Watch};
+use crate::client::{Asked, CALL_EVENTS, CallEvent, Connection, Notice, Outgoing, Watch};
+use crate::spec::UpstreamSpec;
 use crate::upstream::{Flight, Unrelayed, Upstream};
 
 /// How long a handshake upstream's requests are gathered after the last one before the
 /// caller is asked.
 pub const QUIET: Duration = Duration::from_millis(50);
-/// Held exchanges per principal and upstream at once.
+/// Held exchanges per principal in a realm at once.
 pub const EXCHANGES_PER_PRINCIPAL: usize = 8;
+/// How long an answer to an upstream's request may take to be delivered.
+const ANSWER_WITHIN: Duration = Duration::from_secs(10);
 /// The state key of a held exchange's id, and of a modern upstream's own state.
 const EXCHANGE: &str = "exchange";
 const UPSTREAM_STATE: &str = "upstreamState";
@@ -84,6 +88,8 @@ pub struct Exchanges(Mutex<HashMap<String, Waiting>>);
 /// A held exchange as its retry finds it: whose it is, and where to ask for the call.
 struct Waiting {
     principal: String,
+    /// The upstream that asked: only a call of its capabilities takes the exchange up.
+    upstream: String,
     resume: oneshot::Sender<oneshot::Sender<Held>>,
 }
 
@@ -122,6 +128,23 @@ pub async fn drive(
     run(upstream, exchanges, held, request).await
 }
 
+/// The caller's client capabilities as a modern upstream is told them: never `roots`
+/// (an upstream's roots are the stanza's, and a modern upstream could only ask the
+/// caller), and elicitation's URL mode only where the stanza allows it.
+pub fn offered(caller: &Value, spec: &UpstreamSpec) -> Value {
+    let mut offered = caller.as_object().cloned().unwrap_or_default();
+    offered.remove("roots");
+    if !spec.allow_url_elicitation
+        && let Some(Value::Object(elicitation)) = offered.get_mut("elicitation")
+        && elicitation.remove("url").is_some()
+        && elicitation.is_empty()
+    {
+        // URL mode alone was declared: an empty object would declare form mode instead.
+        offered.remove("elicitation");
+    }
+    Value::Object(offered)
+}
+
 /// A modern retry carries the caller's answers, and the upstream's own state back to it.
 fn retried(outgoing: &mut Outgoing, responses: &BTreeMap<String, Value>, upstream_state: Option<&Value>) {
     let responses: Map<String, Value> = responses.iter().map(|(key, value)| (key.clone(), value.clone())).collect();
@@ -144,7 +167,8 @@ pub fn upstream_input(result: &Value, allow_url: bool) -> Option<Result<Asking, 
     let mut requests = BTreeMap::new();
     for (key, asked) in asked {
         let method = asked.get("method").and_then(Value::as_str).unwrap_or_default();
-        let Some(kind) = input::kind(method) else {
+        // Roots are never the caller's to give (the caller's capabilities never say it has any).
+        let Some(kind) = input::kind(method).filter(|kind| *kind != InputKind::Roots) else {
             return Some(Err(format!("an input request of method {method:?}")));
         };
         let params = asked.get("params").and_then(Value::as_object).cloned().unwrap_or_default();
@@ -168,9 +192,13 @@ async fn run(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut held: Hel
     let driven = loop {
         tokio::select! {
             answered = &mut held.flight.answer => {
-                // What the upstream said before its answer reaches the caller before it.
-                while let Ok(CallEvent::Notice(notice)) = held.events.try_recv() {
-                    emit(&*request.emitter, &notice);
+                // What the upstream said before its answer reaches the caller before it; a
+                // request it made meanwhile has nobody left to ask.
+                while let Ok(event) = held.events.try_recv() {
+                    match event {
+                        CallEvent::Notice(notice) => emit(&*request.emitter, &notice),
+                        CallEvent::Asked(asked) => held.asked.push((String::new(), asked)),
+                    }
                 }
                 break Driven::Answered(upstream.settle(&held.flight, Some(answered)));
             }
@@ -185,7 +213,7 @@ async fn run(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut held: Hel
                     }
                     Err((code, message)) => {
                         tracing::info!(upstream = upstream.name(), method = asked.method, message, "an upstream request refused");
-                        let _ = held.flight.connection.respond(&asked.id, Err((code, message.into()))).await;
+                        answer_upstream(&held.flight.connection, &asked.id, Err((code, message.into()))).await;
                     }
                 },
             },
@@ -199,11 +227,28 @@ async fn run(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut held: Hel
         }
     };
     request.backend.record(upstream.name(), began.elapsed());
+    // Requests gathered but never asked: the upstream is not left waiting on them.
+    if !held.asked.is_empty() {
+        tokio::spawn(give_up(held, "the call ended before the caller was asked"));
+    }
     driven
+}
+
+/// Sends the upstream `answer` to its request `id`, within [`ANSWER_WITHIN`]: an
+/// upstream that does not read what it asked for must not hold the call (or the task
+/// giving it up) for ever. A failure is the upstream's to notice.
+async fn answer_upstream(connection: &Connection, id: &Id, answer: Result<Value, (i64, String)>) {
+    match tokio::time::timeout(ANSWER_WITHIN, connection.respond(id, answer)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::debug!(%error, "an answer to the upstream was not delivered"),
+        Err(_) => tracing::debug!("an answer to the upstream was not delivered in time"),
+    }
 }
 
 /// The upstream's request as the caller's, or the error the upstream is answered.
 fn admit(asked: &Asked, declared: &Value, allow_url: bool) -> Result<InputRequest, (i64, &'static str)> {
+    // The client answers `roots/list` itself before a call could see it; refused here
+    // all the same, since no caller's roots may ever reach an upstream.
     let kind = input::kind(&asked.method)
         .filter(|kind| *kind != InputKind::Roots)
         .ok_or((rpc::METHOD_NOT_FOUND, "Method not found"))?;
@@ -255,7 +300,7 @@ fn hold(
             tokio::spawn(give_up(held, "the caller holds too many pending inputs"));
             return Driven::TooManyExchanges;
         }
-        table.insert(id.clone(), Waiting { principal, resume });
+        table.insert(id.clone(), Waiting { principal, upstream: upstream.name().to_owned(), resume });
     }
     let wait = upstream.spec().input_wait;
     tokio::spawn(wait_for_retry(Arc::clone(exchanges), id.clone(), held, resumed, wait));
@@ -287,7 +332,7 @@ async fn wait_for_retry(
 /// then cancels it upstream.
 async fn give_up(held: Held, why: &'static str) {
     for (_, asked) in &held.asked {
-        let _ = held.flight.connection.respond(&asked.id, Err((rpc::INTERNAL_ERROR, why.into()))).await;
+        answer_upstream(&held.flight.connection, &asked.id, Err((rpc::INTERNAL_ERROR, why.into()))).await;
     }
 }
 
@@ -298,7 +343,9 @@ async fn resume(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, id: &str, 
         let mut table = exchanges.table();
         // Only its own caller takes an exchange up, once.
         match table.get(id) {
-            Some(waiting) if waiting.principal == request.principal.id() => table.remove(id),
+            Some(waiting) if waiting.principal == request.principal.id() && waiting.upstream == upstream.name() => {
+                table.remove(id)
+            }
             _ => None,
         }
     };
@@ -314,7 +361,7 @@ async fn resume(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, id: &str, 
             .and_then(|responses| responses.get(&key))
             .cloned()
             .ok_or((rpc::INTERNAL_ERROR, "the caller gave no answer".to_owned()));
-        let _ = held.flight.connection.respond(&asked.id, answer).await;
+        answer_upstream(&held.flight.connection, &asked.id, answer).await;
     }
     run(upstream, exchanges, held, request).await
 }
@@ -346,11 +393,7 @@ mod tests {
     use super::*;
 
     fn asked(method: &str, params: Value) -> Asked {
-        Asked {
-            id: bondry_mcp_proto::jsonrpc::Id::Integer(1),
-            method: method.into(),
-            params: params.as_object().cloned().unwrap(),
-        }
+        Asked { id: Id::Integer(1), method: method.into(), params: params.as_object().cloned().unwrap() }
     }
 
     #[test]
@@ -379,12 +422,29 @@ mod tests {
         assert_eq!(asking.requests["q"].params, json!({"messages": [], "includeContext": "none"}));
         assert_eq!(asking.state, json!({UPSTREAM_STATE: "opaque"}));
         assert!(upstream_input(&json!({"resultType": "complete"}), false).is_none());
-        let unknown = json!({"resultType": "input_required", "inputRequests": {"q": {"method": "x/y"}}});
-        assert!(matches!(upstream_input(&unknown, false), Some(Err(_))));
+        for method in ["x/y", "roots/list"] {
+            let refused = json!({"resultType": "input_required", "inputRequests": {"q": {"method": method}}});
+            assert!(matches!(upstream_input(&refused, false), Some(Err(_))), "{method}");
+        }
 
         let mut outgoing = Outgoing::new("tools/call", Map::new());
         retried(&mut outgoing, &BTreeMap::from([("q".to_owned(), json!({"ok": 1}))]), Some(&json!("opaque")));
         assert_eq!(outgoing.params["inputResponses"], json!({"q": {"ok": 1}}));
         assert_eq!(outgoing.params["requestState"], "opaque");
+    }
+}
+
+#[cfg(test)]
+mod offered_tests {
+    use super::*;
+
+    #[test]
+    fn a_modern_upstream_is_told_the_callers_capabilities_but_roots_and_unallowed_url_mode() {
+        let mut spec = crate::spec::tests::example();
+        let caller = json!({"roots": {"listChanged": true}, "sampling": {}, "elicitation": {"form": {}, "url": {}}});
+        assert_eq!(offered(&caller, &spec), json!({"sampling": {}, "elicitation": {"form": {}}}));
+        assert_eq!(offered(&json!({"elicitation": {"url": {}}}), &spec), json!({}), "not form mode instead");
+        spec.allow_url_elicitation = true;
+        assert_eq!(offered(&caller, &spec), json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}}));
     }
 }

@@ -16,6 +16,7 @@ use bondry_mcp_proto::lint;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::bridge::Exchanges;
 use crate::definition::{self, BINDING_KIND};
 use crate::naming::{Listed, Named, Names};
 use crate::relay::Relay;
@@ -36,6 +37,8 @@ struct Realm {
     members: RwLock<Vec<Member>>,
     /// One naming at a time, so two listings landing together are named in order.
     naming: Mutex<()>,
+    /// The input exchanges held for the realm's callers, whichever upstream asked.
+    exchanges: Arc<Exchanges>,
 }
 
 /// One upstream of the realm and its handler, made once: a listing that changes nothing
@@ -48,9 +51,12 @@ struct Member {
 }
 
 impl Member {
-    fn new(spec: UpstreamSpec) -> Self {
-        let upstream = Arc::new(Upstream::new(spec));
-        let relay = Arc::new(Relay::new(Arc::clone(&upstream)));
+    /// The member serving `spec`; one that replaces another takes over its followers,
+    /// whose subscriptions the new connection makes again.
+    fn new(spec: UpstreamSpec, exchanges: &Arc<Exchanges>, replaced: Option<&Member>) -> Self {
+        let followers = replaced.map_or_else(Arc::default, |member| member.upstream.followers());
+        let upstream = Arc::new(Upstream::new(spec, followers));
+        let relay = Arc::new(Relay::new(Arc::clone(&upstream), Arc::clone(exchanges)));
         Self { upstream, relay }
     }
 }
@@ -61,9 +67,11 @@ impl RealmUpstreams {
     /// capabilities appear as their listings land. Must be called within a Tokio runtime.
     pub fn start(events: RealmEvents, specs: Vec<UpstreamSpec>) -> Self {
         events.promise(promised(&specs));
-        let members: Vec<Member> = specs.into_iter().map(Member::new).collect();
+        let exchanges = Arc::new(Exchanges::default());
+        let members: Vec<Member> = specs.into_iter().map(|spec| Member::new(spec, &exchanges, None)).collect();
         events.rank(owners(&members));
-        let realm = Arc::new(Realm { events, members: RwLock::new(members.clone()), naming: Mutex::new(()) });
+        let realm =
+            Arc::new(Realm { events, members: RwLock::new(members.clone()), naming: Mutex::new(()), exchanges });
         let started = Self { realm, stops: Mutex::new(HashMap::new()), tasks: Mutex::new(JoinSet::new()) };
         for member in &members {
             started.supervise(member);
@@ -101,7 +109,7 @@ impl RealmUpstreams {
                     if replaced.is_some() {
                         self.stop(&spec.name, Stop::AfterCalls);
                     }
-                    let member = Member::new(spec);
+                    let member = Member::new(spec, &self.realm.exchanges, replaced);
                     started.push(member.clone());
                     members.push(member);
                 }

@@ -43,8 +43,9 @@ pub struct Relay {
 }
 
 impl Relay {
-    pub fn new(upstream: Arc<Upstream>) -> Self {
-        Self { upstream, exchanges: Arc::default() }
+    /// The relay of `upstream`, holding its callers' input exchanges in the realm's `exchanges`.
+    pub fn new(upstream: Arc<Upstream>, exchanges: Arc<Exchanges>) -> Self {
+        Self { upstream, exchanges }
     }
 }
 
@@ -91,7 +92,8 @@ async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, request: Han
             Outgoing { name: Some(uri), ..Outgoing::new("resources/read", params) }
         }
     };
-    let outgoing = Outgoing { client_capabilities: request.client_capabilities.clone(), ..outgoing };
+    let client_capabilities = bridge::offered(&request.client_capabilities, &upstream.spec());
+    let outgoing = Outgoing { client_capabilities, ..outgoing };
     let answered = match bridge::drive(upstream, exchanges, outgoing, &request).await {
         Driven::Answered(answered) => answered,
         Driven::Asking(Asking { requests, state }) => return Answer::InputRequired { requests, state: Some(state) },
@@ -145,7 +147,7 @@ async fn complete(upstream: &Upstream, request: HandlerRequest, query: Completio
     }
     with_trace(&mut params, &request.trace);
     let outgoing = Outgoing {
-        client_capabilities: request.client_capabilities.clone(),
+        client_capabilities: bridge::offered(&request.client_capabilities, &upstream.spec()),
         ..Outgoing::new("completion/complete", params)
     };
     let began = Instant::now();

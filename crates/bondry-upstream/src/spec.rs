@@ -188,7 +188,7 @@ pub enum NewEntries {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -242,7 +242,8 @@ mod tests {
         assert!(shown.contains("API_KEY") && !shown.contains("s3cret"), "{shown}");
     }
 
-    fn example() -> UpstreamSpec {
+    /// A stdio stanza with every key at its default, for tests of the crate.
+    pub(crate) fn example() -> UpstreamSpec {
         UpstreamSpec {
             name: "everything".into(),
             transport: TransportSpec::Stdio { command: "node".into(), args: vec![], env: vec![], cwd: None },

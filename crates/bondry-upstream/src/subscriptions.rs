@@ -78,14 +78,17 @@ type Listen = Pin<Box<dyn Future<Output = Result<Value, ClientError>> + Send>>;
 pub struct Subscribed {
     upstream: String,
     connection: Connection,
+    /// How long one `resources/subscribe` or `resources/unsubscribe` may take.
+    timeout: Duration,
     uris: BTreeSet<String>,
     /// A modern upstream's listen stream, while it carries any URI.
     listen: Option<Listen>,
 }
 
 impl Subscribed {
-    pub fn new(upstream: &str, connection: &Connection) -> Self {
-        Self { upstream: upstream.to_owned(), connection: connection.clone(), uris: BTreeSet::new(), listen: None }
+    pub fn new(upstream: &str, connection: &Connection, timeout: Duration) -> Self {
+        let connection = connection.clone();
+        Self { upstream: upstream.to_owned(), connection, timeout, uris: BTreeSet::new(), listen: None }
     }
 
     /// Subscribes to exactly `wanted` on the connection.
@@ -117,8 +120,9 @@ impl Subscribed {
         }
     }
 
-    /// Whether the upstream's session is subscribed to `wanted` (a failed change is
-    /// logged and not tried again until the set changes).
+    /// Changes the upstream session's subscriptions to `wanted`; always done, as far as
+    /// it goes: a change the upstream refused or did not answer in time is logged and not
+    /// tried again until the set changes.
     async fn in_session(&mut self, wanted: &BTreeSet<String>) -> bool {
         let offered = self.connection.server_capabilities().pointer("/resources/subscribe") == Some(&json!(true));
         if !offered {
@@ -130,8 +134,13 @@ impl Subscribed {
             .chain(self.uris.difference(wanted).map(|uri| ("resources/unsubscribe", uri)));
         for (method, uri) in changes {
             let params = Map::from_iter([("uri".to_owned(), json!(uri))]);
-            if let Err(error) = self.connection.request(Outgoing::new(method, params)).await {
-                tracing::warn!(upstream = self.upstream, method, uri, %error, "upstream subscription not changed");
+            let request = self.connection.request(Outgoing::new(method, params));
+            match tokio::time::timeout(self.timeout, request).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(upstream = self.upstream, method, uri, %error, "upstream subscription not changed")
+                }
+                Err(_) => tracing::warn!(upstream = self.upstream, method, uri, "upstream subscription timed out"),
             }
         }
         true

@@ -84,7 +84,7 @@ pub struct Upstream {
     log_level: Mutex<Option<(u64, LogLevel)>>,
     /// Who follows which of the upstream's resources: the supervisor keeps each
     /// connection subscribed to those.
-    followers: Followers,
+    followers: Arc<Followers>,
     /// The number of the latest connection a call saw die: the supervisor connects again
     /// at once. A number, not a signal, so that a loss reported late (by a second call that
     /// saw the same connection die) is never read as the loss of the next connection.
@@ -119,7 +119,8 @@ pub enum Unrelayed {
 }
 
 impl Upstream {
-    pub fn new(spec: UpstreamSpec) -> Self {
+    /// The upstream of `spec`, keeping `followers`' resources subscribed.
+    pub fn new(spec: UpstreamSpec, followers: Arc<Followers>) -> Self {
         let calls = Arc::new(CallSlots::new(spec.max_concurrent_calls));
         Self {
             name: spec.name.clone(),
@@ -130,7 +131,7 @@ impl Upstream {
             targets: RwLock::new(HashMap::new()),
             calls,
             log_level: Mutex::new(None),
-            followers: Followers::default(),
+            followers,
             lost: watch::Sender::new(0),
         }
     }
@@ -149,6 +150,11 @@ impl Upstream {
     pub fn respec(&self, spec: UpstreamSpec) {
         self.calls.resize(spec.max_concurrent_calls);
         *write(&self.spec) = Arc::new(spec);
+    }
+
+    /// Who follows which of its resources: taken over by an upstream that replaces it.
+    pub fn followers(&self) -> Arc<Followers> {
+        Arc::clone(&self.followers)
     }
 
     /// Someone follows the updates of the upstream's resource at `uri`.
@@ -188,7 +194,11 @@ impl Upstream {
     /// Sends `request` within the call timeout (waiting for a call slot counts toward it),
     /// counting transport failures toward marking the upstream down.
     pub async fn relay(&self, request: Outgoing) -> Result<Value, Unrelayed> {
-        let mut flight = self.start(request, None)?;
+        // A call all the same (a completion): counted among the calls in flight, so that
+        // nothing naming no call is given to another caller's while it runs. It takes no
+        // messages: its events' receiving end is gone.
+        let (events, _) = tokio::sync::mpsc::channel(1);
+        let mut flight = self.start(request, Some(Watch { events, progress: false, log_level: None }))?;
         let answered = tokio::time::timeout(self.spec().call_timeout, &mut flight.answer).await.ok();
         self.settle(&flight, answered)
     }
@@ -381,23 +391,40 @@ impl Upstream {
         // A new connection holds no subscription: every followed resource is subscribed anew.
         let mut followed = self.followers.changes();
         let mut renewals = connection.renewals();
-        let mut subscribed = Subscribed::new(&self.name, connection);
+        let mut subscribed = Subscribed::new(&self.name, connection, self.spec().call_timeout);
+        // Set when a listen stream ended: asked again then, not at once, so that an
+        // upstream ending every stream is not asked in a loop.
+        let mut relisten: Option<tokio::time::Instant> = None;
         subscribed.reconcile(self.followers.followed()).await;
         loop {
             tokio::select! {
-                _ = followed.changed() => subscribed.reconcile(self.followers.followed()).await,
-                // A new session of the same connection: the upstream may have restarted.
+                _ = followed.changed() => {
+                    // Subscribing waits on the upstream: a stop is heard meanwhile.
+                    tokio::select! {
+                        () = subscribed.reconcile(self.followers.followed()) => {}
+                        _ = stop.changed() => return Some(*stop.borrow()),
+                    }
+                }
+                // A new session of the same connection: the upstream may have restarted,
+                // holding nothing of the old session's.
                 Ok(()) = renewals.changed() => {
+                    *lock(&self.log_level) = None;
                     if !self.refresh(connection, news).await {
                         return None;
                     }
-                    subscribed = Subscribed::new(&self.name, connection);
-                    subscribed.reconcile(self.followers.followed()).await;
+                    subscribed = Subscribed::new(&self.name, connection, self.spec().call_timeout);
+                    tokio::select! {
+                        () = subscribed.reconcile(self.followers.followed()) => {}
+                        _ = stop.changed() => return Some(*stop.borrow()),
+                    }
                 }
-                () = subscribed.listen_ended() => {
-                    // Not at once: an upstream that ends every stream must not be asked in a loop.
-                    tokio::time::sleep(FIRST_BACKOFF).await;
-                    subscribed.reconcile(self.followers.followed()).await;
+                () = subscribed.listen_ended() => relisten = Some(tokio::time::Instant::now() + FIRST_BACKOFF),
+                () = tokio::time::sleep_until(relisten.unwrap_or_else(tokio::time::Instant::now)), if relisten.is_some() => {
+                    relisten = None;
+                    tokio::select! {
+                        () = subscribed.reconcile(self.followers.followed()) => {}
+                        _ = stop.changed() => return Some(*stop.borrow()),
+                    }
                 }
                 notice = notices.recv() => {
                     let notice = notice?;

@@ -8,10 +8,6 @@
 
 use bondry_test_support as support;
 
-use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
-
 use support::TestServer;
 
 #[tokio::test]
@@ -41,33 +37,8 @@ async fn python_sdk_client_lists_and_calls_an_upstreams_tools_through_the_gatewa
     assert!(stdout.contains("ok auto negotiation: 2026-07-28"), "{stdout}");
 }
 
-/// Runs the venv's `python` with `args` in `interop/py`, within a minute; its stdout, or a failure.
+/// Runs the venv's `python` with `args` in `interop/py`; its stdout.
 async fn python(args: Vec<String>) -> Option<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/py");
-    let python = dir.join(".venv/bin/python");
-    if !python.exists() {
-        assert!(
-            std::env::var_os("BONDRY_REQUIRE_PY_INTEROP").is_none(),
-            "{} is missing: create interop/py/.venv and install requirements.txt into it",
-            python.display()
-        );
-        eprintln!("skipped: create interop/py/.venv and install requirements.txt into it (scripts/test does)");
-        return None;
-    }
-    let home = tempfile::tempdir().unwrap();
-    let output = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::task::spawn_blocking(move || {
-            // Nothing the client reads or caches under $HOME may leak between runs or into the user's.
-            Command::new(python).args(args).current_dir(dir).env("HOME", home.path()).output()
-        }),
-    )
-    .await
-    .expect("python finishes within a minute")
-    .unwrap()
-    .expect("python starts");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "python {:?} failed:\n{stdout}\n{stderr}", output.status);
-    Some(stdout)
+    let install = "create interop/py/.venv and install requirements.txt into it";
+    support::interop("interop/py", ".venv/bin/python", args, "BONDRY_REQUIRE_PY_INTEROP", install).await
 }

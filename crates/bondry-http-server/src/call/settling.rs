@@ -2,7 +2,9 @@
 //! session needs (the caller, its realm's limits and the credentials' epoch).
 
 use bondry_core::audit::AuditRecord;
-use bondry_mcp_proto::{Effect, Settle};
+use bondry_core::dispatch;
+use bondry_core::policy::Principal;
+use bondry_mcp_proto::{ADAPTER, Effect, Settle};
 use tokio_util::sync::CancellationToken;
 
 use crate::listener::Endpoint;
@@ -52,14 +54,11 @@ impl Settle for Settling<'_> {
 
     fn apply(&mut self, effect: Effect) {
         let Opener { limits, epoch, owner } = self.opener;
-        match effect {
-            // The handler serving the resource hears that the session follows it.
-            Effect::Subscribe { sid, uri } => {
-                let realms = &self.endpoint.realms;
-                let watch = |realm: &str| realms.get(realm)?.registry.snapshot().watch(&uri);
-                self.endpoint.sessions.subscribe(&sid, uri.clone(), watch);
-            }
-            effect => self.endpoint.sessions.apply(effect, limits, epoch, owner),
-        }
+        // The handler serving a subscribed resource hears that the session follows it.
+        let realms = &self.endpoint.realms;
+        let follow = |realm: &str, principal: &Principal, uri: &str| {
+            dispatch::watch(&realms.get(realm)?.registry.snapshot(), principal, ADAPTER, uri)
+        };
+        self.endpoint.sessions.apply(effect, limits, epoch, owner, &follow);
     }
 }

@@ -218,7 +218,7 @@ impl Shared {
                     tracing::debug!(upstream, id, "upstream response to no pending request dropped");
                 }
             }
-            // A line names no stream: only the sole watched call may own what names no call.
+            // A line names no stream: only the sole call in flight may own what names no call.
             Ok(Incoming::Notice(notice)) => self.router.notice(upstream, notice, None, true),
             Ok(Incoming::Request { id, method, params }) => {
                 let Err(Asked { id, method, .. }) = self.router.request(Asked { id, method, params }, None, true)

@@ -6,9 +6,10 @@
 //!   request's own id;
 //! - over HTTP, whatever an upstream sends on a request's response stream is that
 //!   request's;
-//! - over stdio, a message that names no request is the call's only while exactly one
-//!   watched call is in flight, and otherwise nobody's: a log message goes to the inbox,
-//!   a request is refused (`cannot attribute request`).
+//! - over stdio, a message that names no request is a call's only while exactly one
+//!   watched call is in flight (every call is watched, a completion too), and otherwise
+//!   nobody's: a log message goes to the inbox, a request is refused (`cannot attribute
+//!   request`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -20,7 +21,7 @@ use tokio::sync::mpsc;
 use super::{Inbox, Notice};
 
 /// Events queued per watched call before new notices are dropped; a request that finds
-/// the queue full is refused to the upstream.
+/// the queue full is answered as one nobody's (`cannot attribute request`).
 pub const CALL_EVENTS: usize = 64;
 
 /// How a request is watched: where its events go and what the caller wants to hear.
@@ -191,8 +192,9 @@ mod tests {
         let progress = |token: Value| notice("notifications/progress", json!({"progressToken": token, "progress": 1}));
         assert!(is_call(watchers.route_notice(&progress(json!("bondry-2")), None, true), &second));
         assert!(is_call(watchers.route_notice(&progress(json!("bondry-1")), Some(&second), false), &first));
-        assert!(matches!(watchers.route_notice(&progress(json!("bondry-9")), Some(&second), true), Route::Nobody));
-        assert!(matches!(watchers.route_notice(&progress(json!(1)), None, true), Route::Nobody));
+        let nobody = |route| matches!(route, Route::Nobody);
+        assert!(nobody(watchers.route_notice(&progress(json!("bondry-9")), Some(&second), true)));
+        assert!(nobody(watchers.route_notice(&progress(json!(1)), None, true)));
     }
 
     #[test]
@@ -201,16 +203,17 @@ mod tests {
         let (first, _a) = mpsc::channel(1);
         let (second, _b) = mpsc::channel(1);
         let log = notice("notifications/message", json!({"level": "info", "data": "x"}));
-        assert!(matches!(watchers.route_notice(&log, None, true), Route::Nobody), "no call in flight");
+        let nobody = |route| matches!(route, Route::Nobody);
+        assert!(nobody(watchers.route_notice(&log, None, true)), "no call in flight");
         let one = watchers.watch("bondry-1", first.clone());
         assert!(is_call(watchers.route_notice(&log, None, true), &first), "the only call");
-        assert!(matches!(watchers.route_notice(&log, None, false), Route::Nobody), "only where allowed");
+        assert!(nobody(watchers.route_notice(&log, None, false)), "only where allowed");
         let _two = watchers.watch("bondry-2", second.clone());
-        assert!(matches!(watchers.route_request(None, true), Route::Nobody), "two calls: nobody's");
+        assert!(nobody(watchers.route_request(None, true)), "two calls: nobody's");
         assert!(is_call(watchers.route_request(Some(&first), true), &first), "the carrier's");
         drop(one);
         assert!(is_call(watchers.route_request(None, true), &second), "the other ended");
         let other = notice("notifications/tools/list_changed", json!({}));
-        assert!(matches!(watchers.route_notice(&other, Some(&second), true), Route::Nobody), "the realm's");
+        assert!(nobody(watchers.route_notice(&other, Some(&second), true)), "the realm's");
     }
 }
