@@ -1235,9 +1235,11 @@ impl Binary {
         self.log.lock().unwrap().iter().filter(|line| line.contains(text)).count()
     }
 
-    /// Waits until the log holds `count` lines containing `text`.
+    /// Waits until the log holds `count` lines containing `text`, within 30 s: long
+    /// enough for an upstream whose first start timed out (`connect_timeout_ms`, 10 s) to
+    /// be connected again, as a slow child on a loaded machine sometimes is.
     pub async fn logged(&self, text: &str, count: usize) {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if self.count_logged(text) >= count {
                 return;

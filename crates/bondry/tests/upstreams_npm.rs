@@ -71,6 +71,9 @@ impl Installed {
             ("transport", "stdio".into()),
             ("command", self.node.to_str().unwrap().into()),
             ("args", argv.into()),
+            // node reading a package's many files from a cold cache on a loaded machine has
+            // been seen to take over the default 10 s (CI, two tests starting one each).
+            ("connect_timeout_ms", 20_000.into()),
         ])
     }
 }
