@@ -425,3 +425,41 @@ async fn a_modern_upstream_is_followed_through_one_listen_stream() {
     assert_eq!(front.in_session(client, &sid, subscription("resources/unsubscribe")).await["result"], json!({}));
     front.logged("upstream resource subscriptions upstream=\"up\" resources=0", 1).await;
 }
+
+#[tokio::test]
+async fn another_callers_retry_never_takes_up_a_held_exchange() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = TestConfig::example("conformance.toml").set("listeners.main.protocol_versions", HANDSHAKE.to_vec());
+    let upstream = Binary::serve(support::bondry_exe!(), &fixtures.written(dir.path(), "upstream.toml"), &[]);
+    let config = gateway(http_upstream("up", upstream.port), &["up.*"])
+        .principal("alice", &["caller"])
+        .principal("bob", &["caller"])
+        .ticket("alice-ticket-0123456789abcdef0123", "alice")
+        .ticket("bob-ticket-0123456789abcdef012345", "bob");
+    let front = Binary::serve(support::bondry_exe!(), &config.written(dir.path(), "gateway.toml"), &[]);
+    front.logged("upstream up: ", 1).await;
+    let client = reqwest::Client::new();
+    let call = |ticket: &'static str, extra: Value| {
+        let mut params = json!({"name": "up.test_elicitation", "arguments": {"message": "Who?"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        }});
+        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let authorization = format!("Bearer {ticket}");
+        let (front, client) = (&front, &client);
+        async move { json(front.post_with(client, &[("authorization", &authorization)], "tools/call", params).await).await }
+    };
+    let asked = call("alice-ticket-0123456789abcdef0123", json!({})).await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let (key, _) = asked["result"]["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    let retry = json!({"inputResponses": {key.clone(): elicited()}, "requestState": asked["result"]["requestState"]});
+
+    // Bob holds Alice's state: refused before anything reaches the exchange.
+    let foreign = call("bob-ticket-0123456789abcdef012345", retry.clone()).await;
+    assert_eq!(foreign["status"], 400, "{foreign}");
+    assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
+    assert_eq!(foreign["error"]["message"], "invalid, expired or mismatched requestState", "{foreign}");
+    // Alice's own retry still finds it.
+    let done = call("alice-ticket-0123456789abcdef0123", retry).await;
+    assert!(text_of(&done["result"]).starts_with("User response"), "{done}");
+}

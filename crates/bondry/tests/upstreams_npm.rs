@@ -637,3 +637,43 @@ async fn server_everything_asks_for_sampling_and_sees_only_the_stanzas_roots() {
     assert!(text.contains("file:///srv/shared"), "{roots}");
     assert_ne!(roots["resultType"], "input_required", "the caller is never asked for its roots: {roots}");
 }
+
+#[tokio::test]
+async fn a_session_caller_answers_server_everything_and_hears_its_progress() {
+    let Some(installed) = Installed::find() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let front = serve(dir.path(), &gateway(installed.stdio(&installed.everything(), &["stdio"])), &[]);
+    front.logged(EVERYTHING_LISTED, 1).await;
+    let client = client();
+    let sid = front.session_with(&client, json!({"elicitation": {}})).await;
+
+    // The child's elicitation request reaches the session on the call's stream.
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "up.trigger-elicitation-request", "arguments": {}}});
+    let mut events = support::Events::new(front.post_in_session(&client, &sid, call).await);
+    let request = events.next(Duration::from_secs(10)).await.expect("the child's request");
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": {"action": "decline"}});
+    assert_eq!(front.post_in_session(&client, &sid, answer).await.status(), 202);
+    let result = events.next(Duration::from_secs(10)).await.expect("then the result");
+    assert_eq!(result["id"], 5, "{result}");
+    assert!(result["result"]["content"].to_string().contains("decline"), "{result}");
+
+    // Its progress reaches the caller under the caller's token, before the result.
+    let call = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+        "name": "up.trigger-long-running-operation", "arguments": {"duration": 1, "steps": 2},
+        "_meta": {"progressToken": "mine"}}});
+    let mut events = support::Events::new(front.post_in_session(&client, &sid, call).await);
+    let mut progress = Vec::new();
+    let result = loop {
+        let message = events.next(Duration::from_secs(10)).await.expect("progress, then the result");
+        if message["method"] == "notifications/progress" {
+            progress.push(message);
+        } else if message["id"] == 6 {
+            break message;
+        }
+    };
+    assert_eq!(progress.len(), 2, "{progress:?}");
+    assert!(progress.iter().all(|p| p["params"]["progressToken"] == "mine"), "{progress:?}");
+    assert!(result["result"]["content"].to_string().contains("completed"), "{result}");
+}
