@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::client::{Asked, CALL_EVENTS, CallEvent, Connection, Notice, Outgoing, Watch};
+use crate::client::{Asked, CALL_EVENTS, CallEvent, Connection, Notice, Outgoing, Watch, roots_result};
 use crate::spec::UpstreamSpec;
 use crate::upstream::{Flight, Unrelayed, Upstream};
 
@@ -44,9 +44,13 @@ pub const QUIET: Duration = Duration::from_millis(50);
 pub const EXCHANGES_PER_PRINCIPAL: usize = 8;
 /// How long an answer to an upstream's request may take to be delivered.
 const ANSWER_WITHIN: Duration = Duration::from_secs(10);
-/// The state key of a held exchange's id, and of a modern upstream's own state.
+/// The state keys of a held exchange's id, of a modern upstream's own state, and of the
+/// answers Bondry gave it itself.
 const EXCHANGE: &str = "exchange";
 const UPSTREAM_STATE: &str = "upstreamState";
+const ANSWERED_HERE: &str = "answeredHere";
+/// Rounds in a row a modern upstream may ask Bondry alone (for its roots) in one call.
+const ROUNDS_ANSWERED_HERE: usize = 8;
 
 /// How a driven call ended.
 #[derive(Debug)]
@@ -58,6 +62,8 @@ pub enum Driven {
     Asking(Asking),
     /// A retry named an exchange that is not (or no longer, or not the caller's) held.
     Lost,
+    /// The upstream asked for input Bondry cannot pass on, as it says.
+    Unpassable(String),
     /// The caller holds as many exchanges as it may.
     TooManyExchanges,
     /// The caller went away.
@@ -100,40 +106,62 @@ impl Exchanges {
 }
 
 /// Sends `outgoing` for `request`'s caller, or takes up the exchange its retry names,
-/// and drives the call until it is answered or the caller must be asked.
+/// and drives the call until it is answered or the caller must be asked. A modern
+/// upstream's `input_required` becomes the caller's, but for its `roots/list` requests,
+/// which Bondry answers from the stanza, retrying by itself when nothing else is asked.
 pub async fn drive(
     upstream: &Arc<Upstream>,
     exchanges: &Arc<Exchanges>,
-    mut outgoing: Outgoing,
+    outgoing: Outgoing,
     request: &HandlerRequest,
 ) -> Driven {
     let state = request.retry.as_ref().and_then(|retry| retry.state.as_ref());
     if let Some(id) = state.and_then(|state| state.get(EXCHANGE)).and_then(Value::as_str) {
         return resume(upstream, exchanges, id, request).await;
     }
-    if let Some(retry) = &request.retry {
-        retried(&mut outgoing, &retry.responses, state.and_then(|state| state.get(UPSTREAM_STATE)));
-    }
+    let mut carried = request.retry.as_ref().map(|retry| {
+        let mut responses = retry.responses.clone();
+        let here = state.and_then(|state| state.get(ANSWERED_HERE)).and_then(Value::as_object);
+        responses.extend(here.into_iter().flatten().map(|(key, value)| (key.clone(), value.clone())));
+        (responses, state.and_then(|state| state.get(UPSTREAM_STATE)).cloned())
+    });
     let wants = request.emitter.wants();
     if let Some(level) = wants.log_level {
         upstream.ask_log_level(level).await;
     }
-    let (events, receiver) = mpsc::channel(CALL_EVENTS);
-    let watch = Watch { events, progress: wants.progress, log_level: wants.log_level.map(|l| l.as_str().into()) };
-    let flight = match upstream.start(outgoing, Some(watch)) {
-        Ok(flight) => flight,
-        Err(why) => return Driven::Answered(Err(why)),
-    };
-    let held = Held { flight, events: receiver, remaining: upstream.spec().call_timeout, asked: Vec::new() };
-    run(upstream, exchanges, held, request).await
+    let spec = upstream.spec();
+    for _ in 0..=ROUNDS_ANSWERED_HERE {
+        let mut sent = outgoing.clone();
+        if let Some((responses, upstream_state)) = &carried {
+            retried(&mut sent, responses, upstream_state.as_ref());
+        }
+        let (events, receiver) = mpsc::channel(CALL_EVENTS);
+        let watch = Watch { events, progress: wants.progress, log_level: wants.log_level.map(|l| l.as_str().into()) };
+        let flight = match upstream.start(sent, Some(watch)) {
+            Ok(flight) => flight,
+            Err(why) => return Driven::Answered(Err(why)),
+        };
+        let held = Held { flight, events: receiver, remaining: spec.call_timeout, asked: Vec::new() };
+        let driven = run(upstream, exchanges, held, request).await;
+        let Driven::Answered(Ok(result)) = &driven else { return driven };
+        match upstream_input(result, &spec) {
+            None => return driven,
+            Some(Err(why)) => return Driven::Unpassable(why),
+            Some(Ok(UpstreamInput { asking: Some(asking), .. })) => return Driven::Asking(asking),
+            Some(Ok(UpstreamInput { asking: None, answered_here, upstream_state })) => {
+                carried = Some((answered_here, upstream_state));
+            }
+        }
+    }
+    Driven::Unpassable("the upstream asks for its roots over and over".into())
 }
 
-/// The caller's client capabilities as a modern upstream is told them: never `roots`
-/// (an upstream's roots are the stanza's, and a modern upstream could only ask the
-/// caller), and elicitation's URL mode only where the stanza allows it.
+/// The caller's client capabilities as a modern upstream is told them: `roots` Bondry's
+/// own (it answers them from the stanza, never with the caller's), and elicitation's URL
+/// mode only where the stanza allows it.
 pub fn offered(caller: &Value, spec: &UpstreamSpec) -> Value {
     let mut offered = caller.as_object().cloned().unwrap_or_default();
-    offered.remove("roots");
+    offered.insert("roots".into(), json!({}));
     if !spec.allow_url_elicitation
         && let Some(Value::Object(elicitation)) = offered.get_mut("elicitation")
         && elicitation.remove("url").is_some()
@@ -145,7 +173,8 @@ pub fn offered(caller: &Value, spec: &UpstreamSpec) -> Value {
     Value::Object(offered)
 }
 
-/// A modern retry carries the caller's answers, and the upstream's own state back to it.
+/// A modern retry carries the answers (the caller's and Bondry's own), and the upstream's
+/// own state back to it.
 fn retried(outgoing: &mut Outgoing, responses: &BTreeMap<String, Value>, upstream_state: Option<&Value>) {
     let responses: Map<String, Value> = responses.iter().map(|(key, value)| (key.clone(), value.clone())).collect();
     outgoing.params.insert("inputResponses".into(), Value::Object(responses));
@@ -154,10 +183,21 @@ fn retried(outgoing: &mut Outgoing, responses: &BTreeMap<String, Value>, upstrea
     }
 }
 
-/// A modern upstream's `input_required` result as the caller's requests and Bondry's
-/// state; `None` for any other result, `Some(Err)` for one Bondry cannot pass on (a
-/// request of an unknown method, or one [`shaped`] refuses).
-pub fn upstream_input(result: &Value, allow_url: bool) -> Option<Result<Asking, String>> {
+/// A modern upstream's `input_required`, split between what the caller is asked and
+/// what Bondry answers itself (`roots/list`, from the stanza).
+#[derive(Debug)]
+struct UpstreamInput {
+    /// The caller's requests and Bondry's state, when there is anything to ask the caller.
+    asking: Option<Asking>,
+    /// Bondry's answers, by the upstream's keys.
+    answered_here: BTreeMap<String, Value>,
+    upstream_state: Option<Value>,
+}
+
+/// A modern upstream's `input_required` result as [`UpstreamInput`]; `None` for any other
+/// result, `Some(Err)` for one Bondry cannot pass on (a request of an unknown method, or
+/// one [`shaped`] refuses).
+fn upstream_input(result: &Value, spec: &UpstreamSpec) -> Option<Result<UpstreamInput, String>> {
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return None;
     }
@@ -165,20 +205,33 @@ pub fn upstream_input(result: &Value, allow_url: bool) -> Option<Result<Asking, 
         return Some(Err("an input_required result without inputRequests".into()));
     };
     let mut requests = BTreeMap::new();
+    let mut answered_here = BTreeMap::new();
     for (key, asked) in asked {
         let method = asked.get("method").and_then(Value::as_str).unwrap_or_default();
-        // Roots are never the caller's to give (the caller's capabilities never say it has any).
-        let Some(kind) = input::kind(method).filter(|kind| *kind != InputKind::Roots) else {
+        let Some(kind) = input::kind(method) else {
             return Some(Err(format!("an input request of method {method:?}")));
         };
+        if kind == InputKind::Roots {
+            // Never the caller's roots: one caller's must not reach an upstream shared by all.
+            answered_here.insert(key.clone(), roots_result(&spec.roots));
+            continue;
+        }
         let params = asked.get("params").and_then(Value::as_object).cloned().unwrap_or_default();
-        match shaped(kind, params, allow_url) {
+        match shaped(kind, params, spec.allow_url_elicitation) {
             Ok(params) => requests.insert(key.clone(), InputRequest { kind, params: Value::Object(params) }),
             Err((_, why)) => return Some(Err(why.into())),
         };
     }
-    let state = json!({ UPSTREAM_STATE: result.get("requestState").cloned().unwrap_or(Value::Null) });
-    Some(Ok(Asking { requests, state }))
+    let upstream_state = result.get("requestState").cloned();
+    let asking = (!requests.is_empty()).then(|| {
+        let mut state = Map::from_iter([(UPSTREAM_STATE.to_owned(), upstream_state.clone().unwrap_or(Value::Null))]);
+        if !answered_here.is_empty() {
+            let here = answered_here.iter().map(|(key, value)| (key.clone(), value.clone())).collect();
+            state.insert(ANSWERED_HERE.into(), Value::Object(here));
+        }
+        Asking { requests, state: Value::Object(state) }
+    });
+    Some(Ok(UpstreamInput { asking, answered_here, upstream_state }))
 }
 
 /// Drives `held` until the upstream answers, asks the caller, times out or the caller
@@ -415,17 +468,34 @@ mod tests {
     }
 
     #[test]
-    fn a_modern_upstreams_input_required_becomes_the_callers_with_its_state_inside() {
+    fn a_modern_upstreams_input_required_becomes_the_callers_but_for_its_roots() {
+        let mut spec = crate::spec::tests::example();
+        spec.roots = vec![crate::spec::Root { uri: "file:///srv".into(), name: None }];
         let result = json!({"resultType": "input_required", "requestState": "opaque",
             "inputRequests": {"q": {"method": "sampling/createMessage", "params": {"messages": []}}}});
-        let Some(Ok(asking)) = upstream_input(&result, false) else { panic!("passed on") };
+        let Some(Ok(input)) = upstream_input(&result, &spec) else { panic!("passed on") };
+        let asking = input.asking.expect("the caller is asked");
         assert_eq!(asking.requests["q"].params, json!({"messages": [], "includeContext": "none"}));
         assert_eq!(asking.state, json!({UPSTREAM_STATE: "opaque"}));
-        assert!(upstream_input(&json!({"resultType": "complete"}), false).is_none());
-        for method in ["x/y", "roots/list"] {
-            let refused = json!({"resultType": "input_required", "inputRequests": {"q": {"method": method}}});
-            assert!(matches!(upstream_input(&refused, false), Some(Err(_))), "{method}");
-        }
+        assert!(upstream_input(&json!({"resultType": "complete"}), &spec).is_none());
+        let unknown = json!({"resultType": "input_required", "inputRequests": {"q": {"method": "x/y"}}});
+        assert!(matches!(upstream_input(&unknown, &spec), Some(Err(_))));
+
+        // Roots are answered from the stanza: alone, nobody is asked; beside another
+        // request, Bondry's answer waits in the state for the caller's.
+        let roots = json!({"roots": [{"uri": "file:///srv"}]});
+        let alone = json!({"resultType": "input_required", "requestState": "s1",
+            "inputRequests": {"r": {"method": "roots/list"}}});
+        let Some(Ok(input)) = upstream_input(&alone, &spec) else { panic!("answered here") };
+        assert!(input.asking.is_none());
+        assert_eq!(input.answered_here, BTreeMap::from([("r".to_owned(), roots.clone())]));
+        assert_eq!(input.upstream_state, Some(json!("s1")));
+        let mixed = json!({"resultType": "input_required", "requestState": "s2", "inputRequests": {
+            "r": {"method": "roots/list"}, "q": {"method": "elicitation/create", "params": {"message": "m"}}}});
+        let Some(Ok(input)) = upstream_input(&mixed, &spec) else { panic!("passed on") };
+        let asking = input.asking.expect("the caller is asked");
+        assert_eq!(asking.requests.keys().collect::<Vec<_>>(), ["q"]);
+        assert_eq!(asking.state, json!({UPSTREAM_STATE: "s2", ANSWERED_HERE: {"r": roots}}));
 
         let mut outgoing = Outgoing::new("tools/call", Map::new());
         retried(&mut outgoing, &BTreeMap::from([("q".to_owned(), json!({"ok": 1}))]), Some(&json!("opaque")));
@@ -439,12 +509,13 @@ mod offered_tests {
     use super::*;
 
     #[test]
-    fn a_modern_upstream_is_told_the_callers_capabilities_but_roots_and_unallowed_url_mode() {
+    fn a_modern_upstream_is_told_the_callers_capabilities_but_its_roots_are_bondrys() {
         let mut spec = crate::spec::tests::example();
         let caller = json!({"roots": {"listChanged": true}, "sampling": {}, "elicitation": {"form": {}, "url": {}}});
-        assert_eq!(offered(&caller, &spec), json!({"sampling": {}, "elicitation": {"form": {}}}));
-        assert_eq!(offered(&json!({"elicitation": {"url": {}}}), &spec), json!({}), "not form mode instead");
+        assert_eq!(offered(&caller, &spec), json!({"roots": {}, "sampling": {}, "elicitation": {"form": {}}}));
+        assert_eq!(offered(&json!({"elicitation": {"url": {}}}), &spec), json!({"roots": {}}), "not form mode instead");
         spec.allow_url_elicitation = true;
-        assert_eq!(offered(&caller, &spec), json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}}));
+        let allowed = json!({"roots": {}, "sampling": {}, "elicitation": {"form": {}, "url": {}}});
+        assert_eq!(offered(&caller, &spec), allowed);
     }
 }

@@ -98,22 +98,19 @@ async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, request: Han
         Driven::Answered(answered) => answered,
         Driven::Asking(Asking { requests, state }) => return Answer::InputRequired { requests, state: Some(state) },
         Driven::Lost => return failed(kind, code::EXCHANGE_LOST, false),
+        Driven::Unpassable(why) => {
+            tracing::warn!(upstream = upstream.name(), why, "an upstream answer cannot be passed on");
+            return failed(kind, code::ERROR, false);
+        }
         Driven::TooManyExchanges => return failed(kind, code::TOO_MANY_EXCHANGES, true),
         // Dropping the relayed request cancelled it upstream.
         Driven::Cancelled => return unavailable(kind),
     };
     match answered {
-        Ok(result) => match bridge::upstream_input(&result, upstream.spec().allow_url_elicitation) {
-            Some(Ok(Asking { requests, state })) => Answer::InputRequired { requests, state: Some(state) },
-            Some(Err(why)) => {
-                tracing::warn!(upstream = upstream.name(), why, "an upstream answer cannot be passed on");
-                failed(kind, code::ERROR, false)
-            }
-            None => {
-                let tool_error = kind == CapabilityKind::Tool && result.get("isError") == Some(&Value::Bool(true));
-                Answer::Relayed { result, tool_error }
-            }
-        },
+        Ok(result) => {
+            let tool_error = kind == CapabilityKind::Tool && result.get("isError") == Some(&Value::Bool(true));
+            Answer::Relayed { result, tool_error }
+        }
         Err(Unrelayed::Unavailable) => unavailable(kind),
         Err(Unrelayed::ClientLacks { required }) => Answer::MissingClientCapability { required },
         Err(Unrelayed::Refused { code, message }) => {

@@ -463,3 +463,45 @@ async fn another_callers_retry_never_takes_up_a_held_exchange() {
     let done = call("alice-ticket-0123456789abcdef0123", retry).await;
     assert!(text_of(&done["result"]).starts_with("User response"), "{done}");
 }
+
+/// Roots are the stanza's, whoever calls: an upstream that asks only for them is answered
+/// by Bondry, and one that asks for more has the caller asked for the rest alone.
+async fn roots_are_answered_from_the_stanza(revisions: &[&str]) {
+    let root = |uri: &str| toml::Value::Table(toml::Table::from_iter([("uri".to_owned(), uri.into())]));
+    let roots = toml::Value::Array(vec![root("file:///srv/one"), root("file:///srv/two")]);
+    let deployment = Deployment::start(revisions, &[("roots", roots)]).await;
+    let caller = json!({"roots": {}, "elicitation": {}, "sampling": {}});
+    let alone =
+        json(deployment.call("up.test_input_required_result_list_roots", json!({}), caller.clone(), json!({})).await)
+            .await;
+    assert_eq!(text_of(&alone["result"]), "Found 2 root(s)", "never asked: {alone}");
+
+    let name = "up.test_input_required_result_multiple_inputs";
+    let first = json(deployment.call(name, json!({}), caller.clone(), json!({})).await).await;
+    let requests = first["result"]["inputRequests"].as_object().unwrap_or_else(|| panic!("{first}"));
+    let methods: Vec<&str> = requests.values().map(|request| request["method"].as_str().unwrap()).collect();
+    assert!(!methods.contains(&"roots/list") && methods.len() == 2, "{first}");
+    let answers: serde_json::Map<String, Value> = requests
+        .iter()
+        .map(|(key, request)| {
+            let answer = match request["method"].as_str() {
+                Some("sampling/createMessage") => sampled(),
+                _ => json!({"action": "accept", "content": {"name": "ada"}}),
+            };
+            (key.clone(), answer)
+        })
+        .collect();
+    let retry = json!({"inputResponses": answers, "requestState": first["result"]["requestState"]});
+    let last = json(deployment.call(name, json!({}), caller, retry).await).await;
+    assert_eq!(text_of(&last["result"]), "Name: ada; Greeting: forty-two; Roots: 2", "{last}");
+}
+
+#[tokio::test]
+async fn a_modern_upstreams_roots_come_from_the_stanza() {
+    roots_are_answered_from_the_stanza(&BOTH_ERAS).await;
+}
+
+#[tokio::test]
+async fn a_handshake_upstreams_roots_come_from_the_stanza() {
+    roots_are_answered_from_the_stanza(&HANDSHAKE).await;
+}

@@ -23,12 +23,17 @@ pub(crate) fn is_local(method: &str) -> bool {
 pub(crate) fn answer(id: &Id, method: &str, roots: &[Root]) -> Vec<u8> {
     match method {
         "ping" => jsonrpc::result_body(id, &json!({})),
-        "roots/list" => jsonrpc::result_body(id, &json!({"roots": roots.iter().map(root).collect::<Vec<_>>()})),
+        "roots/list" => jsonrpc::result_body(id, &roots_result(roots)),
         _ => jsonrpc::error_body(
             ErrorId::Id(id),
             &ErrorObject { code: code::INTERNAL_ERROR, message: CANNOT_ATTRIBUTE, data: None },
         ),
     }
+}
+
+/// Bondry's answer to a `roots/list`, whoever asks: the stanza's `roots`.
+pub(crate) fn roots_result(roots: &[Root]) -> Value {
+    json!({"roots": roots.iter().map(root).collect::<Vec<_>>()})
 }
 
 fn root(root: &Root) -> Value {

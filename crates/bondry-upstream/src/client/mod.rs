@@ -71,6 +71,7 @@ use bondry_mcp_proto::{Era, Revision, envelope};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
+pub(crate) use answer::roots_result;
 pub use error::ClientError;
 pub use inbox::{Inbox, Notice};
 pub use watched::{Asked, CALL_EVENTS, CallEvent, Watch};
