@@ -5,7 +5,9 @@
 //! once: a `resources/subscribe` in a handshake upstream's session, or one
 //! `subscriptions/listen` stream to a modern upstream naming every followed URI, opened
 //! anew with the new set when the set changes (the new stream is under way before the old
-//! one closes). The last follower gone, the subscription ends. A new connection starts
+//! one closes). That stream is open while a modern upstream is connected, followed
+//! resources or none, since it also carries the upstream's list changes, which a
+//! handshake upstream sends on its session's stream. The last follower gone, the subscription ends. A new connection starts
 //! with none, so every followed resource is subscribed again after a reconnect. Updates
 //! arrive as notices, which reach every follower that can still read the resource.
 
@@ -81,7 +83,7 @@ pub struct Subscribed {
     /// How long one `resources/subscribe` or `resources/unsubscribe` may take.
     timeout: Duration,
     uris: BTreeSet<String>,
-    /// A modern upstream's listen stream, while it carries any URI.
+    /// A modern upstream's listen stream, while one is open.
     listen: Option<Listen>,
 }
 
@@ -91,30 +93,31 @@ impl Subscribed {
         Self { upstream: upstream.to_owned(), connection, timeout, uris: BTreeSet::new(), listen: None }
     }
 
-    /// Subscribes to exactly `wanted` on the connection.
+    /// Subscribes to exactly `wanted` on the connection; a modern upstream's listen
+    /// stream is opened (again) even for none, since it carries the list changes too.
     pub async fn reconcile(&mut self, wanted: BTreeSet<String>) {
-        if wanted == self.uris {
+        let modern = self.connection.revision().era() == Era::Modern;
+        if wanted == self.uris && (!modern || self.listen.is_some()) {
             return;
         }
-        let done = match self.connection.revision().era() {
-            Era::Handshake => self.in_session(&wanted).await,
-            Era::Modern => self.listen(&wanted).await,
+        let done = match modern {
+            true => self.listen(&wanted).await,
+            false => self.in_session(&wanted).await,
         };
-        if done {
+        if done && wanted != self.uris {
             tracing::info!(upstream = self.upstream, resources = wanted.len(), "upstream resource subscriptions");
             self.uris = wanted;
         }
     }
 
-    /// Resolves when a modern upstream ended its listen stream; never otherwise.
+    /// Resolves when a modern upstream ended its listen stream; never otherwise. The next
+    /// reconcile opens another.
     pub async fn listen_ended(&mut self) {
         match self.listen.as_mut() {
             Some(listen) => {
                 let ended = listen.await;
                 tracing::info!(upstream = self.upstream, ?ended, "upstream listen stream ended");
                 self.listen = None;
-                // Opened again with the same set at the next reconcile.
-                self.uris.clear();
             }
             None => std::future::pending().await,
         }
@@ -146,25 +149,25 @@ impl Subscribed {
         true
     }
 
-    /// Whether a listen stream carries `wanted` now; one the upstream refused at once is
-    /// tried again at the next reconcile.
+    /// Whether a listen stream carrying the list changes and `wanted` is open now; one the
+    /// upstream refused at once is tried again at the next reconcile.
     async fn listen(&mut self, wanted: &BTreeSet<String>) -> bool {
-        let replaced = self.listen.take();
-        if !wanted.is_empty() {
-            let filter = json!({"resourceSubscriptions": wanted});
-            let params = Map::from_iter([("notifications".to_owned(), filter)]);
-            let connection = self.connection.clone();
-            let mut listen: Listen =
-                Box::pin(async move { connection.request(Outgoing::new("subscriptions/listen", params)).await });
-            // Under way before the stream it replaces closes, so no update falls between.
-            if let Ok(ended) = tokio::time::timeout(OVERLAP, &mut listen).await {
-                tracing::warn!(upstream = self.upstream, ?ended, "upstream listen stream refused");
-                self.listen = replaced;
-                return false;
-            }
-            self.listen = Some(listen);
+        let filter = json!({
+            "toolsListChanged": true,
+            "promptsListChanged": true,
+            "resourcesListChanged": true,
+            "resourceSubscriptions": wanted,
+        });
+        let params = Map::from_iter([("notifications".to_owned(), filter)]);
+        let connection = self.connection.clone();
+        let mut listen: Listen =
+            Box::pin(async move { connection.request(Outgoing::new("subscriptions/listen", params)).await });
+        // Under way before the stream it replaces closes, so no change falls between.
+        if let Ok(ended) = tokio::time::timeout(OVERLAP, &mut listen).await {
+            tracing::warn!(upstream = self.upstream, ?ended, "upstream listen stream refused");
+            return false;
         }
-        drop(replaced);
+        self.listen = Some(listen);
         true
     }
 }

@@ -392,9 +392,10 @@ impl Upstream {
         let mut followed = self.followers.changes();
         let mut renewals = connection.renewals();
         let mut subscribed = Subscribed::new(&self.name, connection, self.spec().call_timeout);
-        // Set when a listen stream ended: asked again then, not at once, so that an
-        // upstream ending every stream is not asked in a loop.
+        // Set when a listen stream ended: asked again then, not at once, and later each
+        // time, so that an upstream ending every stream is not asked in a loop.
         let mut relisten: Option<tokio::time::Instant> = None;
+        let mut relisten_wait = FIRST_BACKOFF;
         subscribed.reconcile(self.followers.followed()).await;
         loop {
             tokio::select! {
@@ -418,7 +419,10 @@ impl Upstream {
                         _ = stop.changed() => return Some(*stop.borrow()),
                     }
                 }
-                () = subscribed.listen_ended() => relisten = Some(tokio::time::Instant::now() + FIRST_BACKOFF),
+                () = subscribed.listen_ended() => {
+                    relisten = Some(tokio::time::Instant::now() + relisten_wait);
+                    relisten_wait = (relisten_wait * 2).min(MAX_BACKOFF);
+                }
                 () = tokio::time::sleep_until(relisten.unwrap_or_else(tokio::time::Instant::now)), if relisten.is_some() => {
                     relisten = None;
                     tokio::select! {

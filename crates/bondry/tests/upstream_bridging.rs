@@ -505,3 +505,27 @@ async fn a_modern_upstreams_roots_come_from_the_stanza() {
 async fn a_handshake_upstreams_roots_come_from_the_stanza() {
     roots_are_answered_from_the_stanza(&HANDSHAKE).await;
 }
+
+/// An upstream's list change reaches the gateway at once: on the listen stream Bondry
+/// keeps open to a modern upstream, on the session's stream of a handshake one.
+async fn a_list_change_upstream_is_heard_at_once(revisions: &[&str]) {
+    let deployment = Deployment::start(revisions, &[]).await;
+    let before = deployment.front.count_logged("upstream up: ");
+    let changed = json(deployment.call("up.test_trigger_tool_change", json!({}), json!({}), json!({})).await).await;
+    assert!(changed["result"]["content"].is_array(), "{changed}");
+    deployment.front.logged("upstream up: ", before + 1).await;
+    let listed = json(deployment.front.post(&deployment.client, "tools/list", json!({})).await).await;
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"up.test_dynamic_tool"), "{names:?}");
+}
+
+#[tokio::test]
+async fn a_modern_upstreams_list_change_is_heard_at_once() {
+    a_list_change_upstream_is_heard_at_once(&BOTH_ERAS).await;
+}
+
+#[tokio::test]
+async fn a_handshake_upstreams_list_change_is_heard_at_once() {
+    a_list_change_upstream_is_heard_at_once(&HANDSHAKE).await;
+}
