@@ -756,3 +756,18 @@ fn check_points_a_capability_backed_by_an_upstream_to_the_upstream_stanza() {
         &["realms.default.capabilities[0].backend", "[[realms.default.upstreams]]"],
     );
 }
+
+#[test]
+fn every_example_configuration_passes_check() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|extension| extension == "toml") {
+            let finished = run(&["check", "--config", path.to_str().unwrap()]);
+            assert!(finished.status.success(), "{}: {}", path.display(), finished.stderr);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3, "bondry.toml, conformance.toml and gateway.toml at least");
+}
