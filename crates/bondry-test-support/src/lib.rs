@@ -221,6 +221,33 @@ pub fn demo_upstream(ids: &[&str]) -> TestConfig {
     ids.iter().fold(demo, |config, id| config.capability(id, "tool", id, None))
 }
 
+/// A gateway fronting, as the upstream `up`, a Bondry serving the demo tools (with
+/// `admin.reset` configured but granted to nobody): what the SDK clients drive through
+/// the gateway. Both are killed on drop.
+pub struct DemoGateway {
+    _dir: tempfile::TempDir,
+    _upstream: Binary,
+    pub front: Binary,
+}
+
+impl DemoGateway {
+    /// Both serving, once the gateway listed the upstream.
+    pub async fn start(exe: &Path) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let demo = demo_upstream(&["demo.echo", "demo.add", "demo.forecast", "admin.reset"]);
+        let upstream = Binary::serve(exe, &demo.written(dir.path(), "up.toml"), &[]);
+        let config = gateway(http_upstream("up", upstream.port), &["up.*"]).written(dir.path(), "gateway.toml");
+        let front = Binary::serve(exe, &config, &[]);
+        front.logged("upstream up: ", 1).await;
+        Self { _dir: dir, _upstream: upstream, front }
+    }
+
+    /// The gateway's endpoint, named by `localhost` as SDK clients are given it.
+    pub fn url(&self) -> String {
+        format!("http://localhost:{}/mcp", self.front.port)
+    }
+}
+
 /// The stanza of an upstream named `name` reached over Streamable HTTP on loopback `port`.
 pub fn http_upstream(name: &str, port: u16) -> toml::Table {
     table([("name", name.into()), ("transport", "http".into()), ("url", format!("http://127.0.0.1:{port}/mcp").into())])

@@ -32,7 +32,7 @@ pub mod code {
     /// A retry named an input exchange that is no longer held (answered, expired, or
     /// never the caller's): the call must start over.
     pub const EXCHANGE_LOST: &str = "input_exchange_lost";
-    /// The caller holds as many input exchanges with the upstream as it may.
+    /// The caller holds as many input exchanges in the realm as it may.
     pub const TOO_MANY_EXCHANGES: &str = "too_many_pending_inputs";
 }
 

@@ -23,15 +23,8 @@ async fn python_sdk_client_connects_lists_and_calls() {
 
 #[tokio::test]
 async fn python_sdk_client_lists_and_calls_an_upstreams_tools_through_the_gateway() {
-    use support::{Binary, demo_upstream, gateway, http_upstream};
-    let dir = tempfile::tempdir().unwrap();
-    // The demo tools, with admin.reset configured but granted to nobody, on a Bondry upstream.
-    let demo = demo_upstream(&["demo.echo", "demo.add", "demo.forecast", "admin.reset"]);
-    let upstream = Binary::serve(support::bondry_exe!(), &demo.written(dir.path(), "up.toml"), &[]);
-    let gateway = gateway(http_upstream("up", upstream.port), &["up.*"]).written(dir.path(), "gateway.toml");
-    let front = Binary::serve(support::bondry_exe!(), &gateway, &[]);
-    front.logged("upstream up: ", 1).await;
-    let url = format!("http://localhost:{}/mcp", front.port);
+    let gateway = support::DemoGateway::start(support::bondry_exe!()).await;
+    let url = gateway.url();
     let Some(stdout) = python(vec!["interop.py".into(), url, "up.".into()]).await else { return };
     assert!(stdout.contains("ok legacy handshake: 2025-11-25"), "{stdout}");
     assert!(stdout.contains("ok auto negotiation: 2026-07-28"), "{stdout}");
