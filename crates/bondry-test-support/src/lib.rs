@@ -147,15 +147,15 @@ impl TestConfig {
         self.set_on_array("realms.default.capabilities", id, key, value)
     }
 
-    /// Sets `key` of the entry whose `id` is `id` in the array of tables at `path`.
+    /// Sets `key` of the entry whose `id` (or, for an upstream, `name`) is `id` in the
+    /// array of tables at `path`.
     pub fn set_on_array(mut self, path: &str, id: &str, key: &str, value: impl Into<toml::Value>) -> Self {
         let (table, name) = self.table_of(path);
+        let named = |entry: &toml::Value, field: &str| entry.get(field).and_then(toml::Value::as_str) == Some(id);
         let entry = table
             .get_mut(name)
             .and_then(toml::Value::as_array_mut)
-            .and_then(|entries| {
-                entries.iter_mut().find(|entry| entry.get("id").and_then(toml::Value::as_str) == Some(id))
-            })
+            .and_then(|entries| entries.iter_mut().find(|entry| named(entry, "id") || named(entry, "name")))
             .and_then(toml::Value::as_table_mut)
             .unwrap_or_else(|| panic!("no entry {id} in {path}"));
         entry.insert(key.to_owned(), value.into());
@@ -221,9 +221,31 @@ pub fn demo_upstream(ids: &[&str]) -> TestConfig {
     ids.iter().fold(demo, |config, id| config.capability(id, "tool", id, None))
 }
 
+/// Which revisions the Bondry behind a test gateway serves: all three, or only the
+/// handshake ones (so the gateway bridges every modern caller to a session).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamEra {
+    Modern,
+    Handshake,
+}
+
+impl UpstreamEra {
+    pub const BOTH: [UpstreamEra; 2] = [UpstreamEra::Modern, UpstreamEra::Handshake];
+
+    /// The environment that makes a Bondry serve this era's revisions.
+    pub fn env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            UpstreamEra::Modern => &[],
+            UpstreamEra::Handshake => {
+                &[("BONDRY__LISTENERS__MAIN__PROTOCOL_VERSIONS", r#"["2025-11-25", "2025-06-18"]"#)]
+            }
+        }
+    }
+}
+
 /// A gateway fronting, as the upstream `up`, a Bondry serving the demo tools (with
-/// `admin.reset` configured but granted to nobody): what the SDK clients drive through
-/// the gateway. Both are killed on drop.
+/// `admin.reset` configured but granted to nobody) at the revisions of an
+/// [`UpstreamEra`]: what the SDK clients drive through the gateway. Both are killed on drop.
 pub struct DemoGateway {
     _dir: tempfile::TempDir,
     _upstream: Binary,
@@ -232,10 +254,10 @@ pub struct DemoGateway {
 
 impl DemoGateway {
     /// Both serving, once the gateway listed the upstream.
-    pub async fn start(exe: &Path) -> Self {
+    pub async fn start(exe: &Path, era: UpstreamEra) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let demo = demo_upstream(&["demo.echo", "demo.add", "demo.forecast", "admin.reset"]);
-        let upstream = Binary::serve(exe, &demo.written(dir.path(), "up.toml"), &[]);
+        let upstream = Binary::serve(exe, &demo.written(dir.path(), "up.toml"), era.env());
         let config = gateway(http_upstream("up", upstream.port), &["up.*"]).written(dir.path(), "gateway.toml");
         let front = Binary::serve(exe, &config, &[]);
         front.logged("upstream up: ", 1).await;
@@ -243,6 +265,51 @@ impl DemoGateway {
     }
 
     /// The gateway's endpoint, named by `localhost` as SDK clients are given it.
+    pub fn url(&self) -> String {
+        format!("http://localhost:{}/mcp", self.front.port)
+    }
+}
+
+/// How the conformance fixtures (`examples/conformance.toml`) are served to a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fixtures {
+    /// By Bondry itself.
+    Native,
+    /// Through `examples/gateway.toml`, by an upstream Bondry serving this era.
+    Gateway(UpstreamEra),
+}
+
+impl Fixtures {
+    pub const ALL: [Fixtures; 3] =
+        [Fixtures::Native, Fixtures::Gateway(UpstreamEra::Modern), Fixtures::Gateway(UpstreamEra::Handshake)];
+}
+
+/// The conformance fixtures served as a [`Fixtures`] says; killed on drop.
+pub struct FixtureRealm {
+    _dir: tempfile::TempDir,
+    _upstream: Option<Binary>,
+    pub front: Binary,
+}
+
+impl FixtureRealm {
+    /// Serving, once a gateway has listed its upstream.
+    pub async fn start(exe: &Path, fixtures: Fixtures) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let native = TestConfig::example("conformance.toml").written(dir.path(), "conformance.toml");
+        let Fixtures::Gateway(era) = fixtures else {
+            return Self { _upstream: None, front: Binary::serve(exe, &native, &[]), _dir: dir };
+        };
+        let upstream = Binary::serve(exe, &native, era.env());
+        let url = format!("http://127.0.0.1:{}/mcp", upstream.port);
+        let config = TestConfig::example("gateway.toml")
+            .set_on_array("realms.default.upstreams", "fixtures", "url", url)
+            .written(dir.path(), "gateway.toml");
+        let front = Binary::serve(exe, &config, &[]);
+        front.logged("upstream fixtures: ", 1).await;
+        Self { _dir: dir, _upstream: Some(upstream), front }
+    }
+
+    /// The realm's endpoint, named by `localhost` as SDK clients are given it.
     pub fn url(&self) -> String {
         format!("http://localhost:{}/mcp", self.front.port)
     }

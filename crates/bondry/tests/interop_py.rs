@@ -23,11 +23,12 @@ async fn python_sdk_client_connects_lists_and_calls() {
 
 #[tokio::test]
 async fn python_sdk_client_lists_and_calls_an_upstreams_tools_through_the_gateway() {
-    let gateway = support::DemoGateway::start(support::bondry_exe!()).await;
-    let url = gateway.url();
-    let Some(stdout) = python(vec!["interop.py".into(), url, "up.".into()]).await else { return };
-    assert!(stdout.contains("ok legacy handshake: 2025-11-25"), "{stdout}");
-    assert!(stdout.contains("ok auto negotiation: 2026-07-28"), "{stdout}");
+    for era in support::UpstreamEra::BOTH {
+        let gateway = support::DemoGateway::start(support::bondry_exe!(), era).await;
+        let Some(stdout) = python(vec!["interop.py".into(), gateway.url(), "up.".into()]).await else { return };
+        assert!(stdout.contains("ok legacy handshake: 2025-11-25"), "{era:?}: {stdout}");
+        assert!(stdout.contains("ok auto negotiation: 2026-07-28"), "{era:?}: {stdout}");
+    }
 }
 
 /// Runs the venv's `python` with `args` in `interop/py`; its stdout.

@@ -162,38 +162,41 @@ async fn rmcp_auto_mode_lands_in_the_modern_era() {
 }
 
 #[tokio::test]
-async fn rmcp_client_calls_an_upstreams_tools_through_the_gateway_in_either_era() {
-    use support::{Binary, demo_upstream, gateway, http_upstream};
-    let dir = tempfile::tempdir().unwrap();
-    let upstream = Binary::serve(
-        support::bondry_exe!(),
-        &demo_upstream(&["demo.echo", "demo.add"]).written(dir.path(), "up.toml"),
-        &[],
-    );
-    let gateway = gateway(http_upstream("up", upstream.port), &["up.*"]).written(dir.path(), "gateway.toml");
-    let front = Binary::serve(support::bondry_exe!(), &gateway, &[]);
-    front.logged("upstream up: ", 1).await;
-    let url = format!("http://127.0.0.1:{}/mcp", front.port);
-    let lifecycles = [
-        (ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }, None),
-        (ClientLifecycleMode::Initialize, Some(ProtocolVersion::V_2025_11_25)),
-    ];
-    for (lifecycle, version) in lifecycles {
-        let mut config =
-            ClientConfig::new(ClientCapabilities::default(), Implementation::new("bondry-rmcp-interop", "0"));
-        if let Some(version) = version {
-            config = config.with_protocol_version(version);
+async fn rmcp_client_calls_an_upstreams_tools_through_the_gateway_at_each_revision() {
+    for era in support::UpstreamEra::BOTH {
+        let gateway = support::DemoGateway::start(support::bondry_exe!(), era).await;
+        let lifecycles = [
+            (ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }, None),
+            (ClientLifecycleMode::Initialize, Some(ProtocolVersion::V_2025_11_25)),
+            (ClientLifecycleMode::Initialize, Some(ProtocolVersion::V_2025_06_18)),
+        ];
+        for (lifecycle, version) in lifecycles {
+            let mut config =
+                ClientConfig::new(ClientCapabilities::default(), Implementation::new("bondry-rmcp-interop", "0"));
+            if let Some(version) = version.clone() {
+                config = config.with_protocol_version(version);
+            }
+            let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(
+                gateway.url(),
+            ));
+            let client = within("connect", config.serve_with_lifecycle(transport, lifecycle)).await.expect("connects");
+            let peer = client.peer_info().expect("the gateway's server info");
+            let expected = version.unwrap_or(ProtocolVersion::V_2026_07_28);
+            assert_eq!(peer.protocol_version, expected, "{era:?}");
+            assert_eq!(peer.server_info.as_ref().map(|info| info.name.as_str()), Some("bondry"), "{era:?}");
+            let tools = within("tools/list", client.list_all_tools()).await.expect("tools/list");
+            let names: Vec<&str> = tools.iter().map(|tool| &*tool.name).collect();
+            assert!(
+                names.contains(&"up.demo.echo") && !names.contains(&"up.admin.reset"),
+                "{era:?} {expected:?}: {names:?}"
+            );
+            let echo =
+                within("echo", client.call_tool(call("up.demo.echo", json!({"text": "hi"})))).await.expect("call");
+            assert_eq!(echo.structured_content, Some(json!({"text": "hi"})), "{era:?} {expected:?}: {echo:?}");
+            let add =
+                within("add", client.call_tool(call("up.demo.add", json!({"a": 2, "b": 3})))).await.expect("call");
+            assert_eq!(add.structured_content, Some(json!({"sum": 5})), "{era:?} {expected:?}: {add:?}");
+            within("client shutdown", client.cancel()).await.expect("client shutdown");
         }
-        let transport =
-            StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url.as_str()));
-        let client = within("connect", config.serve_with_lifecycle(transport, lifecycle)).await.expect("connects");
-        let tools = within("tools/list", client.list_all_tools()).await.expect("tools/list");
-        let names: Vec<&str> = tools.iter().map(|tool| &*tool.name).collect();
-        assert!(names.contains(&"up.demo.echo") && names.contains(&"up.demo.add"), "{names:?}");
-        let echo = within("echo", client.call_tool(call("up.demo.echo", json!({"text": "hi"})))).await.expect("call");
-        assert_eq!(echo.structured_content, Some(json!({"text": "hi"})), "{echo:?}");
-        let add = within("add", client.call_tool(call("up.demo.add", json!({"a": 2, "b": 3})))).await.expect("call");
-        assert_eq!(add.structured_content, Some(json!({"sum": 5})), "{add:?}");
-        within("client shutdown", client.cancel()).await.expect("client shutdown");
     }
 }

@@ -8,10 +8,7 @@
 
 use bondry_test_support as support;
 
-use std::path::Path;
-use std::process::Command;
-
-use support::TestServer;
+use support::{FixtureRealm, Fixtures, TestServer};
 
 #[tokio::test]
 async fn typescript_sdk_client_connects_lists_and_calls() {
@@ -26,46 +23,11 @@ async fn typescript_sdk_client_connects_lists_and_calls() {
 
 #[tokio::test]
 async fn typescript_sdk_client_lists_and_calls_an_upstreams_tools_through_the_gateway() {
-    let gateway = support::DemoGateway::start(support::bondry_exe!()).await;
-    let url = gateway.url();
-    let Some(stdout) = node(vec!["interop.mjs".into(), url, "up.".into()]).await else { return };
-    assert!(stdout.contains("ok legacy handshake: 2025-06-18"), "{stdout}");
-    assert!(stdout.contains("ok auto negotiation: 2026-07-28"), "{stdout}");
-}
-
-/// The real binary serving `examples/conformance.toml` on an ephemeral port; killed on drop.
-struct FixtureServer {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl FixtureServer {
-    fn start() -> Self {
-        use std::io::{BufRead, BufReader};
-        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/conformance.toml");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_bondry"))
-            .args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("bondry starts");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let port = loop {
-            let line = lines.next().expect("bondry prints its banner").unwrap();
-            if let Some(rest) = line.split("listening on http://127.0.0.1:").nth(1) {
-                break rest.trim_end_matches("/mcp").parse().unwrap();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, port }
-    }
-}
-
-impl Drop for FixtureServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    for era in support::UpstreamEra::BOTH {
+        let gateway = support::DemoGateway::start(support::bondry_exe!(), era).await;
+        let Some(stdout) = node(vec!["interop.mjs".into(), gateway.url(), "up.".into()]).await else { return };
+        assert!(stdout.contains("ok legacy handshake: 2025-06-18"), "{era:?}: {stdout}");
+        assert!(stdout.contains("ok auto negotiation: 2026-07-28"), "{era:?}: {stdout}");
     }
 }
 
@@ -77,22 +39,29 @@ async fn node(args: Vec<String>) -> Option<String> {
 }
 
 #[tokio::test]
-async fn typescript_sdk_client_uses_prompts_resources_and_tools_of_the_fixture_realm() {
-    let server = FixtureServer::start();
-    let url = format!("http://localhost:{}/mcp", server.port);
-    let Some(stdout) = node(vec!["fixture.mjs".into(), url]).await else { return };
-    assert!(stdout.contains("ok handshake: 2025-11-25"), "{stdout}");
-    assert!(stdout.contains("ok modern: 2026-07-28"), "{stdout}");
+async fn typescript_sdk_client_uses_prompts_resources_and_tools_of_the_fixture_realm_natively_and_through_gateways() {
+    for fixtures in Fixtures::ALL {
+        let realm = FixtureRealm::start(support::bondry_exe!(), fixtures).await;
+        let Some(stdout) = node(vec!["fixture.mjs".into(), realm.url()]).await else { return };
+        assert!(stdout.contains("ok handshake: 2025-11-25"), "{fixtures:?}: {stdout}");
+        assert!(stdout.contains("ok modern: 2026-07-28"), "{fixtures:?}: {stdout}");
+    }
 }
 
 #[tokio::test]
-async fn inspector_cli_lists_and_calls_the_fixture_realm_in_both_eras() {
-    let server = FixtureServer::start();
-    let url = format!("http://localhost:{}/mcp", server.port);
+async fn inspector_cli_lists_and_calls_the_fixture_realm_in_both_eras_natively_and_through_gateways() {
+    for fixtures in Fixtures::ALL {
+        let realm = FixtureRealm::start(support::bondry_exe!(), fixtures).await;
+        inspect_fixture_realm(&realm.url(), fixtures).await;
+    }
+}
+
+/// The Inspector CLI, in either era, against the fixture realm at `url`.
+async fn inspect_fixture_realm(url: &str, fixtures: Fixtures) {
     for era in ["modern", "legacy"] {
         let inspect = |method: &[&str]| {
             let mut args: Vec<String> =
-                ["node_modules/.bin/inspector", "--cli", &url, "--protocol-era", era, "--format", "json"]
+                ["node_modules/.bin/inspector", "--cli", url, "--protocol-era", era, "--format", "json"]
                     .iter()
                     .map(|arg| arg.to_string())
                     .collect();
@@ -100,16 +69,22 @@ async fn inspector_cli_lists_and_calls_the_fixture_realm_in_both_eras() {
             node(args)
         };
         let json = |text: Option<String>| -> Option<serde_json::Value> {
-            Some(serde_json::from_str(text?.trim()).unwrap_or_else(|e| panic!("{era}: not JSON ({e})")))
+            Some(serde_json::from_str(text?.trim()).unwrap_or_else(|e| panic!("{fixtures:?} {era}: not JSON ({e})")))
         };
         let Some(tools) = json(inspect(&["--method", "tools/list"]).await) else { return };
         let names: Vec<&str> =
             tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-        assert!(names.contains(&"test_simple_text") && names.contains(&"test_sampling"), "{era}: {names:?}");
+        assert!(
+            names.contains(&"test_simple_text") && names.contains(&"test_sampling"),
+            "{fixtures:?} {era}: {names:?}"
+        );
         let called = json(inspect(&["--method", "tools/call", "--tool-name", "test_simple_text"]).await).unwrap();
-        assert_eq!(called["result"]["content"][0]["text"], "This is a simple text response for testing.", "{era}");
+        assert_eq!(
+            called["result"]["content"][0]["text"], "This is a simple text response for testing.",
+            "{fixtures:?} {era}"
+        );
         let prompts = json(inspect(&["--method", "prompts/list"]).await).unwrap();
-        assert_eq!(prompts["result"]["prompts"].as_array().unwrap().len(), 5, "{era}: {prompts}");
+        assert_eq!(prompts["result"]["prompts"].as_array().unwrap().len(), 5, "{fixtures:?} {era}: {prompts}");
         let prompt = json(
             inspect(&[
                 "--method",
@@ -125,13 +100,19 @@ async fn inspector_cli_lists_and_calls_the_fixture_realm_in_both_eras() {
         .unwrap();
         assert_eq!(
             prompt["result"]["messages"][0]["content"]["text"], "Prompt with arguments: arg1='a', arg2='b'",
-            "{era}"
+            "{fixtures:?} {era}"
         );
         let resources = json(inspect(&["--method", "resources/list"]).await).unwrap();
-        assert_eq!(resources["result"]["resources"][0]["uri"], "test://static-binary", "{era}: {resources}");
+        assert_eq!(
+            resources["result"]["resources"][0]["uri"], "test://static-binary",
+            "{fixtures:?} {era}: {resources}"
+        );
         let templates = json(inspect(&["--method", "resources/templates/list"]).await).unwrap();
-        assert_eq!(templates["result"]["resourceTemplates"][0]["uriTemplate"], "test://template/{id}/data", "{era}");
+        assert_eq!(
+            templates["result"]["resourceTemplates"][0]["uriTemplate"], "test://template/{id}/data",
+            "{fixtures:?} {era}"
+        );
         let read = json(inspect(&["--method", "resources/read", "--uri", "test://template/7/data"]).await).unwrap();
-        assert_eq!(read["result"]["contents"][0]["uri"], "test://template/7/data", "{era}: {read}");
+        assert_eq!(read["result"]["contents"][0]["uri"], "test://template/7/data", "{fixtures:?} {era}: {read}");
     }
 }
