@@ -320,9 +320,11 @@ pub fn http_upstream(name: &str, port: u16) -> toml::Table {
     table([("name", name.into()), ("transport", "http".into()), ("url", format!("http://127.0.0.1:{port}/mcp").into())])
 }
 
-/// A gateway whose anonymous callers hold `grants`, fronting the upstream `stanza`.
+/// A gateway whose anonymous callers hold `grants`, fronting the upstream `stanza`; its
+/// pins live as long as the process.
 pub fn gateway(stanza: toml::Table, grants: &[&str]) -> TestConfig {
     TestConfig::bare()
+        .set("pin_store", "memory")
         .set("realms.default.anonymous_roles", vec!["caller"])
         .role("caller", grants)
         .push("realms.default.upstreams", stanza)
@@ -1228,11 +1230,21 @@ impl Handler for AsksOnce {
     }
 }
 
-/// The `rmcp-stdio-upstream` binary of this crate (an rmcp 3.11 server over stdio), found
-/// beside the running executable: an integration test runs from `target/<profile>/deps`,
-/// the `bondry` binary from `target/<profile>`.
+/// The `rmcp-stdio-upstream` binary of this crate (an rmcp 3.11 server over stdio).
 pub fn test_upstream_exe() -> PathBuf {
-    let name = format!("rmcp-stdio-upstream{}", std::env::consts::EXE_SUFFIX);
+    sibling_exe("rmcp-stdio-upstream")
+}
+
+/// The `catalogue-upstream` binary of this crate: an rmcp 3.11 server over stdio serving
+/// the definitions of a JSON file, verbatim, and saying when the file changes.
+pub fn catalogue_upstream_exe() -> PathBuf {
+    sibling_exe("catalogue-upstream")
+}
+
+/// The binary `name` of this crate, found beside the running executable: an integration
+/// test runs from `target/<profile>/deps`, the `bondry` binary from `target/<profile>`.
+fn sibling_exe(name: &str) -> PathBuf {
+    let name = format!("{name}{}", std::env::consts::EXE_SUFFIX);
     let exe = std::env::current_exe().expect("the running executable has a path");
     exe.ancestors().skip(1).take(2).map(|dir| dir.join(&name)).find(|candidate| candidate.is_file()).unwrap_or_else(
         || panic!("no {name} beside {}: build it: cargo build -p bondry-test-support --bins", exe.display()),
@@ -1289,8 +1301,14 @@ impl Binary {
     /// `EXE serve --config CONFIG` with `env` added, once it has printed its banner; `EXE`
     /// is the binary cargo built for the test ([`bondry_exe!`]).
     pub fn serve(exe: &Path, config: &Path, env: &[(&str, &str)]) -> Self {
+        Self::serve_with(exe, config, &[], env)
+    }
+
+    /// [`Binary::serve`] with `args` after `--config CONFIG`.
+    pub fn serve_with(exe: &Path, config: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(exe)
             .args(["serve", "--config", config.to_str().unwrap()])
+            .args(args)
             .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())

@@ -10,6 +10,7 @@ mod bridge;
 pub mod client;
 pub mod definition;
 pub mod naming;
+pub mod pins;
 mod realm;
 pub mod relay;
 mod slots;

@@ -1,12 +1,14 @@
 //! A realm's upstreams together: started and stopped as one, and named as one, since
 //! the naming rule (contract §9.3) decides between upstreams in stanza order.
 //!
-//! Every listing that changes something names every upstream's entries again, against
-//! the realm's own capabilities, and offers each upstream's set to the registry; what
-//! does not compile is skipped with a warning and never costs the realm.
+//! Every listing that changes something moves the upstream's pins, names every
+//! upstream's entries again, against the realm's own capabilities, and offers each
+//! upstream's pinned set to the registry; what does not compile is skipped with a warning
+//! and never costs the realm.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bondry_core::capability::{CapabilityId, CapabilityKind};
 use bondry_core::handler::Handler;
@@ -19,6 +21,7 @@ use tokio::task::JoinSet;
 use crate::bridge::Exchanges;
 use crate::definition::{self, BINDING_KIND};
 use crate::naming::{Listed, Named, Names};
+use crate::pins::{Observed, Pin, PinBook, PinState, PinStore, Policy, Seen, StoreError, definition_hash, kind_of};
 use crate::relay::Relay;
 use crate::spec::UpstreamSpec;
 use crate::upstream::{News, Stop, Target, Upstream, lock, read, write};
@@ -33,12 +36,15 @@ pub struct RealmUpstreams {
 
 /// What the realm's upstreams share: the realm, and the upstreams in stanza order.
 struct Realm {
+    /// The realm's name, under which its upstreams' pins are kept.
+    name: String,
     events: RealmEvents,
     members: RwLock<Vec<Member>>,
     /// One naming at a time, so two listings landing together are named in order.
     naming: Mutex<()>,
     /// The input exchanges held for the realm's callers, whichever upstream asked.
     exchanges: Arc<Exchanges>,
+    store: Arc<dyn PinStore>,
 }
 
 /// One upstream of the realm and its handler, made once: a listing that changes nothing
@@ -48,35 +54,55 @@ struct Realm {
 struct Member {
     upstream: Arc<Upstream>,
     relay: Arc<dyn Handler>,
+    /// The upstream's pins, as its store keeps them.
+    pins: Arc<Mutex<PinBook>>,
 }
 
 impl Member {
-    /// The member serving `spec`; one that replaces another takes over its followers,
-    /// whose subscriptions the new connection makes again.
-    fn new(spec: UpstreamSpec, exchanges: &Arc<Exchanges>, replaced: Option<&Member>) -> Self {
+    /// The member serving `spec` with `pins`; one that replaces another takes over its
+    /// followers, whose subscriptions the new connection makes again, and its pins.
+    fn new(spec: UpstreamSpec, exchanges: &Arc<Exchanges>, replaced: Option<&Member>, pins: PinBook) -> Self {
         let followers = replaced.map_or_else(Arc::default, |member| member.upstream.followers());
+        let pins = replaced.map_or_else(|| Arc::new(Mutex::new(pins)), |member| Arc::clone(&member.pins));
         let upstream = Arc::new(Upstream::new(spec, followers));
         let relay = Arc::new(Relay::new(Arc::clone(&upstream), Arc::clone(exchanges)));
-        Self { upstream, relay }
+        Self { upstream, relay, pins }
     }
 }
 
 impl RealmUpstreams {
-    /// Starts serving `specs` in the realm of `events`: each upstream is connected and
-    /// listed in the background, so the realm serves at once and its upstreams'
-    /// capabilities appear as their listings land. Must be called within a Tokio runtime.
-    pub fn start(events: RealmEvents, specs: Vec<UpstreamSpec>) -> Self {
+    /// Starts serving `specs` in the realm `name` of `events`, their pins kept in
+    /// `store`: each upstream is connected and listed in the background, so the realm
+    /// serves at once and its upstreams' pinned capabilities appear as their listings
+    /// land. Refused if the store cannot give an upstream's pins. Must be called within a
+    /// Tokio runtime.
+    pub fn start(
+        name: &str,
+        events: RealmEvents,
+        specs: Vec<UpstreamSpec>,
+        store: Arc<dyn PinStore>,
+    ) -> Result<Self, StoreError> {
         events.promise(promised(&specs));
         let exchanges = Arc::new(Exchanges::default());
-        let members: Vec<Member> = specs.into_iter().map(|spec| Member::new(spec, &exchanges, None)).collect();
+        let mut members = Vec::new();
+        for spec in specs {
+            let pins = store.load(name, &spec.name)?;
+            members.push(Member::new(spec, &exchanges, None, pins));
+        }
         events.rank(owners(&members));
-        let realm =
-            Arc::new(Realm { events, members: RwLock::new(members.clone()), naming: Mutex::new(()), exchanges });
+        let realm = Arc::new(Realm {
+            name: name.to_owned(),
+            events,
+            members: RwLock::new(members.clone()),
+            naming: Mutex::new(()),
+            exchanges,
+            store,
+        });
         let started = Self { realm, stops: Mutex::new(HashMap::new()), tasks: Mutex::new(JoinSet::new()) };
         for member in &members {
             started.supervise(member);
         }
-        started
+        Ok(started)
     }
 
     fn supervise(&self, member: &Member) {
@@ -106,10 +132,20 @@ impl RealmUpstreams {
                     members.push(kept.clone());
                 }
                 replaced => {
+                    let pins = match replaced {
+                        Some(_) => PinBook::default(),
+                        None => match self.realm.store.load(&self.realm.name, &spec.name) {
+                            Ok(pins) => pins,
+                            Err(error) => {
+                                tracing::error!(upstream = spec.name, %error, "upstream not started: its pins cannot be read");
+                                continue;
+                            }
+                        },
+                    };
                     if replaced.is_some() {
                         self.stop(&spec.name, Stop::AfterCalls);
                     }
-                    let member = Member::new(spec, &self.realm.exchanges, replaced);
+                    let member = Member::new(spec, &self.realm.exchanges, replaced, pins);
                     started.push(member.clone());
                     members.push(member);
                 }
@@ -159,8 +195,9 @@ impl News for Realm {
 }
 
 impl Realm {
-    /// Names every upstream's entries in stanza order and offers each upstream's set;
-    /// the log marks the listing of the upstream that `listed`, if one did.
+    /// Moves the pins of the upstream that `listed` (of every upstream, after a reload,
+    /// when none did), names every upstream's entries in stanza order and offers each
+    /// upstream's pinned set; the log marks the listing of the upstream that `listed`.
     fn name_and_offer(&self, listed: Option<&str>) {
         let _one_at_a_time = self.naming.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let snapshot = self.events.snapshot();
@@ -171,8 +208,12 @@ impl Realm {
             own.iter().map(|entry| entry.id().as_str()),
             own.iter().filter_map(|entry| entry.descriptor.uri.as_deref()),
         );
-        for Member { upstream, relay } in read(&self.members).iter() {
-            let (registrations, targets) = name(upstream, relay, &mut names);
+        for member in read(&self.members).iter() {
+            let Member { upstream, relay, pins } = member;
+            if listed.is_none_or(|listed| listed == upstream.name()) && upstream.has_listed() {
+                self.observe(member);
+            }
+            let (registrations, targets) = name(upstream, relay, &lock(pins), &mut names);
             let served = registrations.len();
             // The targets first, so a call to a new entry finds what to call upstream.
             upstream.set_targets(targets);
@@ -185,13 +226,82 @@ impl Realm {
             }
         }
     }
+
+    /// Moves `member`'s pins as its latest listing says, logs what moved and stores it.
+    fn observe(&self, Member { upstream, pins, .. }: &Member) {
+        let spec = upstream.spec();
+        let entries: Vec<(CapabilityKind, String, Seen)> = upstream
+            .listing()
+            .into_iter()
+            .filter_map(|(kind, entry)| {
+                let (name, uri) = definition::identity(kind, &entry).ok()?;
+                let key = spec.admits(name).then(|| uri.unwrap_or(name).to_owned())?;
+                let hash = definition_hash(kind, &entry, &spec.pin_ignore_meta);
+                Some((kind, key, Seen { hash, definition: Arc::new(entry) }))
+            })
+            .collect();
+        let policy =
+            Policy { trust: spec.trust, new_capabilities: spec.new_capabilities, new_resources: spec.new_resources };
+        let mut book = lock(pins);
+        let observed = book.observe(entries, &policy, now_ms());
+        if observed.changed.is_empty() && !observed.first {
+            return;
+        }
+        log_moves(&spec.name, &observed);
+        let changed: Vec<&Pin> = observed.changed.iter().map(|(_, pin)| pin).collect();
+        if let Err(error) = self.store.save(&self.name, &spec.name, &book, &changed) {
+            tracing::error!(upstream = spec.name, %error, "the upstream's pins are not saved: a restart forgets what moved");
+        }
+    }
 }
 
-/// The registrations of `upstream`'s latest listing, named against `names`, and what
-/// each one is called upstream.
+/// Logs each pin a listing of `upstream` moved: a warning for what is withheld.
+fn log_moves(upstream: &str, observed: &Observed) {
+    let pinned = observed.changed.iter().filter(|(before, pin)| before.is_none() && pin.state == PinState::Pinned);
+    let pinned = pinned.count();
+    if pinned > 0 {
+        tracing::info!(upstream, pinned, "upstream definitions pinned as first listed");
+    }
+    for (before, pin) in &observed.changed {
+        let (kind, key, hash) = (kind_of(pin.kind), pin.key.as_str(), pin.seen.hash.as_str());
+        let pinned_hash = pin.pinned.as_ref().map(|pinned| pinned.hash.as_str());
+        match (before, pin.state) {
+            (None, PinState::Pinned) => {}
+            (None | Some(PinState::Removed), PinState::Held) => {
+                tracing::warn!(upstream, kind, key, hash, "an upstream definition is new: held until approved")
+            }
+            (_, PinState::Drifted) => tracing::warn!(
+                upstream,
+                kind,
+                key,
+                pinned = pinned_hash,
+                hash,
+                "an upstream definition drifted from its pin: withheld until approved"
+            ),
+            (_, PinState::Removed) => tracing::info!(upstream, kind, key, "an upstream definition is no longer listed"),
+            (Some(_), PinState::Pinned) => {
+                tracing::info!(upstream, kind, key, hash, "an upstream definition is listed as pinned: served")
+            }
+            (Some(_), PinState::Held) => {
+                tracing::info!(upstream, kind, key, hash, "a held upstream definition changed: still held")
+            }
+        }
+    }
+}
+
+/// Now, in Unix milliseconds: when a pin was first seen or approved.
+fn now_ms() -> u64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The registrations of `upstream`'s latest listing that `pins` serves, named against
+/// `names`, and what each one is called upstream. Every admitted entry is named, served
+/// or not, so that no pin's state moves another entry's id.
 fn name(
     upstream: &Upstream,
     relay: &Arc<dyn Handler>,
+    pins: &PinBook,
     names: &mut Names,
 ) -> (Vec<Registration>, HashMap<CapabilityId, Target>) {
     let spec = upstream.spec();
@@ -233,6 +343,9 @@ fn name(
                 continue;
             }
         };
+        if !pins.serves(kind, uri.unwrap_or(upstream_name)) {
+            continue;
+        }
         let Ok(id) = CapabilityId::new(&id) else { continue };
         let descriptor = match definition::descriptor(kind, id.clone(), &spec.name, &entry) {
             Ok(descriptor) => descriptor,

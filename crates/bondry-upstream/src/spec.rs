@@ -36,10 +36,12 @@ pub struct UpstreamSpec {
     /// The largest upstream message read; a larger one is logged and dropped.
     pub max_response_bytes: usize,
     pub trust: Trust,
-    /// What a later listing's new tools and prompts become (with pins).
+    /// What a later listing's new tools and prompts become.
     pub new_capabilities: NewEntries,
-    /// What a later listing's new resources and templates become (with pins).
+    /// What a later listing's new resources and templates become.
     pub new_resources: NewEntries,
+    /// `_meta` keys a pin's hash leaves out, besides Bondry's own.
+    pub pin_ignore_meta: Vec<String>,
     /// How often the upstream is listed again without a `list_changed`.
     pub refresh_interval: Duration,
     /// How long a handshake upstream's request waits for the caller's answer (contract §9.5).
@@ -260,6 +262,7 @@ pub(crate) mod tests {
             trust: Trust::FirstUse,
             new_capabilities: NewEntries::Hold,
             new_resources: NewEntries::Trust,
+            pin_ignore_meta: vec![],
             refresh_interval: Duration::from_secs(300),
             input_wait: Duration::from_secs(60),
             allow_url_elicitation: false,

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -77,6 +78,8 @@ pub struct Upstream {
     connection: RwLock<Option<(u64, Connection)>>,
     health: Mutex<Health>,
     listing: RwLock<Listing>,
+    /// Whether a listing ever landed: an empty first listing is a listing too.
+    listed: AtomicBool,
     targets: RwLock<HashMap<CapabilityId, Target>>,
     calls: Arc<CallSlots>,
     /// The log level asked of a handshake upstream's session, and on which connection:
@@ -128,6 +131,7 @@ impl Upstream {
             connection: RwLock::new(None),
             health: Mutex::new(Health { backoff: FIRST_BACKOFF, ..Health::default() }),
             listing: RwLock::new(Vec::new()),
+            listed: AtomicBool::new(false),
             targets: RwLock::new(HashMap::new()),
             calls,
             log_level: Mutex::new(None),
@@ -180,6 +184,11 @@ impl Upstream {
 
     pub fn listing(&self) -> Listing {
         read(&self.listing).clone()
+    }
+
+    /// Whether a listing of the upstream ever landed.
+    pub fn has_listed(&self) -> bool {
+        self.listed.load(Ordering::Acquire)
     }
 
     pub fn target(&self, id: &CapabilityId) -> Option<Target> {
@@ -500,8 +509,9 @@ impl Upstream {
                 }
             }
         }
-        if listing != previous {
+        if listing != previous || !self.has_listed() {
             *write(&self.listing) = listing;
+            self.listed.store(true, Ordering::Release);
             news.listed(self);
         }
         true

@@ -103,8 +103,11 @@ impl fmt::Debug for Environment {
 pub struct RawConfig {
     #[serde(default = "default_grace")]
     pub shutdown_grace_ms: u64,
-    /// Where state that must survive restarts is kept: realms' generated keys.
+    /// Where state that must survive restarts is kept: realms' generated keys, pins.
     pub data_dir: Option<PathBuf>,
+    /// Where upstream pins are kept: `pins.sqlite3` in `data_dir`, or this process only.
+    #[serde(default)]
+    pub pin_store: PinStoreKind,
     #[serde(default)]
     pub listeners: BTreeMap<String, RawListener>,
     #[serde(default)]
@@ -296,6 +299,9 @@ pub struct RawUpstream {
     pub new_capabilities: String,
     #[serde(default = "trust")]
     pub new_resources: String,
+    /// `_meta` keys left out of a pin's hash.
+    #[serde(default)]
+    pub pin_ignore_meta: Vec<String>,
     #[serde(default = "default_refresh_interval")]
     pub refresh_interval_ms: u64,
     #[serde(default = "default_input_wait")]
@@ -517,6 +523,14 @@ pub enum AuditSinkKind {
     Stdout,
     File,
     Off,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PinStoreKind {
+    #[default]
+    Sqlite,
+    Memory,
 }
 
 /// A parsed configuration, where it came from, and the environment it was loaded in.

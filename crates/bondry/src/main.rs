@@ -47,6 +47,10 @@ enum Command {
         /// Overrides the address of the one configured listener.
         #[arg(long, value_name = "ADDR")]
         listen: Option<SocketAddr>,
+        /// Makes a new pin store although `data_dir` served before (its realm keys
+        /// remain): every upstream is then trusted anew.
+        #[arg(long)]
+        accept_new_pin_store: bool,
     },
     /// Validate a configuration file without serving.
     Check {
@@ -83,7 +87,7 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
     let result = match cli.command {
-        Command::Serve { config, listen } => serve(config, listen),
+        Command::Serve { config, listen, accept_new_pin_store } => serve(config, listen, accept_new_pin_store),
         Command::Check { config } => check(config),
         Command::HashPassword => hash_password(),
         Command::Ticket(TicketCommand::New { realm, principal, roles }) => new_ticket(&realm, &principal, roles),
@@ -135,30 +139,29 @@ fn new_ticket(realm: &str, principal: &str, roles: Option<Vec<String>>) -> anyho
     Ok(())
 }
 
-fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>) -> anyhow::Result<()> {
+fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store: bool) -> anyhow::Result<()> {
     let loaded = config::load(path.as_deref(), std::env::vars())?;
     // One set of handler objects for the start and every reload: a handler's state (and
     // the dynamic capabilities it published) stays with the one instance.
     let builtins = Builtins::bundled();
+    // Checked before the pin store is opened, and the store opened before the realms'
+    // key files are made: a missing store is judged by the data directory as it was.
+    assemble(&loaded, &builtins, &Overrides { listen }, false)?;
+    let pins = bondry::assemble::pins::open(&loaded, accept_new_pin_store)?;
     let mut assembled = assemble(&loaded, &builtins, &Overrides { listen }, true)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // Every realm's upstreams (if any) start connecting in the background before the
         // listeners open: the realm serves at once, and their capabilities appear as
         // their listings land.
-        let realms: HashMap<String, LiveRealm> = assembled
-            .server
-            .realms
-            .iter()
-            .map(|(name, entry)| {
-                let specs = assembled.upstreams.remove(name).unwrap_or_default();
-                let events = RealmEvents::new(Arc::clone(&entry.registry));
-                let upstreams = Arc::new(RealmUpstreams::start(events, specs));
-                let live =
-                    LiveRealm { registry: Arc::clone(&entry.registry), auth: Arc::clone(&entry.auth), upstreams };
-                (name.clone(), live)
-            })
-            .collect();
+        let mut realms: HashMap<String, LiveRealm> = HashMap::new();
+        for (name, entry) in &assembled.server.realms {
+            let specs = assembled.upstreams.remove(name).unwrap_or_default();
+            let events = RealmEvents::new(Arc::clone(&entry.registry));
+            let upstreams = Arc::new(RealmUpstreams::start(name, events, specs, Arc::clone(&pins))?);
+            let live = LiveRealm { registry: Arc::clone(&entry.registry), auth: Arc::clone(&entry.auth), upstreams };
+            realms.insert(name.clone(), live);
+        }
         let upstreams: Vec<Arc<RealmUpstreams>> = realms.values().map(|live| Arc::clone(&live.upstreams)).collect();
         // Listen for signals and file changes before announcing readiness: a signal sent
         // right after the banner must start a graceful shutdown or a reload, not kill the

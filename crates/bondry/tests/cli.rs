@@ -700,11 +700,13 @@ trust = "first_use"
 #[test]
 fn check_accepts_a_stdio_and_an_http_upstream() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_config(dir.path(), &format!("{MINIMAL}{UPSTREAMS}"));
+    // `check` writes nothing: the pin store in data_dir is neither made nor opened.
+    let path = write_config(dir.path(), &format!("data_dir = \"state\"\n{MINIMAL}{UPSTREAMS}"));
     let env = [("BONDRY_TEST_EVERYTHING_API_KEY", "k3y"), ("BONDRY_TEST_REMOTE_AUTH", "Bearer s3cret")];
     let finished = run_with(&["check", "--config", path.to_str().unwrap()], &env);
     assert_eq!(finished.status.code(), Some(0), "exit status {}; stderr:\n{}", finished.status, finished.stderr);
     assert_eq!(finished.stdout, format!("{}: ok\n", path.display()));
+    assert!(!dir.path().join("state").exists());
 }
 
 #[test]
@@ -722,6 +724,7 @@ name = "remote"
 transport = "http"
 url = "http://mcp.example.com/mcp"
 trust = "approve"
+new_capabilities = "trust"
 "#;
     let dir = tempfile::tempdir().unwrap();
     let path = write_config(dir.path(), &format!("{MINIMAL}{upstreams}"));
@@ -736,7 +739,7 @@ trust = "approve"
         ("realms.default.upstreams[0].env_from.API_KEY", "\"BONDRY_TEST_UNSET_UPSTREAM_KEY\" is not set"),
         ("realms.default.upstreams[0].expose[1]", "\"widgets\" is not a kind"),
         ("realms.default.upstreams[1].url", "\"http://mcp.example.com/mcp\" is plain http"),
-        ("realms.default.upstreams[1].trust", "\"approve\" holds an upstream's first listing"),
+        ("pin_store", "upstreams need data_dir to keep their pins"),
     ];
     let lines: Vec<&str> = finished.stderr.lines().collect();
     assert_eq!(lines.len(), expected.len(), "one line per error; {context}");

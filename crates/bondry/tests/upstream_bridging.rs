@@ -509,7 +509,8 @@ async fn a_handshake_upstreams_roots_come_from_the_stanza() {
 /// An upstream's list change reaches the gateway at once: on the listen stream Bondry
 /// keeps open to a modern upstream, on the session's stream of a handshake one.
 async fn a_list_change_upstream_is_heard_at_once(revisions: &[&str]) {
-    let deployment = Deployment::start(revisions, &[]).await;
+    // New tools trusted: held, the new tool would be listed but not served.
+    let deployment = Deployment::start(revisions, &[("new_capabilities", "trust".into())]).await;
     let before = deployment.front.count_logged("upstream up: ");
     let changed = json(deployment.call("up.test_trigger_tool_change", json!({}), json!({}), json!({})).await).await;
     assert!(changed["result"]["content"].is_array(), "{changed}");

@@ -37,6 +37,7 @@ fn gateway(bad: toml::Table) -> TestConfig {
     let mut good = stdio("good");
     good.insert("expose".into(), vec!["tools", "prompts"].into());
     TestConfig::bare()
+        .set("pin_store", "memory")
         .set("realms.default.anonymous_roles", vec!["caller"])
         .role("caller", &["bad.*", "good.*", "demo.*"])
         .role("good_only", &["good.*", "demo.*"])

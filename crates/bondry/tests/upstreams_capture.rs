@@ -130,6 +130,7 @@ async fn no_header_of_the_caller_reaches_the_upstream_but_the_stanzas_own_do() {
     ]);
     // The caller holds a ticket: a credential Bondry accepts, which must stop at Bondry.
     let config = TestConfig::bare()
+        .set("pin_store", "memory")
         .role("caller", &["up.*"])
         .principal("caller", &["caller"])
         .ticket("caller-secret", "caller")

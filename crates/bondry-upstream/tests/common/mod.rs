@@ -24,6 +24,7 @@ pub fn spec(name: &str, transport: TransportSpec) -> UpstreamSpec {
         trust: Trust::FirstUse,
         new_capabilities: NewEntries::Hold,
         new_resources: NewEntries::Trust,
+        pin_ignore_meta: vec![],
         refresh_interval: Duration::from_secs(300),
         input_wait: Duration::from_secs(60),
         allow_url_elicitation: false,

@@ -10,6 +10,7 @@ mod credentials;
 mod diagnostics;
 mod keys;
 mod listener;
+pub mod pins;
 mod rates;
 mod realm;
 mod upstreams;
@@ -72,6 +73,7 @@ fn assemble_once(
     let mut diagnostics = Diagnostics::new(&loaded.origin);
     let listeners = listener::listeners(&mut diagnostics, &loaded.raw.listeners, overrides.listen);
     let destination = audit::destination(&mut diagnostics, loaded);
+    pins::check(&mut diagnostics, loaded);
     let realms = realms(&mut diagnostics, loaded, builtins, open_sinks);
     let sink = destination.and_then(|destination| {
         let open = open_sinks && diagnostics.is_clean();
@@ -230,10 +232,21 @@ mod tests {
         let stanza = |name: &str| {
             format!("[[realms.default.upstreams]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = \"node\"\n")
         };
-        let two = format!("{EMBEDDED_DEFAULT}\n{}{}", stanza("b"), stanza("a"));
+        let two = format!("pin_store = \"memory\"\n{EMBEDDED_DEFAULT}\n{}{}", stanza("b"), stanza("a"));
         let assembled = assemble_in(&two, &[]).unwrap_or_else(|errors| panic!("{errors}"));
         let names: Vec<_> = assembled.upstreams["default"].iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(names, ["b", "a"]);
+    }
+
+    #[test]
+    fn upstreams_need_a_data_dir_for_their_pins_unless_memory_is_chosen() {
+        let stanza = "[[realms.default.upstreams]]\nname = \"up\"\ntransport = \"stdio\"\ncommand = \"node\"\n";
+        assert_refuses(
+            &format!("{EMBEDDED_DEFAULT}\n{stanza}"),
+            "t.toml: pin_store: upstreams need data_dir to keep their pins in pins.sqlite3 across restarts; set data_dir, or pin_store = \"memory\" to trust every upstream anew at each start",
+        );
+        assert!(assemble_in(&format!("data_dir = \"state\"\n{EMBEDDED_DEFAULT}\n{stanza}"), &[]).is_ok());
+        assert!(assemble_in(&format!("pin_store = \"memory\"\n{EMBEDDED_DEFAULT}\n{stanza}"), &[]).is_ok());
     }
 
     #[test]

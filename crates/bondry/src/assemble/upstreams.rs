@@ -105,6 +105,7 @@ fn spec(
     let trust = diagnostics.ok(at("trust"), trust(&raw.trust));
     let new_capabilities = diagnostics.ok(at("new_capabilities"), new_entries(&raw.new_capabilities));
     let new_resources = diagnostics.ok(at("new_resources"), new_entries(&raw.new_resources));
+    let pin_ignore_meta = diagnostics.ok(at("pin_ignore_meta"), ignored_meta(&raw.pin_ignore_meta));
     let refresh_interval = diagnostics.ok(
         at("refresh_interval_ms"),
         within(raw.refresh_interval_ms, 1000..=ONE_DAY_MS, "milliseconds (a second to a day)"),
@@ -128,6 +129,7 @@ fn spec(
         trust: trust?,
         new_capabilities: new_capabilities?,
         new_resources: new_resources?,
+        pin_ignore_meta: pin_ignore_meta?,
         refresh_interval: Duration::from_millis(refresh_interval?),
         input_wait: Duration::from_millis(input_wait?),
         allow_url_elicitation: raw.allow_url_elicitation,
@@ -582,11 +584,20 @@ fn within(value: u64, range: RangeInclusive<u64>, unit: &str) -> Result<u64, Str
 fn trust(text: &str) -> Result<Trust, String> {
     match text {
         "first_use" => Ok(Trust::FirstUse),
-        "approve" => Err(
-            "\"approve\" holds an upstream's first listing until an operator approves it, which needs pins, not built yet; use \"first_use\""
-                .into(),
-        ),
-        other => Err(format!("{other:?} is not a trust; use \"first_use\" (\"approve\" comes with pins)")),
+        "approve" => Ok(Trust::Approve),
+        other => Err(format!("{other:?} is neither \"first_use\" nor \"approve\"")),
+    }
+}
+
+/// At most 64 `_meta` keys, each 1-256 bytes: what an upstream changes on every listing
+/// (an etag, a timestamp) and that must not drift its pins.
+fn ignored_meta(keys: &[String]) -> Result<Vec<String>, String> {
+    if keys.len() > 64 {
+        return Err(format!("{} keys; at most 64", keys.len()));
+    }
+    match keys.iter().find(|key| key.is_empty() || key.len() > 256) {
+        Some(key) => Err(format!("{key:?} is not a _meta key: use 1-256 bytes")),
+        None => Ok(keys.to_vec()),
     }
 }
 
@@ -664,6 +675,7 @@ mod tests {
             trust: Trust::FirstUse,
             new_capabilities: NewEntries::Hold,
             new_resources: NewEntries::Trust,
+            pin_ignore_meta: vec![],
             refresh_interval: Duration::from_secs(300),
             input_wait: Duration::from_secs(60),
             allow_url_elicitation: false,
@@ -713,8 +725,10 @@ connect_timeout_ms = 3600000
 call_timeout_ms = 1
 max_concurrent_calls = 1024
 max_response_bytes = 1024
+trust = "approve"
 new_capabilities = "trust"
 new_resources = "hold"
+pin_ignore_meta = ["com.example/etag"]
 refresh_interval_ms = 1000
 input_wait_ms = 1
 allow_url_elicitation = true
@@ -741,8 +755,10 @@ allow_url_elicitation = true
             call_timeout: Duration::from_millis(1),
             max_concurrent_calls: 1024,
             max_response_bytes: 1024,
+            trust: Trust::Approve,
             new_capabilities: NewEntries::Trust,
             new_resources: NewEntries::Hold,
+            pin_ignore_meta: vec!["com.example/etag".into()],
             refresh_interval: Duration::from_secs(1),
             input_wait: Duration::from_millis(1),
             allow_url_elicitation: true,
@@ -1088,20 +1104,23 @@ allow_url_elicitation = true
     }
 
     #[test]
-    fn approval_waits_for_pins_and_new_entries_are_held_or_trusted() {
-        assert_refused(
-            &format!("{STDIO}trust = \"approve\"\n"),
-            &[
-                "trust: \"approve\" holds an upstream's first listing until an operator approves it, which needs pins, not built yet; use \"first_use\"",
-            ],
-        );
+    fn trust_new_entries_and_ignored_meta_keys_are_checked() {
         assert_refused(
             &format!("{STDIO}trust = \"always\"\nnew_capabilities = \"maybe\"\nnew_resources = \"Hold\"\n"),
             &[
-                "trust: \"always\" is not a trust; use \"first_use\" (\"approve\" comes with pins)",
+                "trust: \"always\" is neither \"first_use\" nor \"approve\"",
                 "new_capabilities: \"maybe\" is neither \"hold\" nor \"trust\"",
                 "new_resources: \"Hold\" is neither \"hold\" nor \"trust\"",
             ],
+        );
+        assert_refused(
+            &format!("{STDIO}pin_ignore_meta = [\"\"]\n"),
+            &["pin_ignore_meta: \"\" is not a _meta key: use 1-256 bytes"],
+        );
+        let many: Vec<String> = (0..65).map(|i| format!("\"k{i}\"")).collect();
+        assert_refused(
+            &format!("{STDIO}pin_ignore_meta = [{}]\n", many.join(", ")),
+            &["pin_ignore_meta: 65 keys; at most 64"],
         );
     }
 

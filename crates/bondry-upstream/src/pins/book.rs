@@ -1,0 +1,359 @@
+//! One upstream's pins and how a listing moves them (contract §9.8). Pure: the caller
+//! gives the time and stores what changed.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use bondry_core::capability::CapabilityKind;
+use serde_json::Value;
+
+use super::hash::kind_of;
+use crate::spec::{NewEntries, Trust};
+
+/// Where a pinned key stands. Only `Pinned` is served; the rest answer as missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinState {
+    /// Listed as it was pinned: served.
+    Pinned,
+    /// New and not yet approved.
+    Held,
+    /// Listed with a definition other than its pin.
+    Drifted,
+    /// No longer listed.
+    Removed,
+}
+
+impl PinState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pinned => "pinned",
+            Self::Held => "held",
+            Self::Drifted => "drifted",
+            Self::Removed => "removed",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<Self> {
+        [Self::Pinned, Self::Held, Self::Drifted, Self::Removed].into_iter().find(|state| state.as_str() == name)
+    }
+}
+
+/// A definition and its hash.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    pub hash: String,
+    pub definition: Arc<Value>,
+}
+
+/// Who approved a pin (the admin token's name), and when (Unix milliseconds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    pub by: String,
+    pub at_ms: u64,
+}
+
+/// The pin of one key of one upstream: the upstream name of a tool or prompt, the URI of
+/// a resource, the URI template of a template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pin {
+    pub kind: CapabilityKind,
+    pub key: String,
+    pub state: PinState,
+    /// What was trusted; none for a key held since it was first seen.
+    pub pinned: Option<Seen>,
+    /// What the upstream listed last.
+    pub seen: Seen,
+    pub first_seen_ms: u64,
+    pub approval: Option<Approval>,
+}
+
+/// How a stanza trusts what it has not seen before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// The upstream's first listing.
+    pub trust: Trust,
+    /// A later listing's new tools and prompts.
+    pub new_capabilities: NewEntries,
+    /// A later listing's new resources and templates.
+    pub new_resources: NewEntries,
+}
+
+impl Policy {
+    fn trusts(&self, kind: CapabilityKind, first_listing: bool) -> bool {
+        if first_listing {
+            return self.trust == Trust::FirstUse;
+        }
+        let new = match kind {
+            CapabilityKind::Tool | CapabilityKind::Prompt => self.new_capabilities,
+            CapabilityKind::Resource | CapabilityKind::ResourceTemplate => self.new_resources,
+        };
+        new == NewEntries::Trust
+    }
+}
+
+/// What one listing changed.
+#[derive(Debug, Default)]
+pub struct Observed {
+    /// Whether it was the upstream's first listing ever.
+    pub first: bool,
+    /// The pins it changed, as they are now, with the state each had before (none: new).
+    pub changed: Vec<(Option<PinState>, Pin)>,
+}
+
+/// Why an approval changed nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The upstream never listed that key.
+    Unknown,
+    /// It is no longer listed: there is nothing to serve.
+    Removed,
+    /// Its current definition no longer has the hash reviewed; this is the current one.
+    Stale { current: String },
+}
+
+/// One upstream's pins, by kind and key.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PinBook {
+    /// Whether the upstream was ever listed: its first listing is trusted as `trust` says.
+    listed: bool,
+    pins: BTreeMap<(&'static str, String), Pin>,
+}
+
+impl PinBook {
+    /// The book as stored.
+    pub fn restored(listed: bool, pins: impl IntoIterator<Item = Pin>) -> Self {
+        let pins = pins.into_iter().map(|pin| ((kind_of(pin.kind), pin.key.clone()), pin)).collect();
+        Self { listed, pins }
+    }
+
+    pub fn listed(&self) -> bool {
+        self.listed
+    }
+
+    /// Every pin, by kind then key.
+    pub fn pins(&self) -> impl Iterator<Item = &Pin> {
+        self.pins.values()
+    }
+
+    pub fn pin(&self, kind: CapabilityKind, key: &str) -> Option<&Pin> {
+        self.pins.get(&(kind_of(kind), key.to_owned()))
+    }
+
+    /// Whether the key is served: pinned, and listed as pinned.
+    pub fn serves(&self, kind: CapabilityKind, key: &str) -> bool {
+        self.pin(kind, key).is_some_and(|pin| pin.state == PinState::Pinned)
+    }
+
+    /// Moves the pins as a listing of `entries` (kind, key, what was seen) says, at
+    /// `now_ms`: a new key is pinned or held as `policy` says; a known one is pinned when
+    /// it matches its pin, drifted when it does not, held when it never had one; a key
+    /// not listed is removed. A key listed twice counts once, as first listed.
+    pub fn observe(
+        &mut self,
+        entries: impl IntoIterator<Item = (CapabilityKind, String, Seen)>,
+        policy: &Policy,
+        now_ms: u64,
+    ) -> Observed {
+        let first = !self.listed;
+        self.listed = true;
+        let mut changed = Vec::new();
+        let mut listed = HashSet::new();
+        for (kind, key, seen) in entries {
+            let slot = (kind_of(kind), key);
+            if !listed.insert(slot.clone()) {
+                continue;
+            }
+            let (before, pin) = match self.pins.get(&slot) {
+                None => {
+                    let trusted = policy.trusts(kind, first);
+                    let state = if trusted { PinState::Pinned } else { PinState::Held };
+                    let pinned = trusted.then(|| seen.clone());
+                    (
+                        None,
+                        Pin { kind, key: slot.1.clone(), state, pinned, seen, first_seen_ms: now_ms, approval: None },
+                    )
+                }
+                Some(pin) => {
+                    let state = match &pin.pinned {
+                        Some(pinned) if pinned.hash == seen.hash => PinState::Pinned,
+                        Some(_) => PinState::Drifted,
+                        None => PinState::Held,
+                    };
+                    if state == pin.state && seen.hash == pin.seen.hash {
+                        continue;
+                    }
+                    (Some(pin.state), Pin { state, seen, ..pin.clone() })
+                }
+            };
+            self.pins.insert(slot, pin.clone());
+            changed.push((before, pin));
+        }
+        for (slot, pin) in &mut self.pins {
+            if pin.state != PinState::Removed && !listed.contains(slot) {
+                let before = pin.state;
+                pin.state = PinState::Removed;
+                changed.push((Some(before), pin.clone()));
+            }
+        }
+        Observed { first, changed }
+    }
+
+    /// Pins `kind`/`key` at `hash`, the hash the operator `by` reviewed, at `now_ms`:
+    /// refused, changing nothing, unless that is the hash of its current definition.
+    /// Approving what is pinned already changes nothing and succeeds.
+    pub fn approve(
+        &mut self,
+        kind: CapabilityKind,
+        key: &str,
+        hash: &str,
+        by: &str,
+        now_ms: u64,
+    ) -> Result<Pin, Refusal> {
+        let pin = self.pins.get_mut(&(kind_of(kind), key.to_owned())).ok_or(Refusal::Unknown)?;
+        if pin.state == PinState::Removed {
+            return Err(Refusal::Removed);
+        }
+        if pin.seen.hash != hash {
+            return Err(Refusal::Stale { current: pin.seen.hash.clone() });
+        }
+        if pin.state != PinState::Pinned {
+            pin.state = PinState::Pinned;
+            pin.pinned = Some(pin.seen.clone());
+            pin.approval = Some(Approval { by: by.to_owned(), at_ms: now_ms });
+        }
+        Ok(pin.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const FIRST_USE: Policy =
+        Policy { trust: Trust::FirstUse, new_capabilities: NewEntries::Hold, new_resources: NewEntries::Trust };
+
+    fn seen(text: &str) -> Seen {
+        Seen { hash: format!("sha256:{text}"), definition: Arc::new(json!({"description": text})) }
+    }
+
+    fn tool(key: &str, text: &str) -> (CapabilityKind, String, Seen) {
+        (CapabilityKind::Tool, key.to_owned(), seen(text))
+    }
+
+    fn states(book: &PinBook) -> Vec<(String, PinState)> {
+        book.pins().map(|pin| (pin.key.clone(), pin.state)).collect()
+    }
+
+    #[test]
+    fn the_first_listing_is_pinned_on_first_use_and_later_new_tools_are_held() {
+        let mut book = PinBook::default();
+        let first = book.observe([tool("a", "1"), tool("b", "1")], &FIRST_USE, 10);
+        assert!(first.first && first.changed.iter().all(|(before, _)| before.is_none()));
+        assert!(book.serves(CapabilityKind::Tool, "a") && book.serves(CapabilityKind::Tool, "b"));
+        let later = book.observe([tool("a", "1"), tool("b", "1"), tool("c", "1")], &FIRST_USE, 20);
+        assert!(!later.first);
+        assert_eq!(later.changed.len(), 1);
+        assert_eq!(book.pin(CapabilityKind::Tool, "c").unwrap().state, PinState::Held);
+        assert_eq!(book.pin(CapabilityKind::Tool, "c").unwrap().pinned, None);
+        assert!(!book.serves(CapabilityKind::Tool, "c"));
+    }
+
+    #[test]
+    fn an_empty_first_listing_is_still_the_first() {
+        let mut book = PinBook::default();
+        assert!(book.observe([], &FIRST_USE, 1).first);
+        book.observe([tool("a", "1")], &FIRST_USE, 2);
+        assert_eq!(states(&book), [("a".to_owned(), PinState::Held)]);
+    }
+
+    #[test]
+    fn approve_holds_everything_of_the_first_listing() {
+        let policy = Policy { trust: Trust::Approve, ..FIRST_USE };
+        let mut book = PinBook::default();
+        book.observe([tool("a", "1")], &policy, 1);
+        assert_eq!(states(&book), [("a".to_owned(), PinState::Held)]);
+    }
+
+    #[test]
+    fn new_resources_follow_their_own_rule() {
+        let mut book = PinBook::default();
+        book.observe([], &FIRST_USE, 1);
+        let resource = (CapabilityKind::Resource, "test://r".to_owned(), seen("1"));
+        book.observe([resource.clone()], &FIRST_USE, 2);
+        assert!(book.serves(CapabilityKind::Resource, "test://r"));
+        let mut held = PinBook::default();
+        held.observe([], &FIRST_USE, 1);
+        held.observe([resource], &Policy { new_resources: NewEntries::Hold, ..FIRST_USE }, 2);
+        assert!(!held.serves(CapabilityKind::Resource, "test://r"));
+    }
+
+    #[test]
+    fn a_changed_definition_drifts_and_its_pin_returns_when_the_upstream_reverts() {
+        let mut book = PinBook::default();
+        book.observe([tool("a", "1")], &FIRST_USE, 1);
+        let drift = book.observe([tool("a", "2")], &FIRST_USE, 2);
+        assert_eq!(drift.changed[0].0, Some(PinState::Pinned));
+        let pin = book.pin(CapabilityKind::Tool, "a").unwrap();
+        assert_eq!((pin.state, pin.pinned.as_ref().unwrap().hash.as_str()), (PinState::Drifted, "sha256:1"));
+        assert_eq!(pin.seen.hash, "sha256:2");
+        assert!(!book.serves(CapabilityKind::Tool, "a"));
+        // The same drift listed again changes nothing.
+        assert!(book.observe([tool("a", "2")], &FIRST_USE, 3).changed.is_empty());
+        book.observe([tool("a", "1")], &FIRST_USE, 4);
+        assert!(book.serves(CapabilityKind::Tool, "a"));
+    }
+
+    #[test]
+    fn a_removed_key_comes_back_pinned_with_its_hash_and_drifted_with_another() {
+        let mut book = PinBook::default();
+        book.observe([tool("a", "1"), tool("b", "1")], &FIRST_USE, 1);
+        book.observe([], &FIRST_USE, 2);
+        assert_eq!(states(&book), [("a".to_owned(), PinState::Removed), ("b".to_owned(), PinState::Removed)]);
+        book.observe([tool("a", "1"), tool("b", "2")], &FIRST_USE, 3);
+        assert_eq!(states(&book), [("a".to_owned(), PinState::Pinned), ("b".to_owned(), PinState::Drifted)]);
+        assert_eq!(book.pin(CapabilityKind::Tool, "a").unwrap().first_seen_ms, 1);
+    }
+
+    #[test]
+    fn a_rename_is_a_removal_and_a_new_name() {
+        let mut book = PinBook::default();
+        book.observe([tool("old", "1")], &FIRST_USE, 1);
+        book.observe([tool("new", "1")], &FIRST_USE, 2);
+        assert_eq!(states(&book), [("new".to_owned(), PinState::Held), ("old".to_owned(), PinState::Removed)]);
+    }
+
+    #[test]
+    fn approval_names_the_reviewed_hash_and_fails_if_it_changed() {
+        let mut book = PinBook::default();
+        book.observe([tool("a", "1")], &FIRST_USE, 1);
+        book.observe([tool("a", "2"), tool("b", "1")], &FIRST_USE, 2);
+        let before = book.clone();
+        assert_eq!(
+            book.approve(CapabilityKind::Tool, "a", "sha256:1", "ops", 3),
+            Err(Refusal::Stale { current: "sha256:2".into() })
+        );
+        assert_eq!(book, before);
+        assert_eq!(book.approve(CapabilityKind::Tool, "zz", "sha256:1", "ops", 3), Err(Refusal::Unknown));
+        let pin = book.approve(CapabilityKind::Tool, "a", "sha256:2", "ops", 3).unwrap();
+        assert_eq!((pin.state, pin.approval), (PinState::Pinned, Some(Approval { by: "ops".into(), at_ms: 3 })));
+        assert!(book.approve(CapabilityKind::Tool, "b", "sha256:1", "ops", 4).is_ok());
+        assert!(book.serves(CapabilityKind::Tool, "a") && book.serves(CapabilityKind::Tool, "b"));
+        book.observe([], &FIRST_USE, 5);
+        assert_eq!(book.approve(CapabilityKind::Tool, "a", "sha256:2", "ops", 6), Err(Refusal::Removed));
+    }
+
+    #[test]
+    fn a_key_listed_twice_counts_once() {
+        let mut book = PinBook::default();
+        book.observe([tool("a", "1"), tool("a", "2")], &FIRST_USE, 1);
+        assert_eq!(book.pin(CapabilityKind::Tool, "a").unwrap().seen.hash, "sha256:1");
+    }
+
+    #[test]
+    fn state_names_round_trip() {
+        for state in [PinState::Pinned, PinState::Held, PinState::Drifted, PinState::Removed] {
+            assert_eq!(PinState::named(state.as_str()), Some(state));
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Pins against drift (contract §9.8). An upstream's definitions are instructions to a
+//! model: each one Bondry serves is pinned by the hash of the definition an operator
+//! trusted, and one that differs, or is new while new ones are held, is withheld until
+//! approved. The book decides ([`PinBook`], pure), the store remembers ([`PinStore`]).
+
+mod book;
+mod hash;
+mod store;
+
+pub use book::{Approval, Observed, Pin, PinBook, PinState, Policy, Refusal, Seen};
+pub use hash::{definition_hash, kind_named, kind_of};
+pub use store::{MemoryStore, PinStore, SqliteStore, StoreError};

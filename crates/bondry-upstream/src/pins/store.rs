@@ -1,0 +1,359 @@
+//! Where pins survive restarts: `pins.sqlite3` in `data_dir`, or, with
+//! `pin_store = "memory"`, only as long as the process.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::book::{Approval, Pin, PinBook, PinState, Seen};
+use super::hash::{kind_named, kind_of};
+use crate::upstream::lock;
+
+/// What keeps each upstream's pins.
+pub trait PinStore: Send + Sync {
+    /// The book of `upstream` in `realm` as last saved: empty if it was never listed.
+    fn load(&self, realm: &str, upstream: &str) -> Result<PinBook, StoreError>;
+
+    /// Saves `book`, of `upstream` in `realm`, in which `changed` are what changed since
+    /// the last save.
+    fn save(&self, realm: &str, upstream: &str, book: &PinBook, changed: &[&Pin]) -> Result<(), StoreError>;
+}
+
+/// A store that cannot be read or written, naming its file.
+#[derive(Debug, thiserror::Error)]
+#[error("the pin store {}: {why}", path.display())]
+pub struct StoreError {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// Pins kept by this process only: every start trusts anew.
+#[derive(Debug, Default)]
+pub struct MemoryStore(Mutex<HashMap<(String, String), PinBook>>);
+
+impl PinStore for MemoryStore {
+    fn load(&self, realm: &str, upstream: &str) -> Result<PinBook, StoreError> {
+        Ok(lock(&self.0).get(&(realm.to_owned(), upstream.to_owned())).cloned().unwrap_or_default())
+    }
+
+    fn save(&self, realm: &str, upstream: &str, book: &PinBook, _changed: &[&Pin]) -> Result<(), StoreError> {
+        lock(&self.0).insert((realm.to_owned(), upstream.to_owned()), book.clone());
+        Ok(())
+    }
+}
+
+/// Each step from one schema version to the next; a store is at the version of the
+/// number of steps it has taken.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE upstreams (
+        realm TEXT NOT NULL,
+        upstream TEXT NOT NULL,
+        first_listed_ms INTEGER NOT NULL,
+        PRIMARY KEY (realm, upstream)
+    ) WITHOUT ROWID;
+    CREATE TABLE pins (
+        realm TEXT NOT NULL,
+        upstream TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        state TEXT NOT NULL,
+        pinned_hash TEXT,
+        pinned_definition TEXT,
+        seen_hash TEXT NOT NULL,
+        seen_definition TEXT NOT NULL,
+        first_seen_ms INTEGER NOT NULL,
+        approved_by TEXT,
+        approved_at_ms INTEGER,
+        PRIMARY KEY (realm, upstream, kind, key)
+    ) WITHOUT ROWID;
+"];
+
+/// Pins in an SQLite file (WAL), with a schema version and migrations.
+#[derive(Debug)]
+pub struct SqliteStore {
+    path: PathBuf,
+    connection: Mutex<Connection>,
+}
+
+impl SqliteStore {
+    /// The store at `path`, made if absent, migrated to this Bondry's schema; refused,
+    /// naming the file, if it cannot be opened, is not an intact pin store, or was made by
+    /// a newer Bondry.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let fail = |why: String| StoreError { path: path.to_owned(), why };
+        let connection = Connection::open(path).map_err(|e| fail(e.to_string()))?;
+        let store = Self { path: path.to_owned(), connection: Mutex::new(connection) };
+        store.prepare().map_err(fail)?;
+        Ok(store)
+    }
+
+    fn prepare(&self) -> Result<(), String> {
+        let mut connection = lock(&self.connection);
+        connection.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| e.to_string())?;
+        let integrity: String = connection.query_row("PRAGMA quick_check", [], |row| row.get(0)).map_err(unreadable)?;
+        if integrity != "ok" {
+            return Err(format!("it is damaged ({integrity})"));
+        }
+        let mode: String =
+            connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(unreadable)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(format!("it cannot be put in WAL mode (it is in {mode} mode)"));
+        }
+        let migrate = connection.transaction().map_err(unreadable)?;
+        migrate
+            .execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)", [])
+            .map_err(unreadable)?;
+        let version: Option<i64> = migrate
+            .query_row("SELECT version FROM schema_version", [], |row| row.get(0))
+            .optional()
+            .map_err(unreadable)?;
+        let version = usize::try_from(version.unwrap_or(0)).map_err(|_| "its schema version is negative".to_owned())?;
+        if version > MIGRATIONS.len() {
+            return Err(format!(
+                "its schema is version {version}, made by a newer Bondry; this one knows up to {}",
+                MIGRATIONS.len()
+            ));
+        }
+        for step in &MIGRATIONS[version..] {
+            migrate.execute_batch(step).map_err(unreadable)?;
+        }
+        let latest = i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX);
+        migrate.execute("DELETE FROM schema_version", []).map_err(unreadable)?;
+        migrate.execute("INSERT INTO schema_version (version) VALUES (?1)", [latest]).map_err(unreadable)?;
+        migrate.commit().map_err(unreadable)
+    }
+
+    fn fail(&self, why: impl ToString) -> StoreError {
+        StoreError { path: self.path.clone(), why: why.to_string() }
+    }
+}
+
+/// SQLite's own words, which say what is wrong with the file ("file is not a database").
+fn unreadable(error: rusqlite::Error) -> String {
+    error.to_string()
+}
+
+impl PinStore for SqliteStore {
+    fn load(&self, realm: &str, upstream: &str) -> Result<PinBook, StoreError> {
+        let connection = lock(&self.connection);
+        let listed = connection
+            .query_row("SELECT 1 FROM upstreams WHERE realm = ?1 AND upstream = ?2", params![realm, upstream], |_| {
+                Ok(())
+            })
+            .optional()
+            .map_err(|e| self.fail(e))?
+            .is_some();
+        let mut query = connection
+            .prepare(
+                "SELECT kind, key, state, pinned_hash, pinned_definition, seen_hash, seen_definition,
+                        first_seen_ms, approved_by, approved_at_ms
+                 FROM pins WHERE realm = ?1 AND upstream = ?2",
+            )
+            .map_err(|e| self.fail(e))?;
+        let rows = query
+            .query_map(params![realm, upstream], |row| {
+                Ok(Row {
+                    kind: row.get(0)?,
+                    key: row.get(1)?,
+                    state: row.get(2)?,
+                    pinned_hash: row.get(3)?,
+                    pinned_definition: row.get(4)?,
+                    seen_hash: row.get(5)?,
+                    seen_definition: row.get(6)?,
+                    first_seen_ms: row.get(7)?,
+                    approved_by: row.get(8)?,
+                    approved_at_ms: row.get(9)?,
+                })
+            })
+            .map_err(|e| self.fail(e))?;
+        let mut pins = Vec::new();
+        for row in rows {
+            let row = row.map_err(|e| self.fail(e))?;
+            let what = format!("the pin of {realm}/{upstream} {} {:?}", row.kind, row.key);
+            pins.push(row.pin().map_err(|why| self.fail(format!("{what} is unreadable: {why}")))?);
+        }
+        Ok(PinBook::restored(listed, pins))
+    }
+
+    fn save(&self, realm: &str, upstream: &str, _book: &PinBook, changed: &[&Pin]) -> Result<(), StoreError> {
+        let mut connection = lock(&self.connection);
+        let save = connection.transaction().map_err(|e| self.fail(e))?;
+        let now = changed.iter().map(|pin| pin.first_seen_ms).min().unwrap_or_default();
+        save.execute(
+            "INSERT OR IGNORE INTO upstreams (realm, upstream, first_listed_ms) VALUES (?1, ?2, ?3)",
+            params![realm, upstream, to_sql(now)],
+        )
+        .map_err(|e| self.fail(e))?;
+        for pin in changed {
+            save.execute(
+                "INSERT INTO pins (realm, upstream, kind, key, state, pinned_hash, pinned_definition,
+                                   seen_hash, seen_definition, first_seen_ms, approved_by, approved_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                 ON CONFLICT (realm, upstream, kind, key) DO UPDATE SET
+                     state = excluded.state,
+                     pinned_hash = excluded.pinned_hash,
+                     pinned_definition = excluded.pinned_definition,
+                     seen_hash = excluded.seen_hash,
+                     seen_definition = excluded.seen_definition,
+                     approved_by = excluded.approved_by,
+                     approved_at_ms = excluded.approved_at_ms",
+                params![
+                    realm,
+                    upstream,
+                    kind_of(pin.kind),
+                    pin.key,
+                    pin.state.as_str(),
+                    pin.pinned.as_ref().map(|seen| &seen.hash),
+                    pin.pinned.as_ref().map(|seen| seen.definition.to_string()),
+                    pin.seen.hash,
+                    pin.seen.definition.to_string(),
+                    to_sql(pin.first_seen_ms),
+                    pin.approval.as_ref().map(|approval| &approval.by),
+                    pin.approval.as_ref().map(|approval| to_sql(approval.at_ms)),
+                ],
+            )
+            .map_err(|e| self.fail(e))?;
+        }
+        save.commit().map_err(|e| self.fail(e))
+    }
+}
+
+/// Milliseconds as SQLite stores integers.
+fn to_sql(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// One row of `pins`, as read.
+struct Row {
+    kind: String,
+    key: String,
+    state: String,
+    pinned_hash: Option<String>,
+    pinned_definition: Option<String>,
+    seen_hash: String,
+    seen_definition: String,
+    first_seen_ms: i64,
+    approved_by: Option<String>,
+    approved_at_ms: Option<i64>,
+}
+
+impl Row {
+    fn pin(self) -> Result<Pin, String> {
+        let definition = |text: &str| {
+            serde_json::from_str(text).map(Arc::new).map_err(|e| format!("a definition is not JSON ({e})"))
+        };
+        let pinned = match (self.pinned_hash, self.pinned_definition) {
+            (Some(hash), Some(text)) => Some(Seen { hash, definition: definition(&text)? }),
+            (None, None) => None,
+            _ => return Err("its pinned hash and definition disagree".into()),
+        };
+        let approval = match (self.approved_by, self.approved_at_ms) {
+            (Some(by), Some(at)) => Some(Approval { by, at_ms: u64::try_from(at).unwrap_or_default() }),
+            _ => None,
+        };
+        Ok(Pin {
+            kind: kind_named(&self.kind).ok_or_else(|| format!("{:?} is not a kind", self.kind))?,
+            key: self.key,
+            state: PinState::named(&self.state).ok_or_else(|| format!("{:?} is not a state", self.state))?,
+            pinned,
+            seen: Seen { hash: self.seen_hash, definition: definition(&self.seen_definition)? },
+            first_seen_ms: u64::try_from(self.first_seen_ms).unwrap_or_default(),
+            approval,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pins::Policy;
+    use crate::spec::{NewEntries, Trust};
+    use bondry_core::capability::CapabilityKind;
+    use serde_json::json;
+
+    const POLICY: Policy =
+        Policy { trust: Trust::FirstUse, new_capabilities: NewEntries::Hold, new_resources: NewEntries::Trust };
+
+    fn listing(description: &str) -> Vec<(CapabilityKind, String, Seen)> {
+        let definition = Arc::new(json!({"name": "a", "description": description}));
+        let hash = format!("sha256:{description}");
+        vec![(CapabilityKind::Tool, "a".to_owned(), Seen { hash, definition })]
+    }
+
+    fn observe_and_save(store: &dyn PinStore, book: &mut PinBook, description: &str, now: u64) {
+        let observed = book.observe(listing(description), &POLICY, now);
+        let changed: Vec<&Pin> = observed.changed.iter().map(|(_, pin)| pin).collect();
+        store.save("default", "up", book, &changed).unwrap();
+    }
+
+    #[test]
+    fn a_book_survives_a_reopening_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pins.sqlite3");
+        let mut book = PinBook::default();
+        {
+            let store = SqliteStore::open(&path).unwrap();
+            assert_eq!(store.load("default", "up").unwrap(), PinBook::default());
+            observe_and_save(&store, &mut book, "one", 1);
+            observe_and_save(&store, &mut book, "two", 2);
+            let approved = book.approve(CapabilityKind::Tool, "a", "sha256:two", "ops", 3).unwrap();
+            store.save("default", "up", &book, &[&approved]).unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.load("default", "up").unwrap(), book);
+        assert_eq!(store.load("default", "other").unwrap(), PinBook::default());
+        assert_eq!(store.load("other", "up").unwrap(), PinBook::default());
+    }
+
+    #[test]
+    fn an_empty_first_listing_is_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pins.sqlite3");
+        let mut book = PinBook::default();
+        book.observe([], &POLICY, 1);
+        SqliteStore::open(&path).unwrap().save("default", "up", &book, &[]).unwrap();
+        assert!(SqliteStore::open(&path).unwrap().load("default", "up").unwrap().listed());
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_pin_store_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pins.sqlite3");
+        std::fs::write(&path, vec![0x5a_u8; 8192]).unwrap();
+        let error = SqliteStore::open(&path).unwrap_err();
+        assert_eq!(error.path, path);
+        assert!(error.to_string().contains("pins.sqlite3") && error.to_string().contains("not a database"), "{error}");
+    }
+
+    #[test]
+    fn a_store_of_a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pins.sqlite3");
+        drop(SqliteStore::open(&path).unwrap());
+        Connection::open(&path).unwrap().execute("UPDATE schema_version SET version = 99", []).unwrap();
+        let error = SqliteStore::open(&path).unwrap_err().to_string();
+        assert!(error.contains("version 99"), "{error}");
+    }
+
+    #[test]
+    fn an_unreadable_row_is_refused_naming_the_pin() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pins.sqlite3");
+        let store = SqliteStore::open(&path).unwrap();
+        let mut book = PinBook::default();
+        observe_and_save(&store, &mut book, "one", 1);
+        Connection::open(&path).unwrap().execute("UPDATE pins SET seen_definition = '{'", []).unwrap();
+        let error = store.load("default", "up").unwrap_err().to_string();
+        assert!(error.contains("default/up tool \"a\"") && error.contains("not JSON"), "{error}");
+    }
+
+    #[test]
+    fn the_memory_store_keeps_books_for_the_process() {
+        let store = MemoryStore::default();
+        let mut book = PinBook::default();
+        observe_and_save(&store, &mut book, "one", 1);
+        assert_eq!(store.load("default", "up").unwrap(), book);
+    }
+}
