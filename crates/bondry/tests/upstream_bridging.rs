@@ -298,6 +298,8 @@ async fn a_handshake_upstreams_request_the_caller_did_not_declare_is_refused_to_
     assert_eq!(called["result"]["content"][0]["text"], "Capability execution failed", "{called}");
     // The upstream's own `dev.bondry/*` keys never pass for the gateway's.
     assert!(called["result"]["_meta"].get("dev.bondry/errorCode").is_none(), "{called}");
+    // The upstream's audit thread writes its record after its answer left.
+    support::eventually(|| !deployment.upstream_records("test_elicitation").is_empty()).await;
     let records = deployment.upstream_records("test_elicitation");
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0]["outcome"], "tool_error", "the upstream's client refused: {records:?}");
