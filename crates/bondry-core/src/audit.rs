@@ -25,6 +25,12 @@ pub enum AuditOutcome {
     InputRequired,
     Cancelled,
     Unauthenticated,
+    /// An operator approved upstream definitions (the admin API).
+    Approved,
+    /// The admin API refused an operator's request (a conflict, a bad request).
+    Refused,
+    /// An operator had an upstream listed now (the admin API).
+    Refreshed,
 }
 
 /// One audit record (contract §6).

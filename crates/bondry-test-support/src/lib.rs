@@ -80,13 +80,14 @@ impl TestConfig {
         Self(default_config().parse().expect("the default test configuration is TOML"))
     }
 
-    /// A listener on an ephemeral loopback port and an empty default realm: for tests that
-    /// build a deployment of their own.
+    /// A listener on an ephemeral loopback port, the admin listener on another, and an
+    /// empty default realm: for tests that build a deployment of their own.
     pub fn bare() -> Self {
         let listener = table([("bind", "127.0.0.1:0".into())]);
         let listeners = table([("main", listener.into())]);
         let realms = table([("default", toml::Table::new().into())]);
-        Self(table([("listeners", listeners.into()), ("realms", realms.into())]))
+        let admin = table([("bind", "127.0.0.1:0".into())]);
+        Self(table([("listeners", listeners.into()), ("realms", realms.into()), ("admin", admin.into())]))
     }
 
     /// The configuration `examples/NAME` of the repository, its listener moved to an
@@ -94,7 +95,9 @@ impl TestConfig {
     pub fn example(name: &str) -> Self {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        Self(text.parse().expect("the example is TOML")).set("listeners.main.bind", "127.0.0.1:0")
+        Self(text.parse().expect("the example is TOML"))
+            .set("listeners.main.bind", "127.0.0.1:0")
+            .set("admin.bind", "127.0.0.1:0")
     }
 
     /// Sets the key at the dotted `path`, making the tables on the way.
@@ -1335,6 +1338,15 @@ impl Binary {
             std::thread::sleep(Duration::from_millis(20));
         };
         Self { child, port, log }
+    }
+
+    /// The port of its admin listener, once it has said where it listens.
+    pub fn admin_port(&self) -> Option<u16> {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|line| line.strip_prefix("admin listening on http://127.0.0.1:")?.parse().ok())
     }
 
     /// Every line logged so far.

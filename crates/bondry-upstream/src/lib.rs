@@ -13,11 +13,14 @@ pub mod naming;
 pub mod pins;
 mod realm;
 pub mod relay;
+mod review;
 mod slots;
 pub mod spec;
 mod subscriptions;
 mod upstream;
 
 pub use client::{ClientError, Connection, Inbox, Notice, Outgoing};
-pub use realm::RealmUpstreams;
+pub use realm::{Exposed, RealmUpstreams};
+pub use review::{Approve, CapabilityReport, Conflict, ReviewError, UpstreamReport};
 pub use spec::{Expose, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
+pub use upstream::Status;

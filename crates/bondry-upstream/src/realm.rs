@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bondry_core::capability::{CapabilityId, CapabilityKind};
 use bondry_core::handler::Handler;
@@ -24,38 +23,58 @@ use crate::naming::{Listed, Named, Names};
 use crate::pins::{Observed, Pin, PinBook, PinState, PinStore, Policy, Seen, StoreError, definition_hash, kind_of};
 use crate::relay::Relay;
 use crate::spec::UpstreamSpec;
-use crate::upstream::{News, Stop, Target, Upstream, lock, read, write};
+use crate::upstream::{News, Stop, Target, Upstream, lock, now_ms, read, write};
 
 /// The upstreams of one realm, while they are served.
 pub struct RealmUpstreams {
-    realm: Arc<Realm>,
+    pub(crate) realm: Arc<Realm>,
     /// Each upstream's way to stop, by name; changed by a reload.
     stops: Mutex<HashMap<String, watch::Sender<Stop>>>,
     tasks: Mutex<JoinSet<()>>,
 }
 
 /// What the realm's upstreams share: the realm, and the upstreams in stanza order.
-struct Realm {
+pub(crate) struct Realm {
     /// The realm's name, under which its upstreams' pins are kept.
-    name: String,
+    pub(crate) name: String,
     events: RealmEvents,
-    members: RwLock<Vec<Member>>,
+    pub(crate) members: RwLock<Vec<Member>>,
     /// One naming at a time, so two listings landing together are named in order.
     naming: Mutex<()>,
     /// The input exchanges held for the realm's callers, whichever upstream asked.
     exchanges: Arc<Exchanges>,
-    store: Arc<dyn PinStore>,
+    pub(crate) store: Arc<dyn PinStore>,
+}
+
+/// The id an upstream entry is exposed as, and whether naming had to rename it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exposed {
+    pub id: String,
+    pub renamed: bool,
+}
+
+/// Whose pins a naming moves first.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Observe<'a> {
+    /// The upstream that listed: its listing is logged.
+    Listed(&'a str),
+    /// Every upstream that listed before (a reload may have changed filters and hashes).
+    All,
+    /// None (an approval moved them already).
+    Nothing,
 }
 
 /// One upstream of the realm and its handler, made once: a listing that changes nothing
 /// of an entry keeps it compiled, since the catalogue knows an unchanged entry by its
 /// handler.
 #[derive(Clone)]
-struct Member {
-    upstream: Arc<Upstream>,
+pub(crate) struct Member {
+    pub(crate) upstream: Arc<Upstream>,
     relay: Arc<dyn Handler>,
     /// The upstream's pins, as its store keeps them.
-    pins: Arc<Mutex<PinBook>>,
+    pub(crate) pins: Arc<Mutex<PinBook>>,
+    /// The id each admitted entry is exposed as, served or not, by kind and pin key.
+    pub(crate) exposed: Arc<Mutex<HashMap<(CapabilityKind, String), Exposed>>>,
 }
 
 impl Member {
@@ -66,7 +85,7 @@ impl Member {
         let pins = replaced.map_or_else(|| Arc::new(Mutex::new(pins)), |member| Arc::clone(&member.pins));
         let upstream = Arc::new(Upstream::new(spec, followers));
         let relay = Arc::new(Relay::new(Arc::clone(&upstream), Arc::clone(exchanges)));
-        Self { upstream, relay, pins }
+        Self { upstream, relay, pins, exposed: Arc::default() }
     }
 }
 
@@ -164,7 +183,7 @@ impl RealmUpstreams {
             self.supervise(member);
         }
         // Naming and filters may have changed for the upstreams that stayed.
-        self.realm.name_and_offer(None);
+        self.realm.name_and_offer(Observe::All);
     }
 
     fn stop(&self, name: &str, how: Stop) {
@@ -186,7 +205,7 @@ impl RealmUpstreams {
 
 impl News for Realm {
     fn listed(&self, upstream: &Upstream) {
-        self.name_and_offer(Some(upstream.name()));
+        self.name_and_offer(Observe::Listed(upstream.name()));
     }
 
     fn resource_updated(&self, uri: &str) {
@@ -195,10 +214,10 @@ impl News for Realm {
 }
 
 impl Realm {
-    /// Moves the pins of the upstream that `listed` (of every upstream, after a reload,
-    /// when none did), names every upstream's entries in stanza order and offers each
-    /// upstream's pinned set; the log marks the listing of the upstream that `listed`.
-    fn name_and_offer(&self, listed: Option<&str>) {
+    /// Moves the pins `observe` names, names every upstream's entries in stanza order and
+    /// offers each upstream's pinned set; the log marks the listing of the upstream that
+    /// listed, if one did.
+    pub(crate) fn name_and_offer(&self, observe: Observe<'_>) {
         let _one_at_a_time = self.naming.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let snapshot = self.events.snapshot();
         // The realm's own capabilities keep their ids and URIs whatever upstreams list.
@@ -209,11 +228,13 @@ impl Realm {
             own.iter().filter_map(|entry| entry.descriptor.uri.as_deref()),
         );
         for member in read(&self.members).iter() {
-            let Member { upstream, relay, pins } = member;
-            if listed.is_none_or(|listed| listed == upstream.name()) && upstream.has_listed() {
+            let Member { upstream, relay, pins, exposed } = member;
+            let listed = matches!(observe, Observe::Listed(name) if name == upstream.name());
+            if (listed || matches!(observe, Observe::All)) && upstream.has_listed() {
                 self.observe(member);
             }
-            let (registrations, targets) = name(upstream, relay, &lock(pins), &mut names);
+            let (registrations, targets, ids) = name(upstream, relay, &lock(pins), &mut names);
+            *lock(exposed) = ids;
             let served = registrations.len();
             // The targets first, so a call to a new entry finds what to call upstream.
             upstream.set_targets(targets);
@@ -221,7 +242,7 @@ impl Realm {
             for skipped in &skipped {
                 tracing::warn!(upstream = upstream.name(), entry = %skipped.id, why = skipped.why, "an upstream entry is not served");
             }
-            if listed == Some(upstream.name()) {
+            if listed {
                 tracing::info!("upstream {}: {} capabilities listed", upstream.name(), served - skipped.len());
             }
         }
@@ -289,24 +310,22 @@ fn log_moves(upstream: &str, observed: &Observed) {
     }
 }
 
-/// Now, in Unix milliseconds: when a pin was first seen or approved.
-fn now_ms() -> u64 {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-}
+/// The id each admitted entry is exposed as, by kind and pin key.
+type ExposedIds = HashMap<(CapabilityKind, String), Exposed>;
 
 /// The registrations of `upstream`'s latest listing that `pins` serves, named against
-/// `names`, and what each one is called upstream. Every admitted entry is named, served
-/// or not, so that no pin's state moves another entry's id.
+/// `names`, what each one is called upstream, and every admitted entry's id: every one is
+/// named, served or not, so that no pin's state moves another entry's id.
 fn name(
     upstream: &Upstream,
     relay: &Arc<dyn Handler>,
     pins: &PinBook,
     names: &mut Names,
-) -> (Vec<Registration>, HashMap<CapabilityId, Target>) {
+) -> (Vec<Registration>, HashMap<CapabilityId, Target>, ExposedIds) {
     let spec = upstream.spec();
     let mut registrations = Vec::new();
     let mut targets = HashMap::new();
+    let mut exposed = HashMap::new();
     for (kind, entry) in upstream.listing() {
         let skip = |why: &str| {
             tracing::warn!(upstream = spec.name, kind = kind_name(kind), why, "an upstream entry is not served")
@@ -331,6 +350,8 @@ fn name(
                         "an upstream entry is renamed: its name is taken or too long"
                     );
                 }
+                let key = uri.unwrap_or(upstream_name).to_owned();
+                exposed.insert((kind, key), Exposed { id: id.clone(), renamed });
                 id
             }
             Named::Shadowed => {
@@ -362,7 +383,7 @@ fn name(
         targets.insert(id, target);
         registrations.push(Registration { descriptor: Arc::new(descriptor), handler: Arc::clone(relay) });
     }
-    (registrations, targets)
+    (registrations, targets, exposed)
 }
 
 /// The upstreams' owner keys in stanza order: their templates match a URI in that order

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bondry_core::capability::{CapabilityId, CapabilityKind};
 use bondry_core::handler::LogLevel;
@@ -15,7 +15,7 @@ use bondry_mcp_proto::Era;
 use bondry_mcp_proto::error::code as rpc;
 use bondry_mcp_proto::lint::ParamHeader;
 use serde_json::{Map, Value, json};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::client::{ClientError, Connection, Inbox, Notice, Outgoing, Watch};
 use crate::slots::CallSlots;
@@ -80,6 +80,12 @@ pub struct Upstream {
     listing: RwLock<Listing>,
     /// Whether a listing ever landed: an empty first listing is a listing too.
     listed: AtomicBool,
+    /// An operator asked for a listing now.
+    asked_to_list: Notify,
+    /// How the latest listing attempt ended, and when: changed by every attempt.
+    refreshed: watch::Sender<Refreshed>,
+    /// Why the latest attempt to connect or list failed, until one succeeds.
+    last_error: Mutex<Option<String>>,
     targets: RwLock<HashMap<CapabilityId, Target>>,
     calls: Arc<CallSlots>,
     /// The log level asked of a handshake upstream's session, and on which connection:
@@ -92,6 +98,27 @@ pub struct Upstream {
     /// at once. A number, not a signal, so that a loss reported late (by a second call that
     /// saw the same connection die) is never read as the loss of the next connection.
     lost: watch::Sender<u64>,
+}
+
+/// The latest listing attempt: when it ended (Unix milliseconds), and whether it listed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Refreshed {
+    pub at_ms: Option<u64>,
+    pub listed: bool,
+}
+
+/// What an operator is shown of an upstream's connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// `"stdio"` or `"http"`.
+    pub transport: &'static str,
+    pub connected: bool,
+    /// The revision negotiated on the live connection.
+    pub revision: Option<String>,
+    /// When it was last listed (Unix milliseconds).
+    pub last_refresh_ms: Option<u64>,
+    /// Why the latest attempt to connect or list failed, until one succeeds.
+    pub last_error: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -132,6 +159,9 @@ impl Upstream {
             health: Mutex::new(Health { backoff: FIRST_BACKOFF, ..Health::default() }),
             listing: RwLock::new(Vec::new()),
             listed: AtomicBool::new(false),
+            asked_to_list: Notify::new(),
+            refreshed: watch::Sender::new(Refreshed::default()),
+            last_error: Mutex::new(None),
             targets: RwLock::new(HashMap::new()),
             calls,
             log_level: Mutex::new(None),
@@ -189,6 +219,46 @@ impl Upstream {
     /// Whether a listing of the upstream ever landed.
     pub fn has_listed(&self) -> bool {
         self.listed.load(Ordering::Acquire)
+    }
+
+    pub fn status(&self) -> Status {
+        let transport = match self.spec().transport {
+            crate::spec::TransportSpec::Stdio { .. } => "stdio",
+            crate::spec::TransportSpec::Http { .. } => "http",
+        };
+        let revision = read(&self.connection).as_ref().map(|(_, connection)| connection.revision().as_str().to_owned());
+        Status {
+            transport,
+            connected: revision.is_some(),
+            revision,
+            last_refresh_ms: self.last_listed_ms(),
+            last_error: lock(&self.last_error).clone(),
+        }
+    }
+
+    fn last_listed_ms(&self) -> Option<u64> {
+        let refreshed = *self.refreshed.borrow();
+        refreshed.listed.then_some(refreshed.at_ms).flatten()
+    }
+
+    /// Lists the upstream now, as an operator asks; whether it listed within `within`.
+    /// Refused at once when it is not connected.
+    pub async fn list_now(&self, within: Duration) -> Result<(), &'static str> {
+        if read(&self.connection).is_none() {
+            return Err("the upstream is not connected");
+        }
+        let mut refreshed = self.refreshed.subscribe();
+        refreshed.mark_unchanged();
+        self.asked_to_list.notify_one();
+        match tokio::time::timeout(within, refreshed.changed()).await {
+            Ok(Ok(())) if refreshed.borrow().listed => Ok(()),
+            Ok(_) => Err("the upstream could not be listed"),
+            Err(_) => Err("the upstream did not answer its listing in time"),
+        }
+    }
+
+    fn remember_failure(&self, error: String) {
+        *lock(&self.last_error) = Some(error);
     }
 
     pub fn target(&self, id: &CapabilityId) -> Option<Target> {
@@ -356,7 +426,10 @@ impl Upstream {
                         return;
                     }
                 }
-                Err(error) => tracing::warn!(upstream = self.name, %error, "cannot connect to the upstream"),
+                Err(error) => {
+                    tracing::warn!(upstream = self.name, %error, "cannot connect to the upstream");
+                    self.remember_failure(format!("cannot connect: {error}"));
+                }
             }
             let wait = self.next_backoff(began.elapsed());
             tracing::info!(
@@ -461,6 +534,11 @@ impl Upstream {
                         return None;
                     }
                 }
+                () = self.asked_to_list.notified() => {
+                    if !self.refresh(connection, news).await {
+                        return None;
+                    }
+                }
                 // The guard `wait_for` answers is dropped at once: it is not `Send`.
                 _ = async { lost.wait_for(|lost| *lost == number).await.is_ok() } => return None,
                 // A child that died between calls is restarted without waiting for one to fail.
@@ -473,6 +551,15 @@ impl Upstream {
     /// Lists every kind the upstream serves and the stanza exposes; whether the connection
     /// is still good. A kind whose listing fails keeps what it listed before.
     async fn refresh(&self, connection: &Connection, news: &dyn News) -> bool {
+        let listed = self.list(connection, news).await;
+        if listed {
+            *lock(&self.last_error) = None;
+        }
+        self.refreshed.send_replace(Refreshed { at_ms: Some(now_ms()), listed });
+        listed
+    }
+
+    async fn list(&self, connection: &Connection, news: &dyn News) -> bool {
         let announced = connection.server_capabilities();
         let expose = self.spec().expose;
         let kinds = [
@@ -505,6 +592,7 @@ impl Upstream {
                 }
                 Err(error) => {
                     tracing::warn!(upstream = self.name, method, %error, "cannot list the upstream");
+                    self.remember_failure(format!("cannot list ({method}): {error}"));
                     return false;
                 }
             }
@@ -516,6 +604,12 @@ impl Upstream {
         }
         true
     }
+}
+
+/// Now, in Unix milliseconds.
+pub(crate) fn now_ms() -> u64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The URI of a `notifications/resources/updated`; URIs are never rewritten, so it is

@@ -114,6 +114,39 @@ pub struct RawConfig {
     pub realms: BTreeMap<String, RawRealm>,
     #[serde(default)]
     pub audit: RawAudit,
+    #[serde(default)]
+    pub admin: RawAdmin,
+}
+
+/// `[admin]`: the admin listener (contract §9.9).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdmin {
+    #[serde(default = "admin_bind")]
+    pub bind: String,
+    /// A bind that is not loopback.
+    #[serde(default)]
+    pub allow_remote: bool,
+    #[serde(default)]
+    pub tokens: Vec<RawAdminToken>,
+}
+
+impl Default for RawAdmin {
+    fn default() -> Self {
+        Self { bind: admin_bind(), allow_remote: false, tokens: Vec::new() }
+    }
+}
+
+fn admin_bind() -> String {
+    "127.0.0.1:7374".into()
+}
+
+/// `[[admin.tokens]]`: a token operators present, read from the environment.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdminToken {
+    pub name: String,
+    pub token_env: String,
 }
 
 fn default_grace() -> u64 {

@@ -1,6 +1,6 @@
 //! The `bondry` command: `serve` and `check`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -163,6 +163,8 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
             realms.insert(name.clone(), live);
         }
         let upstreams: Vec<Arc<RealmUpstreams>> = realms.values().map(|live| Arc::clone(&live.upstreams)).collect();
+        let upstreams_by_realm: BTreeMap<String, Arc<RealmUpstreams>> =
+            realms.iter().map(|(name, live)| (name.clone(), Arc::clone(&live.upstreams))).collect();
         // Listen for signals and file changes before announcing readiness: a signal sent
         // right after the banner must start a graceful shutdown or a reload, not kill the
         // process, and a change made right after it must not be missed.
@@ -170,15 +172,20 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         let reloader =
             path.map(|path| Reloader { path, builtins: builtins.clone(), overrides: Overrides { listen }, realms });
         let watch = reload::Watch::install(reloader);
+        let audit = Arc::clone(&assembled.server.audit);
         let running = bondry_http_server::start(assembled.server).await?;
         for (_, addr) in running.local_addrs() {
             eprintln!("listening on http://{addr}/mcp");
         }
+        let admin = start_admin(&loaded, &assembled.admin, &upstreams_by_realm, audit).await?;
         // Serves until SIGINT or SIGTERM, reloading the file (if there is one) meanwhile.
         watch.run(signal).await;
         tracing::info!("shutting down");
         if !running.shutdown().await {
             tracing::warn!("some requests did not finish within shutdown_grace_ms");
+        }
+        if let Some(admin) = admin {
+            admin.shutdown().await;
         }
         // After the calls drained: none is left to need an upstream, and every child ends.
         for realm in &upstreams {
@@ -193,6 +200,32 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         audit.close();
     }
     Ok(())
+}
+
+/// Starts the admin listener if the start's plan says so, printing where it listens, or
+/// logs why it is off.
+async fn start_admin(
+    loaded: &config::Loaded,
+    stanza: &bondry::assemble::admin::AdminStanza,
+    realms: &BTreeMap<String, Arc<RealmUpstreams>>,
+    audit: Arc<dyn bondry_core::audit::AuditSink>,
+) -> anyhow::Result<Option<bondry_admin::RunningAdmin>> {
+    use bondry::assemble::admin::{Plan, plan};
+    match plan(loaded, stanza)? {
+        Plan::Off(why) => {
+            tracing::info!("admin listener off: {why}");
+            Ok(None)
+        }
+        Plan::Serve { bind, tokens } => {
+            let tokens = tokens.iter().map(|(name, secret)| bondry_admin::AdminToken::new(name, secret)).collect();
+            let config = bondry_admin::AdminConfig { bind, tokens };
+            let admin = bondry_admin::start(config, realms.clone(), audit)
+                .await
+                .with_context(|| format!("cannot bind the admin listener to {bind}"))?;
+            eprintln!("admin listening on http://{}", admin.addr);
+            Ok(Some(admin))
+        }
+    }
 }
 
 /// Installs SIGINT and SIGTERM handlers now; the returned future resolves on either.

@@ -1,7 +1,7 @@
 //! Pins against drift (contract §9.8), black-box: the real binary fronting
 //! `catalogue-upstream`, an rmcp server over stdio that serves the definitions of a JSON
 //! file verbatim and says when the file changes, so each test drives the upstream's
-//! drift by rewriting a file.
+//! drift by rewriting a file. Operators review and approve through the admin API.
 
 use bondry_test_support as support;
 
@@ -42,6 +42,8 @@ impl Drift {
         up.extend(stanza.iter().map(|(key, value)| (key.to_string(), value.clone())));
         TestConfig::bare()
             .set("data_dir", drift.dir.path().join("state").to_str().unwrap())
+            .set("audit.sink", "file")
+            .set("audit.path", drift.dir.path().join("audit.jsonl").to_str().unwrap())
             .set("realms.default.anonymous_roles", vec!["caller"])
             .role("caller", &["up.*"])
             .push("realms.default.upstreams", up)
@@ -93,6 +95,37 @@ impl Drift {
     async fn post(&self, method: &str, params: Value) -> (u16, String) {
         let response = self.front().post(&self.client, method, params).await;
         (response.status().as_u16(), response.text().await.unwrap())
+    }
+
+    /// The admin API's address, once the gateway has said where it listens.
+    async fn admin(&self) -> String {
+        assert!(support::eventually(|| self.front().admin_port().is_some()).await, "{:?}", self.front().log_lines());
+        format!("http://127.0.0.1:{}", self.front().admin_port().unwrap())
+    }
+
+    /// The token generated into `data_dir` at the first start.
+    fn token(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("state").join("admin-token")).unwrap().trim().to_owned()
+    }
+
+    /// An admin request of `method` to `path` with the generated token and `body`: the
+    /// status and the JSON answer.
+    async fn admin_call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let url = format!("{}{path}", self.admin().await);
+        let mut request = self.client.request(method, url).bearer_auth(self.token());
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap())
+    }
+
+    /// The admin audit records so far.
+    fn admin_records(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.dir.path().join("audit.jsonl")).unwrap_or_default();
+        let records = text.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok());
+        records.filter(|record| record["adapter"] == "admin").collect()
     }
 
     /// The names `tools/list` gives.
@@ -305,4 +338,121 @@ async fn a_missing_pin_store_beside_realm_keys_is_refused_unless_a_new_one_is_ac
     let front = Binary::serve_with(support::bondry_exe!(), &drift.config(), &["--accept-new-pin-store"], &[]);
     front.logged("upstream up: ", 1).await;
     assert!(drift.store().is_file());
+}
+
+#[tokio::test]
+async fn an_operator_reviews_a_drift_and_approves_the_hash_reviewed() {
+    let mut drift = Drift::start(json!({"tools": [tool("a"), tool("b")]}), &[]).await;
+    let mut changed = tool("a");
+    changed["description"] = json!("Now also deletes files");
+    drift.relist(json!({"tools": [changed, tool("b")]})).await;
+    drift.assert_missing("up.a").await;
+
+    let (status, info) = drift.admin_call(reqwest::Method::GET, "/v1/realms/default/upstreams/up", None).await;
+    assert_eq!(status, 200, "{info}");
+    assert_eq!((info["transport"].as_str(), info["connected"].as_bool()), (Some("stdio"), Some(true)), "{info}");
+    assert_eq!(info["counts"], json!({"pinned": 1, "held": 0, "drifted": 1, "removed": 0}), "{info}");
+    let row = info["capabilities"].as_array().unwrap().iter().find(|row| row["key"] == "a").unwrap().clone();
+    assert_eq!(
+        (row["state"].as_str(), row["exposed"].as_str(), row["kind"].as_str()),
+        (Some("drifted"), Some("up.a"), Some("tool"))
+    );
+    let (pinned, current) = (row["pinned_hash"].as_str().unwrap(), row["current_hash"].as_str().unwrap());
+    assert_ne!(pinned, current);
+
+    let (status, reviewed) =
+        drift.admin_call(reqwest::Method::GET, "/v1/realms/default/upstreams/up/capabilities/tool/a", None).await;
+    assert_eq!(status, 200, "{reviewed}");
+    assert_eq!(
+        reviewed["diff"],
+        json!([{"op": "changed", "path": "/description", "pinned": "The a tool", "current": "Now also deletes files"}])
+    );
+    assert_eq!(reviewed["current_hash"], current);
+
+    // The pinned hash is not what is listed now: refused, and nothing changes.
+    let stale = json!({"approve": [{"kind": "tool", "key": "a", "hash": pinned}]});
+    let (status, refused) =
+        drift.admin_call(reqwest::Method::POST, "/v1/realms/default/upstreams/up/approve", Some(stale)).await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["conflicts"][0]["current_hash"], current, "{refused}");
+    drift.assert_missing("up.a").await;
+
+    let reviewed = json!({"approve": [{"kind": "tool", "key": "a", "hash": current}]});
+    let (status, approved) =
+        drift.admin_call(reqwest::Method::POST, "/v1/realms/default/upstreams/up/approve", Some(reviewed)).await;
+    assert_eq!(status, 200, "{approved}");
+    drift.assert_served("up.a").await;
+
+    // The approval is kept: a restart serves it as approved.
+    drift = drift.restart().await;
+    drift.assert_served("up.a").await;
+    let (_, reviewed) =
+        drift.admin_call(reqwest::Method::GET, "/v1/realms/default/upstreams/up/capabilities/tool/a", None).await;
+    assert_eq!((reviewed["state"].as_str(), reviewed["approved_by"].as_str()), (Some("pinned"), Some("generated")));
+
+    let records = drift.admin_records();
+    let outcomes: Vec<&str> = records.iter().filter_map(|record| record["outcome"].as_str()).collect();
+    assert!(outcomes.contains(&"refused") && outcomes.contains(&"approved"), "{records:?}");
+    assert!(records.iter().all(|record| record["principal"] == "generated"), "{records:?}");
+}
+
+#[tokio::test]
+async fn approve_all_approves_exactly_what_was_expected_of_a_held_first_listing() {
+    let drift = Drift::start(
+        json!({"tools": [tool("a"), tool("b")], "resources": [resource("test://up/r")]}),
+        &[("trust", "approve".into())],
+    )
+    .await;
+    drift.assert_missing("up.a").await;
+    let (_, info) = drift.admin_call(reqwest::Method::GET, "/v1/realms/default/upstreams/up", None).await;
+    let expect: Vec<Value> = info["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| json!({"kind": row["kind"], "key": row["key"], "hash": row["current_hash"]}))
+        .collect();
+    assert_eq!(expect.len(), 3, "{info}");
+    let path = "/v1/realms/default/upstreams/up/approve";
+    let partial = json!({"all": true, "expect": expect[..2]});
+    let (status, refused) = drift.admin_call(reqwest::Method::POST, path, Some(partial)).await;
+    assert_eq!(status, 409, "{refused}");
+    drift.assert_missing("up.a").await;
+    let (status, approved) =
+        drift.admin_call(reqwest::Method::POST, path, Some(json!({"all": true, "expect": expect}))).await;
+    assert_eq!(status, 200, "{approved}");
+    drift.assert_served("up.a").await;
+    drift.assert_served("up.b").await;
+    assert_eq!(drift.resources().await, ["test://up/r"]);
+
+    let (status, refreshed) =
+        drift.admin_call(reqwest::Method::POST, "/v1/realms/default/upstreams/up/refresh", None).await;
+    assert_eq!(status, 200, "{refreshed}");
+    assert!(refreshed["last_refresh_ms"].as_u64().is_some(), "{refreshed}");
+    let (status, all) = drift.admin_call(reqwest::Method::GET, "/v1/upstreams", None).await;
+    assert_eq!(status, 200, "{all}");
+    assert_eq!(all["realms"][0]["upstreams"][0]["counts"]["pinned"], 3, "{all}");
+}
+
+#[tokio::test]
+async fn the_admin_api_wants_a_token_and_a_local_host_and_is_absent_from_mcp_listeners() {
+    let drift = Drift::start(json!({"tools": [tool("a")]}), &[]).await;
+    let admin = drift.admin().await;
+    let token_file = drift.dir.path().join("state").join("admin-token");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
+    let url = format!("{admin}/v1/upstreams");
+    let anonymous = drift.client.get(&url).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    assert_eq!(anonymous.headers()["www-authenticate"], "Bearer realm=\"bondry-admin\"");
+    let wrong = drift.client.get(&url).bearer_auth("x".repeat(64)).send().await.unwrap();
+    assert_eq!(wrong.status(), 401);
+    let foreign =
+        drift.client.get(&url).bearer_auth(drift.token()).header("host", "evil.example").send().await.unwrap();
+    assert_eq!(foreign.status(), 403);
+    let mcp = format!("http://127.0.0.1:{}/v1/upstreams", drift.front().port);
+    assert_eq!(drift.client.get(&mcp).bearer_auth(drift.token()).send().await.unwrap().status(), 404);
+    let (status, _) = drift.admin_call(reqwest::Method::GET, "/v1/realms/nowhere/upstreams/up", None).await;
+    assert_eq!(status, 404);
+    let records = drift.admin_records();
+    assert!(records.iter().any(|record| record["outcome"] == "unauthenticated"), "{records:?}");
 }

@@ -67,6 +67,13 @@ pub struct Pin {
     pub approval: Option<Approval>,
 }
 
+impl Pin {
+    /// Its kind's name: `tool`, `prompt`, `resource` or `template`.
+    pub fn kind_name(&self) -> &'static str {
+        kind_of(self.kind)
+    }
+}
+
 /// How a stanza trusts what it has not seen before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {

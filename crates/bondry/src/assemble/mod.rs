@@ -4,6 +4,7 @@
 //! with all its errors at once, each naming the file, the key path, the offending value
 //! and the fix.
 
+pub mod admin;
 mod audit;
 mod capabilities;
 mod credentials;
@@ -36,6 +37,8 @@ pub struct Assembled {
     /// Each realm's upstream MCP servers, checked, in stanza order, by realm name: every
     /// realm has an entry, most an empty one. `assemble` starts none of them.
     pub upstreams: HashMap<String, Vec<UpstreamSpec>>,
+    /// The checked `[admin]` stanza; whether the listener runs is decided at start.
+    pub admin: admin::AdminStanza,
 }
 
 /// Options the command line adds on top of the file.
@@ -74,16 +77,17 @@ fn assemble_once(
     let listeners = listener::listeners(&mut diagnostics, &loaded.raw.listeners, overrides.listen);
     let destination = audit::destination(&mut diagnostics, loaded);
     pins::check(&mut diagnostics, loaded);
+    let admin = admin::stanza(&mut diagnostics, loaded);
     let realms = realms(&mut diagnostics, loaded, builtins, open_sinks);
     let sink = destination.and_then(|destination| {
         let open = open_sinks && diagnostics.is_clean();
         audit::open(&mut diagnostics, destination, open)
     });
-    let assembled = match (listeners, realms, sink) {
-        (Some(listeners), Some(Realms { served: realms, upstreams }), Some(sink)) => {
+    let assembled = match (listeners, realms, sink, admin) {
+        (Some(listeners), Some(Realms { served: realms, upstreams }), Some(sink), Some(admin)) => {
             let shutdown_grace = Duration::from_millis(loaded.raw.shutdown_grace_ms);
             let server = ServerConfig { listeners, realms, audit: sink.records, shutdown_grace };
-            Some(Assembled { server, audit: sink.writer, upstreams })
+            Some(Assembled { server, audit: sink.writer, upstreams, admin })
         }
         _ => None,
     };
@@ -236,6 +240,37 @@ mod tests {
         let assembled = assemble_in(&two, &[]).unwrap_or_else(|errors| panic!("{errors}"));
         let names: Vec<_> = assembled.upstreams["default"].iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(names, ["b", "a"]);
+    }
+
+    #[test]
+    fn the_admin_stanza_binds_loopback_unless_told_and_its_tokens_come_from_the_environment() {
+        let admin = |stanza: &str| format!("{EMBEDDED_DEFAULT}\n[admin]\n{stanza}");
+        assert_refuses(
+            &admin("bind = \"0.0.0.0:7374\"\n"),
+            "t.toml: admin.bind: \"0.0.0.0:7374\" is not loopback; the admin API approves what models are told, so a remote bind needs allow_remote = true",
+        );
+        assert!(assemble_in(&admin("bind = \"0.0.0.0:7374\"\nallow_remote = true\n"), &[]).is_ok());
+        assert_refuses(
+            &admin("bind = \"nowhere\"\n"),
+            "t.toml: admin.bind: \"nowhere\" is not an address like 127.0.0.1:7374",
+        );
+        let tokens = "[[admin.tokens]]\nname = \"ops\"\ntoken_env = \"OPS_TOKEN\"\n[[admin.tokens]]\nname = \"Ops!\"\ntoken_env = \"SHORT\"\n";
+        let text = format!("{EMBEDDED_DEFAULT}\n{tokens}");
+        let errors: Vec<String> =
+            assemble_in(&text, &[("SHORT", "short")]).err().unwrap().iter().map(ConfigError::to_string).collect();
+        assert_eq!(
+            errors,
+            [
+                "t.toml: admin.tokens[0].token_env: \"OPS_TOKEN\" is not set",
+                "t.toml: admin.tokens[1].name: \"Ops!\" is not a token name: use 1-32 characters from a-z 0-9 _ -",
+                "t.toml: admin.tokens[1].token_env: \"SHORT\" holds fewer than 32 bytes",
+            ]
+        );
+        let secret = "s".repeat(32);
+        let one = format!("{EMBEDDED_DEFAULT}\n[[admin.tokens]]\nname = \"ops\"\ntoken_env = \"OPS_TOKEN\"\n");
+        let assembled = assemble_in(&one, &[("OPS_TOKEN", &secret)]).unwrap_or_else(|errors| panic!("{errors}"));
+        assert_eq!(assembled.admin.tokens, [("ops".to_owned(), secret)]);
+        assert!(!format!("{:?}", assembled.admin).contains("sss"), "a secret is never printed");
     }
 
     #[test]

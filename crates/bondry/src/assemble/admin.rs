@@ -1,0 +1,132 @@
+//! `[admin]`: where the admin listener binds and the tokens it admits (contract §9.9).
+//! Whether it runs is decided at start ([`plan`]): only with upstreams to review and a
+//! token to admit, configured or generated into `data_dir`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use super::diagnostics::Diagnostics;
+use crate::config::{Loaded, RawAdmin};
+
+/// The generated token's file in `data_dir`, read by the CLI given `--config`.
+pub const TOKEN_FILE: &str = "admin-token";
+
+/// A token's shortest secret.
+const MIN_SECRET: usize = 32;
+
+/// The checked `[admin]` stanza: its bind and its configured tokens (name, secret).
+#[derive(Clone)]
+pub struct AdminStanza {
+    pub bind: SocketAddr,
+    pub tokens: Vec<(String, String)>,
+}
+
+/// The names only: the secrets are secrets.
+impl std::fmt::Debug for AdminStanza {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.tokens.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("AdminStanza").field("bind", &self.bind).field("tokens", &names).finish()
+    }
+}
+
+pub(super) fn stanza(diagnostics: &mut Diagnostics, loaded: &Loaded) -> Option<AdminStanza> {
+    let raw: &RawAdmin = &loaded.raw.admin;
+    let bind = match raw.bind.parse::<SocketAddr>() {
+        Ok(bind) if bind.ip().is_loopback() || raw.allow_remote => Some(bind),
+        Ok(_) => {
+            diagnostics.refuse(
+                "admin.bind",
+                format!("{:?} is not loopback; the admin API approves what models are told, so a remote bind needs allow_remote = true", raw.bind),
+            );
+            None
+        }
+        Err(_) => {
+            diagnostics.refuse("admin.bind", format!("{:?} is not an address like 127.0.0.1:7374", raw.bind));
+            None
+        }
+    };
+    let mut tokens = Vec::new();
+    let mut clean = true;
+    for (index, token) in raw.tokens.iter().enumerate() {
+        let at = |key: &str| format!("admin.tokens[{index}].{key}");
+        let valid_name = !token.name.is_empty()
+            && token.name.len() <= 32
+            && token.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        if !valid_name {
+            diagnostics.refuse(
+                at("name"),
+                format!("{:?} is not a token name: use 1-32 characters from a-z 0-9 _ -", token.name),
+            );
+            clean = false;
+        } else if raw.tokens[..index].iter().any(|earlier| earlier.name == token.name) {
+            diagnostics.refuse(at("name"), format!("token {:?} is defined twice", token.name));
+            clean = false;
+        }
+        match loaded.env.get(&token.token_env) {
+            Some(secret) if secret.len() >= MIN_SECRET => tokens.push((token.name.clone(), secret.to_owned())),
+            Some(_) => {
+                diagnostics
+                    .refuse(at("token_env"), format!("{:?} holds fewer than {MIN_SECRET} bytes", token.token_env));
+                clean = false;
+            }
+            None => {
+                diagnostics.refuse(at("token_env"), format!("{:?} is not set", token.token_env));
+                clean = false;
+            }
+        }
+    }
+    clean.then_some(())?;
+    Some(AdminStanza { bind: bind?, tokens })
+}
+
+/// What the admin listener does at this start: serve with these tokens, or stay off
+/// and say why.
+pub enum Plan {
+    Serve { bind: SocketAddr, tokens: Vec<(String, String)> },
+    Off(&'static str),
+}
+
+/// Decides at start whether the admin listener runs: only with upstreams, and with the
+/// configured tokens, else the token generated into `data_dir` (made, 0600, at its first
+/// start), else not at all.
+pub fn plan(loaded: &Loaded, stanza: &AdminStanza) -> anyhow::Result<Plan> {
+    if loaded.raw.realms.values().all(|realm| realm.upstreams.is_empty()) {
+        return Ok(Plan::Off("no realm has upstreams"));
+    }
+    if !stanza.tokens.is_empty() {
+        return Ok(Plan::Serve { bind: stanza.bind, tokens: stanza.tokens.clone() });
+    }
+    let Some(data_dir) = &loaded.raw.data_dir else {
+        return Ok(Plan::Off("no [[admin.tokens]], and no data_dir to keep a generated token in"));
+    };
+    let path = token_path(&loaded.base_dir.join(data_dir));
+    let secret =
+        generated(&path).map_err(|e| anyhow::anyhow!("{}: cannot make the admin token ({e})", path.display()))?;
+    Ok(Plan::Serve { bind: stanza.bind, tokens: vec![("generated".into(), secret)] })
+}
+
+/// Where the generated token of the data directory `data_dir` is kept.
+pub fn token_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(TOKEN_FILE)
+}
+
+/// The token in `path`, made there (0600) if there is none.
+fn generated(path: &Path) -> std::io::Result<String> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    match std::fs::read_to_string(path) {
+        Ok(secret) if secret.trim().len() >= MIN_SECRET => return Ok(secret.trim().to_owned()),
+        Ok(_) => return Err(std::io::Error::other(format!("it holds fewer than {MIN_SECRET} bytes"))),
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+        Err(_) => {}
+    }
+    let directory = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(directory)?;
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let secret: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    file.write_all(format!("{secret}\n").as_bytes())?;
+    file.sync_all()?;
+    Ok(secret)
+}
