@@ -17,3 +17,4 @@ pub mod builtins;
 pub mod config;
 pub mod credentials;
 pub mod reload;
+pub mod upstream_cli;

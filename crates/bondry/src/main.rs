@@ -63,6 +63,47 @@ enum Command {
     /// Tickets: bearer credentials stored in the configuration only as their hash.
     #[command(subcommand)]
     Ticket(TicketCommand),
+    /// Upstreams through the admin API: review and approve their pinned definitions.
+    /// Exit codes: 0 done, 1 error, 3 refused (nothing changed), 4 admin unreachable.
+    Upstream {
+        #[command(subcommand)]
+        command: UpstreamCommand,
+        /// The admin API (default: the `[admin] bind` of --config).
+        #[arg(long, value_name = "URL", global = true)]
+        admin: Option<String>,
+        /// The server's configuration: its admin bind, and its data_dir's generated token
+        /// unless BONDRY_ADMIN_TOKEN is set.
+        #[arg(long, value_name = "FILE", global = true)]
+        config: Option<PathBuf>,
+        /// The API's JSON, for scripts.
+        #[arg(long, global = true)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum UpstreamCommand {
+    /// Every realm's upstreams and their pins by state.
+    List,
+    /// One upstream and every capability's pin: REALM/NAME.
+    Info { upstream: String },
+    /// A capability's pinned and current definitions and what differs: KIND is tool,
+    /// prompt, resource or template; KEY its upstream name or URI.
+    Diff { upstream: String, kind: String, key: String },
+    /// Shows each definition's diff, asks, and approves it at the hash shown.
+    Approve {
+        upstream: String,
+        kind: Option<String>,
+        keys: Vec<String>,
+        /// Every held and drifted capability, exactly as shown.
+        #[arg(long, conflicts_with_all = ["kind", "keys"])]
+        all: bool,
+        /// Approve without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Lists the upstream now.
+    Refresh { upstream: String },
 }
 
 #[derive(Subcommand)]
@@ -91,6 +132,7 @@ fn main() -> ExitCode {
         Command::Check { config } => check(config),
         Command::HashPassword => hash_password(),
         Command::Ticket(TicketCommand::New { realm, principal, roles }) => new_ticket(&realm, &principal, roles),
+        Command::Upstream { command, admin, config, json } => return upstream(command, admin, config, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -101,6 +143,27 @@ fn main() -> ExitCode {
                 None => eprintln!("bondry: {error:#}"),
             }
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `bondry upstream …`, its exit code telling success, refusal and unreachable apart.
+fn upstream(command: UpstreamCommand, admin: Option<String>, config: Option<PathBuf>, json: bool) -> ExitCode {
+    use bondry::upstream_cli as cli;
+    let ran = cli::Client::new(admin.as_deref(), config.as_deref()).and_then(|client| match command {
+        UpstreamCommand::List => cli::list(&client, json),
+        UpstreamCommand::Info { upstream } => cli::info(&client, &upstream, json),
+        UpstreamCommand::Diff { upstream, kind, key } => cli::diff(&client, &upstream, &kind, &key, json),
+        UpstreamCommand::Approve { upstream, kind, keys, all, yes } => {
+            cli::approve(&client, &upstream, kind.as_deref(), &keys, all, yes, json)
+        }
+        UpstreamCommand::Refresh { upstream } => cli::refresh(&client, &upstream, json),
+    });
+    match ran {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("bondry: {}", failure.message());
+            ExitCode::from(failure.exit_code())
         }
     }
 }

@@ -456,3 +456,80 @@ async fn the_admin_api_wants_a_token_and_a_local_host_and_is_absent_from_mcp_lis
     let records = drift.admin_records();
     assert!(records.iter().any(|record| record["outcome"] == "unauthenticated"), "{records:?}");
 }
+
+/// `bondry upstream ARGS --admin URL --config CONFIG` with `env` added: its exit code,
+/// stdout and stderr.
+async fn cli(drift: &Drift, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let admin = drift.admin().await;
+    let config = drift.config();
+    let mut command = Command::new(support::bondry_exe!());
+    command.arg("upstream").args(args).args(["--admin", &admin, "--config", config.to_str().unwrap()]);
+    // Only the token the test gives: never one of the environment the tests run in.
+    command.env_remove("BONDRY_ADMIN_TOKEN").envs(env.iter().copied()).stdin(Stdio::null());
+    let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().unwrap();
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (output.status.code().unwrap_or(-1), text(&output.stdout), text(&output.stderr))
+}
+
+#[tokio::test]
+async fn the_cli_lists_shows_and_approves_at_the_hash_it_showed() {
+    let drift = Drift::start(json!({"tools": [tool("a"), tool("b")]}), &[]).await;
+    let mut changed = tool("a");
+    changed["description"] = json!("Now \u{1b}[2J also deletes files");
+    drift.relist(json!({"tools": [changed, tool("b")]})).await;
+
+    let (code, out, err) = cli(&drift, &["list", "--json"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["realms"][0]["upstreams"][0]["counts"]["drifted"], 1, "{out}");
+    let (code, out, _) = cli(&drift, &["list"], &[]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("default/up") && out.contains("stdio") && out.contains("DRIFTED"), "{out}");
+    let (code, out, _) = cli(&drift, &["info", "default/up"], &[]).await;
+    assert_eq!(code, 0);
+    assert!(out.lines().any(|line| line.contains("up.a") && line.contains("drifted")), "{out}");
+
+    let (code, out, _) = cli(&drift, &["info", "default/up", "--json"], &[]).await;
+    assert_eq!(code, 0);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["counts"]["drifted"], 1, "{out}");
+    let (code, out, _) = cli(&drift, &["diff", "default/up", "tool", "a", "--json"], &[]).await;
+    assert_eq!(code, 0);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["diff"][0]["path"], "/description", "{out}");
+    let (code, out, _) = cli(&drift, &["diff", "default/up", "tool", "a"], &[]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("~ \"/description\": \"The a tool\" -> "), "{out}");
+    assert!(!out.contains('\u{1b}'), "an upstream's escape sequence reached the terminal: {out:?}");
+
+    // Not a terminal and no --yes: shown, not approved.
+    let (code, out, err) = cli(&drift, &["approve", "default/up", "tool", "a"], &[]).await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("pass --yes"), "{err}");
+    drift.assert_missing("up.a").await;
+    let (code, out, err) = cli(&drift, &["approve", "default/up", "tool", "a", "--yes"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("approved tool a at sha256:"), "{out}");
+    let (code, out, _) = cli(&drift, &["approve", "default/up", "--all", "--yes", "--json"], &[]).await;
+    assert_eq!(code, 0);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!({"approved": []}), "{out}");
+    drift.assert_served("up.a").await;
+
+    // b is no longer listed: the API refuses, and the exit code says so.
+    drift.relist(json!({"tools": [tool("a")]})).await;
+    let (code, _, err) = cli(&drift, &["approve", "default/up", "tool", "b", "--yes"], &[]).await;
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("409") && err.contains("is no longer listed"), "{err}");
+
+    let (code, out, err) = cli(&drift, &["refresh", "default/up", "--json"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(serde_json::from_str::<Value>(&out).unwrap()["last_refresh_ms"].is_u64(), "{out}");
+
+    let (code, _, err) = cli(&drift, &["list"], &[("BONDRY_ADMIN_TOKEN", &"w".repeat(40))]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("401"), "{err}");
+    let unreachable = Command::new(support::bondry_exe!())
+        .args(["upstream", "list", "--admin", "http://127.0.0.1:1"])
+        .env("BONDRY_ADMIN_TOKEN", "t".repeat(40))
+        .output()
+        .unwrap();
+    assert_eq!(unreachable.status.code(), Some(4), "{}", String::from_utf8_lossy(&unreachable.stderr));
+}

@@ -1,0 +1,364 @@
+//! `bondry upstream …`: a client of the admin API (contract §9.9). Tables for people,
+//! `--json` for scripts, and exit codes that tell success, refusal and an unreachable
+//! admin listener apart. Every text an upstream wrote is printed escaped: a definition
+//! must not drive the operator's terminal.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use serde_json::{Value, json};
+
+use crate::assemble::admin::token_path;
+use crate::config;
+
+/// How a command ended, as its exit code says.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad arguments, a missing token, an error answer: exit 1.
+    Error(String),
+    /// The admin API refused (409): nothing changed. Exit 3.
+    Refused(String),
+    /// The admin listener could not be reached: exit 4.
+    Unreachable(String),
+}
+
+impl Failure {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Error(_) => 1,
+            Self::Refused(_) => 3,
+            Self::Unreachable(_) => 4,
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Error(message) | Self::Refused(message) | Self::Unreachable(message) => message,
+        }
+    }
+}
+
+/// Where the admin API is and the token to show it.
+pub struct Client {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Client {
+    /// `--admin URL` (else the admin bind of `--config FILE`), with the token of
+    /// `BONDRY_ADMIN_TOKEN`, else the one generated into the data directory of `--config`.
+    pub fn new(admin: Option<&str>, config_file: Option<&Path>) -> Result<Self, Failure> {
+        let loaded = config_file
+            .map(|path| config::load(Some(path), std::env::vars()))
+            .transpose()
+            .map_err(|e| Failure::Error(format!("{e:#}")))?;
+        let base = match (admin, &loaded) {
+            (Some(url), _) => url.trim_end_matches('/').to_owned(),
+            (None, Some(loaded)) => {
+                let bind: std::net::SocketAddr =
+                    loaded.raw.admin.bind.parse().map_err(|_| {
+                        Failure::Error(format!("admin.bind {:?} is not an address", loaded.raw.admin.bind))
+                    })?;
+                if bind.port() == 0 {
+                    return Err(Failure::Error("admin.bind takes a free port: give the address with --admin".into()));
+                }
+                let host = if bind.ip().is_unspecified() { "127.0.0.1".to_owned() } else { bind.ip().to_string() };
+                let host = if bind.is_ipv6() && !bind.ip().is_unspecified() { format!("[{host}]") } else { host };
+                format!("http://{host}:{}", bind.port())
+            }
+            (None, None) => return Err(Failure::Error("give --admin URL or --config FILE".into())),
+        };
+        let token = match std::env::var("BONDRY_ADMIN_TOKEN") {
+            Ok(token) if !token.is_empty() => token,
+            _ => {
+                let data_dir = loaded
+                    .as_ref()
+                    .and_then(|loaded| loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir)));
+                let path = data_dir.map(|dir| token_path(&dir)).ok_or_else(|| {
+                    Failure::Error(
+                        "no token: set BONDRY_ADMIN_TOKEN, or give --config of a server with data_dir".into(),
+                    )
+                })?;
+                std::fs::read_to_string(&path)
+                    .map_err(|e| Failure::Error(format!("{}: cannot read the admin token ({e})", path.display())))?
+                    .trim()
+                    .to_owned()
+            }
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::Error(format!("cannot start the async runtime: {e}")))?;
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| Failure::Error(format!("cannot make an HTTP client: {e}")))?;
+        Ok(Self { base, token, http, runtime })
+    }
+
+    fn get(&self, path: &str) -> Result<Value, Failure> {
+        self.send(reqwest::Method::GET, path, None)
+    }
+
+    fn post(&self, path: &str, body: Value) -> Result<Value, Failure> {
+        self.send(reqwest::Method::POST, path, Some(body))
+    }
+
+    fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
+        let url = format!("{}{path}", self.base);
+        let mut request = self.http.request(method, &url).bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.header("content-type", "application/json").body(body.to_string());
+        }
+        let answered = self.runtime.block_on(async {
+            let response = request.send().await?;
+            let status = response.status().as_u16();
+            Ok::<_, reqwest::Error>((status, response.text().await?))
+        });
+        let (status, text) = answered.map_err(|e| Failure::Unreachable(format!("{url}: {e}")))?;
+        let value: Value = serde_json::from_str(&text).unwrap_or(json!({"error": {"message": text}}));
+        let message = || {
+            let error = &value["error"];
+            let mut message = format!("{status}: {}", error["message"].as_str().unwrap_or("(no message)"));
+            for conflict in error["conflicts"].as_array().into_iter().flatten() {
+                message.push_str(&format!(
+                    "\n  {} {}: {}",
+                    shown(conflict["kind"].as_str().unwrap_or_default()),
+                    shown(conflict["key"].as_str().unwrap_or_default()),
+                    conflict["why"].as_str().unwrap_or_default()
+                ));
+            }
+            message
+        };
+        match status {
+            200..=299 => Ok(value),
+            409 => Err(Failure::Refused(message())),
+            _ => Err(Failure::Error(message())),
+        }
+    }
+}
+
+/// `REALM/NAME` as the API's path to that upstream.
+fn upstream_path(target: &str) -> Result<String, Failure> {
+    let (realm, name) = target
+        .split_once('/')
+        .filter(|(realm, name)| !realm.is_empty() && !name.is_empty())
+        .ok_or_else(|| Failure::Error(format!("{target:?} is not REALM/NAME")))?;
+    Ok(format!("/v1/realms/{}/upstreams/{}", encode(realm), encode(name)))
+}
+
+fn encode(segment: &str) -> String {
+    utf8_percent_encode(segment, NON_ALPHANUMERIC).to_string()
+}
+
+/// Text an upstream or a caller wrote, safe for a terminal: control characters escaped.
+fn shown(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+fn text<'a>(value: &'a Value, key: &str) -> &'a str {
+    value[key].as_str().unwrap_or("-")
+}
+
+/// The first 19 characters of a hash (`sha256:` and 12 hex digits), enough to tell two apart.
+fn short(hash: &Value) -> String {
+    hash.as_str().map_or_else(|| "-".to_owned(), |hash| hash.chars().take(19).collect())
+}
+
+fn print_json(value: &Value) {
+    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+}
+
+pub fn list(client: &Client, as_json: bool) -> Result<(), Failure> {
+    let all = client.get("/v1/upstreams")?;
+    if as_json {
+        print_json(&all);
+        return Ok(());
+    }
+    println!(
+        "{:<32} {:<9} {:<9} {:<10} {:>6} {:>5} {:>7} {:>7}  LAST ERROR",
+        "UPSTREAM", "TRANSPORT", "CONNECTED", "REVISION", "PINNED", "HELD", "DRIFTED", "REMOVED"
+    );
+    for realm in all["realms"].as_array().into_iter().flatten() {
+        for upstream in realm["upstreams"].as_array().into_iter().flatten() {
+            let counts = &upstream["counts"];
+            println!(
+                "{:<32} {:<9} {:<9} {:<10} {:>6} {:>5} {:>7} {:>7}  {}",
+                shown(&format!("{}/{}", text(realm, "realm"), text(upstream, "name"))),
+                text(upstream, "transport"),
+                upstream["connected"].as_bool().unwrap_or(false),
+                text(upstream, "revision"),
+                counts["pinned"],
+                counts["held"],
+                counts["drifted"],
+                counts["removed"],
+                shown(text(upstream, "last_error")),
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn info(client: &Client, target: &str, as_json: bool) -> Result<(), Failure> {
+    let info = client.get(&upstream_path(target)?)?;
+    if as_json {
+        print_json(&info);
+        return Ok(());
+    }
+    println!(
+        "{}: {}, {}, revision {}",
+        shown(target),
+        text(&info, "transport"),
+        if info["connected"].as_bool() == Some(true) { "connected" } else { "not connected" },
+        text(&info, "revision")
+    );
+    if let Some(error) = info["last_error"].as_str() {
+        println!("last error: {}", shown(error));
+    }
+    println!("{:<9} {:<40} {:<40} {:<8} {:<19} {:<19}", "KIND", "KEY", "EXPOSED AS", "STATE", "PINNED", "CURRENT");
+    for row in info["capabilities"].as_array().into_iter().flatten() {
+        let exposed = match (row["exposed"].as_str(), row["renamed"].as_bool()) {
+            (Some(id), Some(true)) => format!("{id} (renamed)"),
+            (Some(id), _) => id.to_owned(),
+            (None, _) => "-".to_owned(),
+        };
+        println!(
+            "{:<9} {:<40} {:<40} {:<8} {:<19} {:<19}",
+            text(row, "kind"),
+            shown(text(row, "key")),
+            shown(&exposed),
+            text(row, "state"),
+            short(&row["pinned_hash"]),
+            short(&row["current_hash"]),
+        );
+    }
+    Ok(())
+}
+
+fn capability_path(target: &str, kind: &str, key: &str) -> Result<String, Failure> {
+    Ok(format!("{}/capabilities/{}/{}", upstream_path(target)?, encode(kind), encode(key)))
+}
+
+pub fn diff(client: &Client, target: &str, kind: &str, key: &str, as_json: bool) -> Result<(), Failure> {
+    let reviewed = client.get(&capability_path(target, kind, key)?)?;
+    if as_json {
+        print_json(&reviewed);
+    } else {
+        show_review(&reviewed);
+    }
+    Ok(())
+}
+
+/// A capability under review: its state, hashes and every difference from its pin.
+fn show_review(reviewed: &Value) {
+    println!("{} {}: {}", text(reviewed, "kind"), shown(text(reviewed, "key")), text(reviewed, "state"));
+    println!("  pinned  {}", text(reviewed, "pinned_hash"));
+    println!("  current {}", text(reviewed, "current_hash"));
+    match reviewed["diff"].as_array() {
+        None => println!("  never pinned; its definition:\n    {}", reviewed["current"]),
+        Some(changes) if changes.is_empty() => println!("  no difference"),
+        Some(changes) => {
+            for change in changes {
+                // JSON text escapes every control character an upstream may have put there.
+                let path = serde_json::to_string(&change["path"]).unwrap_or_default();
+                match text(change, "op") {
+                    "added" => println!("  + {path}: {}", change["current"]),
+                    "removed" => println!("  - {path}: {}", change["pinned"]),
+                    _ => println!("  ~ {path}: {} -> {}", change["pinned"], change["current"]),
+                }
+            }
+        }
+    }
+}
+
+/// Approves `keys` of `kind` (or, with `all`, every held and drifted capability) of
+/// `target` at the hashes shown, once the operator said yes (or `--yes`).
+pub fn approve(
+    client: &Client,
+    target: &str,
+    kind: Option<&str>,
+    keys: &[String],
+    all: bool,
+    yes: bool,
+    as_json: bool,
+) -> Result<(), Failure> {
+    let reviews: Vec<Value> = if all {
+        let info = client.get(&upstream_path(target)?)?;
+        let waiting = info["capabilities"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|row| matches!(row["state"].as_str(), Some("held" | "drifted")));
+        waiting
+            .map(|row| client.get(&capability_path(target, text(row, "kind"), text(row, "key"))?))
+            .collect::<Result<_, _>>()?
+    } else {
+        let kind = kind.ok_or_else(|| Failure::Error("give KIND and KEY, or --all".into()))?;
+        if keys.is_empty() {
+            return Err(Failure::Error("give at least one KEY, or --all".into()));
+        }
+        keys.iter().map(|key| client.get(&capability_path(target, kind, key)?)).collect::<Result<_, _>>()?
+    };
+    if reviews.is_empty() {
+        if as_json {
+            print_json(&json!({"approved": []}));
+        } else {
+            println!("nothing awaits approval");
+        }
+        return Ok(());
+    }
+    for review in &reviews {
+        show_review(review);
+    }
+    if !yes && !confirmed(reviews.len())? {
+        return Err(Failure::Error("not approved".into()));
+    }
+    let shown_hashes: Vec<Value> = reviews
+        .iter()
+        .map(|review| json!({"kind": review["kind"], "key": review["key"], "hash": review["current_hash"]}))
+        .collect();
+    let body = if all { json!({"all": true, "expect": shown_hashes}) } else { json!({"approve": shown_hashes}) };
+    let approved = client.post(&format!("{}/approve", upstream_path(target)?), body)?;
+    if as_json {
+        print_json(&approved);
+    } else {
+        for pin in approved["approved"].as_array().into_iter().flatten() {
+            println!("approved {} {} at {}", text(pin, "kind"), shown(text(pin, "key")), text(pin, "hash"));
+        }
+    }
+    Ok(())
+}
+
+/// Asks on the terminal; refuses when there is none to ask on.
+fn confirmed(count: usize) -> Result<bool, Failure> {
+    if !std::io::stdin().is_terminal() {
+        return Err(Failure::Error("standard input is not a terminal: pass --yes to approve what was shown".into()));
+    }
+    print!("Approve {count} definition(s) as shown? [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer).map_err(|e| Failure::Error(e.to_string()))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+pub fn refresh(client: &Client, target: &str, as_json: bool) -> Result<(), Failure> {
+    let summary = client.post(&format!("{}/refresh", upstream_path(target)?), json!({}))?;
+    if as_json {
+        print_json(&summary);
+    } else {
+        let counts = &summary["counts"];
+        println!(
+            "{}: listed; {} pinned, {} held, {} drifted, {} removed",
+            shown(target),
+            counts["pinned"],
+            counts["held"],
+            counts["drifted"],
+            counts["removed"]
+        );
+    }
+    Ok(())
+}
