@@ -533,3 +533,26 @@ async fn the_cli_lists_shows_and_approves_at_the_hash_it_showed() {
         .unwrap();
     assert_eq!(unreachable.status.code(), Some(4), "{}", String::from_utf8_lossy(&unreachable.stderr));
 }
+
+#[tokio::test]
+async fn a_listen_stream_hears_its_view_change_when_a_tool_drifts() {
+    let drift = Drift::start(json!({"tools": [tool("a")]}), &[]).await;
+    let listen = json!({"notifications": {"toolsListChanged": true}});
+    let mut events = support::Events::new(drift.front().post(&drift.client, "subscriptions/listen", listen).await);
+    let acknowledged = events.next(Duration::from_secs(10)).await.expect("acknowledged");
+    assert_eq!(acknowledged["method"], "notifications/subscriptions/acknowledged", "{acknowledged}");
+    let mut changed = tool("a");
+    changed["inputSchema"] = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+    drift.relist(json!({"tools": [changed]})).await;
+    let heard = events.next(Duration::from_secs(10)).await.expect("list_changed");
+    assert_eq!(heard["method"], "notifications/tools/list_changed", "{heard}");
+}
+
+#[tokio::test]
+async fn without_a_token_or_a_data_dir_the_admin_listener_is_off_and_says_so() {
+    let config = support::gateway(support::http_upstream("up", 9), &["up.*"]);
+    let dir = tempfile::tempdir().unwrap();
+    let front = Binary::serve(support::bondry_exe!(), &config.written(dir.path(), "gateway.toml"), &[]);
+    front.logged("admin listener off: no [[admin.tokens]], and no data_dir to keep a generated token in", 1).await;
+    assert_eq!(front.admin_port(), None);
+}
