@@ -27,6 +27,9 @@ use serde_json::{Value, json};
 use crate::diff::diff;
 use crate::gate::{Gate, Refused};
 
+/// How much of a request's path its audit record keeps.
+const AUDITED_PATH: usize = 256;
+
 /// The largest request body read: an approval of many capabilities fits.
 const MAX_BODY: usize = 1024 * 1024;
 
@@ -66,7 +69,7 @@ async fn handle(State(admin): State<Admin>, ConnectInfo(peer): ConnectInfo<Socke
         Ok(name) => name.to_owned(),
         Err(refused) => {
             let record = AuditRecord::unauthenticated(started, "", "admin");
-            admin.audit.record(AuditRecord { capability: request.uri().path().chars().take(64).collect(), ..record });
+            admin.audit.record(AuditRecord { capability: audited(request.uri().path()), ..record });
             return refusal(refused);
         }
     };
@@ -80,10 +83,14 @@ async fn handle(State(admin): State<Admin>, ConnectInfo(peer): ConnectInfo<Socke
     let mut record = AuditRecord::unauthenticated(started, "", "admin");
     record.principal = Some(token);
     record.principal_kind = Some("admin_token");
-    record.capability = path.chars().take(256).collect();
+    record.capability = audited(&path);
     record.outcome = answer.outcome;
     admin.audit.record(record.finished_at(SystemTime::now()));
     json_response(answer.status, &answer.body)
+}
+
+fn audited(path: &str) -> String {
+    path.chars().take(AUDITED_PATH).collect()
 }
 
 fn refusal(refused: Refused) -> Response {

@@ -79,10 +79,14 @@ pub(crate) struct Member {
 
 impl Member {
     /// The member serving `spec` with `pins`; one that replaces another takes over its
-    /// followers, whose subscriptions the new connection makes again, and its pins.
-    fn new(spec: UpstreamSpec, exchanges: &Arc<Exchanges>, replaced: Option<&Member>, pins: PinBook) -> Self {
+    /// followers, whose subscriptions the new connection makes again.
+    fn new(
+        spec: UpstreamSpec,
+        exchanges: &Arc<Exchanges>,
+        replaced: Option<&Member>,
+        pins: Arc<Mutex<PinBook>>,
+    ) -> Self {
         let followers = replaced.map_or_else(Arc::default, |member| member.upstream.followers());
-        let pins = replaced.map_or_else(|| Arc::new(Mutex::new(pins)), |member| Arc::clone(&member.pins));
         let upstream = Arc::new(Upstream::new(spec, followers));
         let relay = Arc::new(Relay::new(Arc::clone(&upstream), Arc::clone(exchanges)));
         Self { upstream, relay, pins, exposed: Arc::default() }
@@ -105,7 +109,7 @@ impl RealmUpstreams {
         let exchanges = Arc::new(Exchanges::default());
         let mut members = Vec::new();
         for spec in specs {
-            let pins = store.load(name, &spec.name)?;
+            let pins = Arc::new(Mutex::new(store.load(name, &spec.name)?));
             members.push(Member::new(spec, &exchanges, None, pins));
         }
         events.rank(owners(&members));
@@ -151,10 +155,11 @@ impl RealmUpstreams {
                     members.push(kept.clone());
                 }
                 replaced => {
+                    // A replacing connection keeps the pins of the one it replaces.
                     let pins = match replaced {
-                        Some(_) => PinBook::default(),
+                        Some(member) => Arc::clone(&member.pins),
                         None => match self.realm.store.load(&self.realm.name, &spec.name) {
-                            Ok(pins) => pins,
+                            Ok(pins) => Arc::new(Mutex::new(pins)),
                             Err(error) => {
                                 tracing::error!(upstream = spec.name, %error, "upstream not started: its pins cannot be read");
                                 continue;

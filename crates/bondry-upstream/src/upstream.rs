@@ -247,8 +247,8 @@ impl Upstream {
         if read(&self.connection).is_none() {
             return Err("the upstream is not connected");
         }
+        // A new receiver has seen the current value: only the next listing wakes it.
         let mut refreshed = self.refreshed.subscribe();
-        refreshed.mark_unchanged();
         self.asked_to_list.notify_one();
         match tokio::time::timeout(within, refreshed.changed()).await {
             Ok(Ok(())) if refreshed.borrow().listed => Ok(()),

@@ -118,6 +118,13 @@ pub struct RawConfig {
     pub admin: RawAdmin,
 }
 
+impl RawConfig {
+    /// Whether any realm fronts an upstream: pins and the admin listener matter then.
+    pub fn has_upstreams(&self) -> bool {
+        self.realms.values().any(|realm| !realm.upstreams.is_empty())
+    }
+}
+
 /// `[admin]`: the admin listener (contract §9.9).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

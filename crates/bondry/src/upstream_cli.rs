@@ -66,9 +66,9 @@ impl Client {
                 if bind.port() == 0 {
                     return Err(Failure::Error("admin.bind takes a free port: give the address with --admin".into()));
                 }
-                let host = if bind.ip().is_unspecified() { "127.0.0.1".to_owned() } else { bind.ip().to_string() };
-                let host = if bind.is_ipv6() && !bind.ip().is_unspecified() { format!("[{host}]") } else { host };
-                format!("http://{host}:{}", bind.port())
+                // A wildcard bind is reached on loopback; an IPv6 address prints in brackets.
+                let ip = if bind.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { bind.ip() };
+                format!("http://{}", std::net::SocketAddr::new(ip, bind.port()))
             }
             (None, None) => return Err(Failure::Error("give --admin URL or --config FILE".into())),
         };

@@ -444,11 +444,15 @@ async fn the_admin_api_wants_a_token_and_a_local_host_and_is_absent_from_mcp_lis
     let anonymous = drift.client.get(&url).send().await.unwrap();
     assert_eq!(anonymous.status(), 401);
     assert_eq!(anonymous.headers()["www-authenticate"], "Bearer realm=\"bondry-admin\"");
+    let body: Value = anonymous.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unauthorized", "{body}");
     let wrong = drift.client.get(&url).bearer_auth("x".repeat(64)).send().await.unwrap();
     assert_eq!(wrong.status(), 401);
     let foreign =
         drift.client.get(&url).bearer_auth(drift.token()).header("host", "evil.example").send().await.unwrap();
     assert_eq!(foreign.status(), 403);
+    let body: Value = foreign.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "host_not_allowed", "{body}");
     let mcp = format!("http://127.0.0.1:{}/v1/upstreams", drift.front().port);
     assert_eq!(drift.client.get(&mcp).bearer_auth(drift.token()).send().await.unwrap().status(), 404);
     let (status, _) = drift.admin_call(reqwest::Method::GET, "/v1/realms/nowhere/upstreams/up", None).await;

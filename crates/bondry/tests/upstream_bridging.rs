@@ -511,7 +511,7 @@ async fn a_handshake_upstreams_roots_come_from_the_stanza() {
 /// An upstream's list change reaches the gateway at once: on the listen stream Bondry
 /// keeps open to a modern upstream, on the session's stream of a handshake one.
 async fn a_list_change_upstream_is_heard_at_once(revisions: &[&str]) {
-    // New tools trusted: held, the new tool would be listed but not served.
+    // New tools trusted: held (the default), the new tool would not be listed at all.
     let deployment = Deployment::start(revisions, &[("new_capabilities", "trust".into())]).await;
     let before = deployment.front.count_logged("upstream up: ");
     let changed = json(deployment.call("up.test_trigger_tool_change", json!({}), json!({}), json!({})).await).await;

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::book::{Approval, Pin, PinBook, PinState, Seen};
 use super::hash::{kind_named, kind_of};
-use crate::upstream::lock;
+use crate::upstream::{lock, now_ms};
 
 /// What keeps each upstream's pins.
 pub trait PinStore: Send + Sync {
@@ -180,10 +180,9 @@ impl PinStore for SqliteStore {
     fn save(&self, realm: &str, upstream: &str, _book: &PinBook, changed: &[&Pin]) -> Result<(), StoreError> {
         let mut connection = lock(&self.connection);
         let save = connection.transaction().map_err(|e| self.fail(e))?;
-        let now = changed.iter().map(|pin| pin.first_seen_ms).min().unwrap_or_default();
         save.execute(
             "INSERT OR IGNORE INTO upstreams (realm, upstream, first_listed_ms) VALUES (?1, ?2, ?3)",
-            params![realm, upstream, to_sql(now)],
+            params![realm, upstream, to_sql(now_ms())],
         )
         .map_err(|e| self.fail(e))?;
         for pin in changed {

@@ -90,7 +90,7 @@ pub enum Plan {
 /// configured tokens, else the token generated into `data_dir` (made, 0600, at its first
 /// start), else not at all.
 pub fn plan(loaded: &Loaded, stanza: &AdminStanza) -> anyhow::Result<Plan> {
-    if loaded.raw.realms.values().all(|realm| realm.upstreams.is_empty()) {
+    if !loaded.raw.has_upstreams() {
         return Ok(Plan::Off("no realm has upstreams"));
     }
     if !stanza.tokens.is_empty() {

@@ -18,8 +18,7 @@ pub const PIN_STORE_FILE: &str = "pins.sqlite3";
 /// Refuses upstreams whose pins would have nowhere to survive a restart, unless the
 /// configuration says so with `pin_store = "memory"`.
 pub(super) fn check(diagnostics: &mut Diagnostics, loaded: &Loaded) {
-    let has_upstreams = loaded.raw.realms.values().any(|realm| !realm.upstreams.is_empty());
-    if has_upstreams && loaded.raw.pin_store == PinStoreKind::Sqlite && loaded.raw.data_dir.is_none() {
+    if loaded.raw.has_upstreams() && loaded.raw.pin_store == PinStoreKind::Sqlite && loaded.raw.data_dir.is_none() {
         diagnostics.refuse(
             "pin_store",
             "upstreams need data_dir to keep their pins in pins.sqlite3 across restarts; set data_dir, or pin_store = \"memory\" to trust every upstream anew at each start",
@@ -31,7 +30,7 @@ pub(super) fn check(diagnostics: &mut Diagnostics, loaded: &Loaded) {
 /// before anything is written to `data_dir`: with `accept_new`
 /// (`--accept-new-pin-store`), a missing store beside realm keys is made anew.
 pub fn open(loaded: &Loaded, accept_new: bool) -> anyhow::Result<Arc<dyn PinStore>> {
-    let has_upstreams = loaded.raw.realms.values().any(|realm| !realm.upstreams.is_empty());
+    let has_upstreams = loaded.raw.has_upstreams();
     let data_dir = loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir));
     let (PinStoreKind::Sqlite, Some(data_dir)) = (loaded.raw.pin_store, data_dir) else {
         if has_upstreams {
