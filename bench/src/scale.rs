@@ -20,7 +20,7 @@ use bondry_http_server::Running;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::{META, load, read_response, request};
+use crate::inprocess::{META, load, read_response, request};
 
 /// The catalogue sizes compared; the first is the baseline of every ratio.
 const CATALOGUES: [usize; 3] = [100, 1_000, 10_000];
