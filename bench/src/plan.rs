@@ -19,8 +19,10 @@ pub enum Peer {
     Rmcp,
     /// rmcp 3.11 with sessions.
     RmcpSessions,
-    /// The TypeScript SDK v2 server, stateless with JSON responses, 200 tools.
+    /// The TypeScript SDK v2 server, stateless with JSON responses, the echo tool alone.
     Ts,
+    /// The same with 200 tools, for the listing.
+    TsCatalogue,
     /// The TypeScript SDK v2 server with sessions.
     TsSessions,
     /// Bondry fronting `Rmcp` as an upstream.
@@ -37,6 +39,7 @@ impl Peer {
             Peer::Rmcp => "rmcp 3.11",
             Peer::RmcpSessions => "rmcp 3.11 (sessions)",
             Peer::Ts => "TypeScript SDK 2.4.0",
+            Peer::TsCatalogue => "TypeScript SDK 2.4.0 (200 tools)",
             Peer::TsSessions => "TypeScript SDK 2.4.0 (sessions)",
             Peer::BondryGateway => "Bondry → rmcp",
             Peer::McpProxy => "mcp-proxy 0.6.0 → rmcp",
@@ -50,6 +53,7 @@ impl Peer {
             Peer::Rmcp => "rmcp",
             Peer::RmcpSessions => "rmcp-sessions",
             Peer::Ts => "ts",
+            Peer::TsCatalogue => "ts-catalogue",
             Peer::TsSessions => "ts-sessions",
             Peer::BondryGateway => "bondry-gateway",
             Peer::McpProxy => "mcp-proxy",
@@ -182,7 +186,7 @@ pub fn workloads(jwt: &str) -> Vec<Workload> {
             entries: vec![
                 entry(Peer::Bondry, "Bondry", modern_list("/mcp")),
                 entry(Peer::Rmcp, Peer::Rmcp.name(), modern_list("/mcp")),
-                entry(Peer::Ts, Peer::Ts.name(), modern_list("/mcp")),
+                entry(Peer::TsCatalogue, Peer::Ts.name(), modern_list("/mcp")),
             ],
         },
         Workload {

@@ -31,12 +31,10 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// Servers on the last core when there are at least two; the generator is expected to
-    /// run on the others (`scripts/bench` pins it with `taskset`).
-    pub fn new(dir: PathBuf) -> Placement {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let pinning = cores >= 2 && Path::new("/usr/bin/taskset").exists();
-        Placement { server_core: pinning.then(|| cores - 1), dir }
+    /// Servers pinned to `server_core` when given (`scripts/bench` gives the last core and
+    /// pins the generator to the others); children otherwise inherit the generator's cores.
+    pub fn new(dir: PathBuf, server_core: Option<usize>) -> Placement {
+        Placement { server_core, dir }
     }
 
     /// Starts `program` with `args`, in which `{PORT}` is replaced by a free loopback
@@ -56,15 +54,17 @@ impl Placement {
     ) -> Result<Server, String> {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let args: Vec<String> = args.iter().map(|arg| arg.replace("{PORT}", &port.to_string())).collect();
+        // The server runs in the bench's directory, so a relative path would not find it.
+        let program = std::path::absolute(program).map_err(|error| format!("{}: {error}", program.display()))?;
         let log = self.dir.join(format!("{name}.log"));
         let output = std::fs::File::create(&log).map_err(|error| format!("{}: {error}", log.display()))?;
         let mut command = match self.server_core {
             Some(core) => {
                 let mut command = Command::new("taskset");
-                command.args(["-c", &core.to_string()]).arg(program);
+                command.args(["-c", &core.to_string()]).arg(&program);
                 command
             }
-            None => Command::new(program),
+            None => Command::new(&program),
         };
         command
             .args(&args)
