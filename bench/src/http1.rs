@@ -174,7 +174,7 @@ fn status(head: &[u8]) -> Result<u16, String> {
         .ok_or_else(|| format!("not an HTTP response: {:?}", String::from_utf8_lossy(&head[..head.len().min(40)])))
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|window| window == needle)
 }
 

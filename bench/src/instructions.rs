@@ -1,0 +1,146 @@
+//! Instructions per request, counted by callgrind: `bondry-bench instructions`.
+//!
+//! Timings on a shared 2-core VM swing by a third from run to run; an instruction count
+//! repeats to within a fraction of a percent, so the effect of one change on Bondry's own
+//! work shows even when it is smaller than the noise of a timing. Bondry runs under
+//! callgrind; for each of its workloads one connection opens and warms up, the counters
+//! are zeroed, the requests run, and the counters are dumped. The count over the number of
+//! requests is the workload's instructions per request: everything the process did for
+//! them (the audit thread's work included), in user space only; the kernel's share, which
+//! `perf` shows, is not counted. Callgrind's CPU has no SHA extensions, so SHA-256 runs
+//! the portable code there, many times the instructions the hardware path takes: its share
+//! is shown apart.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::http1::Conn;
+use crate::plan::{self, Peer};
+use crate::servers::Placement;
+use crate::{configs, load};
+
+/// Requests each connection sends before the counters are zeroed.
+const WARMUP: usize = 50;
+
+struct Options {
+    bin_dir: PathBuf,
+    requests: usize,
+    out: Option<PathBuf>,
+}
+
+pub async fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
+    let mut options = Options {
+        bin_dir: std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from)).unwrap_or_default(),
+        requests: 1000,
+        out: None,
+    };
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--bin-dir" => options.bin_dir = value()?.into(),
+            "--requests" => options.requests = value()?.parse().map_err(|_| "--requests N")?,
+            "--out" => options.out = Some(value()?.into()),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("bondry-instructions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+    let counted = count(&options, &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = counted?;
+    println!("{text}");
+    if let Some(out) = &options.out {
+        std::fs::write(out, &text).map_err(|error| format!("{}: {error}", out.display()))?;
+    }
+    Ok(())
+}
+
+async fn count(options: &Options, dir: &Path) -> Result<String, String> {
+    let credentials = configs::Credentials::make(dir)?;
+    let config = dir.join("bondry.toml");
+    std::fs::write(&config, configs::bondry(200, Some(&credentials))).map_err(|error| error.to_string())?;
+    let valgrind = on_path("valgrind")?;
+    let control = on_path("callgrind_control")?;
+    let dumps = dir.join("callgrind.out");
+    let args = [
+        "--tool=callgrind".to_owned(),
+        format!("--callgrind-out-file={}", dumps.display()),
+        std::path::absolute(options.bin_dir.join("bondry")).map_err(|error| error.to_string())?.display().to_string(),
+        "serve".to_owned(),
+        "--config".to_owned(),
+        config.display().to_string(),
+        "--listen".to_owned(),
+        "127.0.0.1:{PORT}".to_owned(),
+    ];
+    let probe = plan::modern_call("/mcp", "x", &[]);
+    let server = Placement::new(dir.to_path_buf(), None).start("bondry-callgrind", &valgrind, &args, &probe).await?;
+    let pid = server.pid().to_string();
+    let callgrind = |command: &str| -> Result<(), String> {
+        let status = Command::new(&control).args([command, &pid]).output().map_err(|error| error.to_string())?;
+        match status.status.success() {
+            true => Ok(()),
+            false => Err(format!("callgrind_control {command} failed: {}", String::from_utf8_lossy(&status.stderr))),
+        }
+    };
+    let mut text = format!(
+        "| workload | server | instructions per request | of which SHA-256 (portable) |\n|---|---|---|---|\n<!-- {} requests each, after {WARMUP} to warm up -->\n",
+        options.requests
+    );
+    let mut dumped = 0;
+    for workload in plan::workloads(&credentials.token) {
+        for entry in workload.entries.iter().filter(|entry| entry.peer == Peer::Bondry) {
+            let mut conn = Conn::connect(server.addr).await?;
+            let request = load::open(&mut conn, &entry.script).await?;
+            let mut exchange = async |times: usize| -> Result<(), String> {
+                for _ in 0..times {
+                    let response = conn.exchange(&request).await?;
+                    if response.status != 200
+                        || crate::http1::find(response.body, entry.script.expect.as_bytes()).is_none()
+                    {
+                        return Err(format!("workload {} {}: answered {}", workload.id, entry.label, response.status));
+                    }
+                }
+                Ok(())
+            };
+            exchange(WARMUP).await?;
+            callgrind("--zero")?;
+            exchange(options.requests).await?;
+            callgrind("--dump")?;
+            dumped += 1;
+            let dump = PathBuf::from(format!("{}.{dumped}", dumps.display()));
+            let (total, sha256) = (summary(&dump)?, sha256(&dump)?);
+            let (per_request, sha256) = (total / options.requests as u64, sha256 / options.requests as u64);
+            text.push_str(&format!("| {} | {} | {per_request} | {sha256} |\n", workload.id, entry.label));
+            eprintln!("workload {} {}: {per_request} instructions per request", workload.id, entry.label);
+        }
+    }
+    drop(server);
+    Ok(text)
+}
+
+/// The instruction count a callgrind dump totals.
+fn summary(dump: &Path) -> Result<u64, String> {
+    let text = std::fs::read_to_string(dump).map_err(|error| format!("{}: {error}", dump.display()))?;
+    let line = text.lines().find_map(|line| line.strip_prefix("summary:")).ok_or("the dump has no summary")?;
+    line.trim().parse().map_err(|_| format!("{}: summary {line:?} is not a count", dump.display()))
+}
+
+/// The instructions of a dump spent compressing SHA-256 blocks, by `callgrind_annotate`.
+fn sha256(dump: &Path) -> Result<u64, String> {
+    let annotate = on_path("callgrind_annotate")?;
+    let output = Command::new(annotate).arg("--inclusive=yes").arg(dump).output().map_err(|error| error.to_string())?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text.lines().find(|line| line.contains("sha2::sha256::compress256"));
+    // No line: nothing was hashed.
+    let count = line.and_then(|line| line.split_whitespace().next()).unwrap_or("0");
+    count.replace(',', "").parse().map_err(|_| format!("callgrind_annotate printed {count:?} for SHA-256"))
+}
+
+/// Where `program` is on `PATH` (callgrind is from Debian's valgrind).
+fn on_path(program: &str) -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .ok_or(format!("{program} is not on PATH (apt-get install valgrind)"))
+}
