@@ -238,7 +238,9 @@ async fn every_wrong_token_is_refused_with_the_metadata_challenge() {
 async fn a_rotated_key_is_fetched_at_most_once_per_interval() {
     let jwks = Jwks::serve(&["rsa-1"]).await;
     let server = TestServer::with_config(&config(&jwks.url).text()).await;
-    assert_eq!(listed(&server, &token("rsa-1", &claims())).await, ["demo.echo"]);
+    let before = token("rsa-1", &claims());
+    assert_eq!(listed(&server, &before).await, ["demo.echo"]);
+    assert_eq!(listed(&server, &before).await, ["demo.echo"], "accepted again, from memory");
     assert_eq!(jwks.fetches(), 1, "fetched once, then cached");
 
     // The issuer rotates; once the interval has passed, the unknown kid triggers a fetch.
@@ -256,7 +258,9 @@ async fn a_rotated_key_is_fetched_at_most_once_per_interval() {
         assert_refused(&server.send(bearer(Req::modern("tools/list", json!({})), &token)).await, "made-up kid");
     }
     assert_eq!(jwks.fetches(), 2, "at most one fetch per interval");
-    // The rotated-out key no longer verifies.
+    // The rotated-out key no longer verifies: neither a token accepted before the
+    // rotation, which the new key set does not vouch for, nor a new one.
+    assert_refused(&server.send(bearer(Req::modern("tools/list", json!({})), &before)).await, "remembered");
     assert_refused(&server.send(bearer(Req::modern("tools/list", json!({})), &token("rsa-1", &claims()))).await, "old");
     server.stop().await;
 }

@@ -290,14 +290,19 @@ impl Authenticator {
         let (scheme, credential) = value.split_once(' ').ok_or_else(|| Rejected::Unauthenticated(self.refused()))?;
         let credential = credential.trim();
         let verified = if scheme.eq_ignore_ascii_case("bearer") {
-            match &self.credentials.oauth {
-                Some(oauth) if oauth::peek(credential).is_some() => {
-                    return oauth.authenticate(credential, &self.realm).await.map_err(|refused| match refused {
+            let digest: [u8; 32] = Sha256::digest(credential.as_bytes()).into();
+            let verified = match &self.credentials.oauth {
+                Some(oauth) => oauth.authenticate(credential, digest, &self.realm).await,
+                None => None,
+            };
+            match verified {
+                Some(verified) => {
+                    return verified.map_err(|refused| match refused {
                         oauth::Refused::Invalid => Rejected::Unauthenticated(self.refused_token()),
                         oauth::Refused::InsufficientScope(principal) => self.insufficient_scope(principal),
                     });
                 }
-                _ => self.ticket(credential),
+                None => self.ticket(&digest),
             }
         } else if scheme.eq_ignore_ascii_case("basic") {
             self.basic_off_thread(credential).await
@@ -317,12 +322,12 @@ impl Authenticator {
         tokio::task::spawn_blocking(move || this.basic(&credential, &mut lease)).await.map_err(|_| self.refused())?
     }
 
-    fn ticket(&self, token: &str) -> Result<Principal, Error> {
-        let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+    /// The ticket whose secret has the SHA-256 `presented`.
+    fn ticket(&self, presented: &[u8; 32]) -> Result<Principal, Error> {
         // Every ticket is compared, in constant time, so timing tells nothing of which matched.
         let mut found = None;
         for ticket in &self.credentials.tickets {
-            if bool::from(ticket.sha256.ct_eq(&presented)) {
+            if bool::from(ticket.sha256.ct_eq(presented)) {
                 found = Some(ticket);
             }
         }

@@ -8,11 +8,17 @@
 //! key ids cannot turn Bondry into a load generator against the issuer. Only asymmetric
 //! algorithms are accepted, and a key is used only with an algorithm of its own family,
 //! so neither `alg: none` nor an HMAC signed with a public key gets through.
+//!
+//! A client sends the same token on every request until it expires, so an accepted token
+//! is remembered under its SHA-256 and its signature is checked once, not per request. A
+//! remembered token answers only until its `exp` and only while the keys that verified
+//! it are still the issuer's: a JWKS fetched again (a rotation) has its tokens verified
+//! anew. Refusals are never remembered.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::str::FromStr;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -117,6 +123,20 @@ pub struct OAuth {
     required_scopes: Vec<String>,
     metadata_url: String,
     metadata: Bytes,
+    /// Accepted tokens by the SHA-256 of the whole token, at most [`REMEMBERED_TOKENS`].
+    accepted: Mutex<HashMap<[u8; 32], Accepted>>,
+}
+
+/// Accepted tokens remembered, at most; past it the expired are forgotten, and all of
+/// them if none had expired: the cost is one verification per token in use.
+const REMEMBERED_TOKENS: usize = 4096;
+
+/// A token accepted: by which issuer (an index into `OAuth::issuers`), with which key set.
+#[derive(Clone)]
+struct Accepted {
+    issuer: usize,
+    keys: Arc<[VerifyKey]>,
+    authenticated: Authenticated,
 }
 
 struct Issuer {
@@ -243,6 +263,7 @@ impl OAuth {
             required_scopes: spec.required_scopes,
             metadata_url: metadata_url.to_string(),
             metadata: Bytes::from(metadata.to_string()),
+            accepted: Mutex::new(HashMap::new()),
         })
     }
 
@@ -276,20 +297,69 @@ impl OAuth {
         }
     }
 
-    /// The principal a JWT stands for, or why it is not accepted.
-    pub(crate) async fn authenticate(&self, token: &str, realm: &str) -> Result<Authenticated, Refused> {
-        self.verify(token).await.map_err(|refusal| {
-            tracing::debug!(realm, %refusal, "bearer JWT refused");
-            match refusal {
-                Refusal::Scope(principal) => Refused::InsufficientScope(principal),
-                _ => Refused::Invalid,
+    /// The principal a JWT stands for, or why it is not accepted; `None` when the token
+    /// is not a JWT for OAuth at all (a ticket).
+    /// `digest` is the token's SHA-256.
+    pub(crate) async fn authenticate(
+        &self,
+        token: &str,
+        digest: [u8; 32],
+        realm: &str,
+    ) -> Option<Result<Authenticated, Refused>> {
+        if let Some(authenticated) = self.recall(&digest).await {
+            return Some(Ok(authenticated));
+        }
+        let claimed = peek(token)?.iss;
+        Some(match self.verify(token, claimed).await {
+            Ok(accepted) => Ok(self.remember(digest, accepted)),
+            Err(refusal) => {
+                tracing::debug!(realm, %refusal, "bearer JWT refused");
+                Err(match refusal {
+                    Refusal::Scope(principal) => Refused::InsufficientScope(principal),
+                    _ => Refused::Invalid,
+                })
             }
         })
     }
 
-    async fn verify(&self, token: &str) -> Result<Authenticated, Refusal> {
-        let claimed = peek(token).and_then(|peeked| peeked.iss).ok_or(Refusal::UnknownIssuer)?;
-        let issuer = self.issuers.iter().find(|issuer| issuer.issuer == claimed).ok_or(Refusal::UnknownIssuer)?;
+    /// The token of `digest` if it was accepted before and still would be: not expired,
+    /// and its issuer's keys the ones it was verified with.
+    async fn recall(&self, digest: &[u8; 32]) -> Option<Authenticated> {
+        let Accepted { issuer, keys, authenticated } = self.remembered().get(digest)?.clone();
+        let expired = authenticated.valid_until.is_some_and(|valid_until| valid_until <= SystemTime::now());
+        if expired || !self.issuers[issuer].keys.still_in_use(&keys).await {
+            self.remembered().remove(digest);
+            return None;
+        }
+        Some(authenticated)
+    }
+
+    fn remember(&self, digest: [u8; 32], accepted: Accepted) -> Authenticated {
+        let authenticated = accepted.authenticated.clone();
+        let mut remembered = self.remembered();
+        if remembered.len() >= REMEMBERED_TOKENS {
+            let now = SystemTime::now();
+            remembered.retain(|_, accepted| accepted.authenticated.valid_until.is_none_or(|until| until > now));
+            if remembered.len() >= REMEMBERED_TOKENS {
+                remembered.clear();
+            }
+        }
+        remembered.insert(digest, accepted);
+        authenticated
+    }
+
+    fn remembered(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Accepted>> {
+        self.accepted.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    async fn verify(&self, token: &str, claimed: Option<String>) -> Result<Accepted, Refusal> {
+        let claimed = claimed.ok_or(Refusal::UnknownIssuer)?;
+        let (index, issuer) = self
+            .issuers
+            .iter()
+            .enumerate()
+            .find(|(_, issuer)| issuer.issuer == claimed)
+            .ok_or(Refusal::UnknownIssuer)?;
         // Never the token's own `jwk`, `jku` or `x5u`: keys come from the configuration only.
         let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::Header)?;
         let validation = issuer
@@ -336,7 +406,8 @@ impl OAuth {
                 return Err(Refusal::Scope(principal));
             }
         }
-        Ok(Authenticated { principal, valid_until })
+        let authenticated = Authenticated { principal, valid_until };
+        Ok(Accepted { issuer: index, keys: Arc::clone(&keys), authenticated })
     }
 }
 
@@ -463,6 +534,15 @@ impl Issuer {
 }
 
 impl Keys {
+    /// Whether `keys` is still the set in use: a fetched set is replaced whole by each
+    /// fetch. Asking may start the background fetch of a stale set, as a verification would.
+    async fn still_in_use(&self, keys: &Arc<[VerifyKey]>) -> bool {
+        match self {
+            Self::Static(_) => true,
+            Self::Fetched(jwks) => jwks.current().await.is_some_and(|current| Arc::ptr_eq(&current, keys)),
+        }
+    }
+
     /// The keys to verify a token with this header: for a fetched set, fetched again
     /// first when the header names a key the set lacks and the interval allows it.
     async fn for_header(&self, header: &Header) -> Option<Arc<[VerifyKey]>> {
@@ -659,13 +739,13 @@ fn claim<'c>(claims: &'c Map<String, Value>, name: &str) -> Option<&'c Value> {
 /// The unverified claims that decide whether a bearer token is a JWT for OAuth, and
 /// which issuer's keys verify it.
 #[derive(Debug, Deserialize)]
-pub(crate) struct Peeked {
+struct Peeked {
     iss: Option<String>,
 }
 
 /// Reads a bearer token as a JWT carrying `sub`, without verifying anything; `None`
 /// for anything else (a ticket).
-pub(crate) fn peek(token: &str) -> Option<Peeked> {
+fn peek(token: &str) -> Option<Peeked> {
     if token.len() > MAX_TOKEN_BYTES {
         return None;
     }
