@@ -1,25 +1,75 @@
 //! Audit sinks: JSON lines to stdout or a file, written off the request path.
 //!
-//! Requests hand records to a bounded channel; one thread serialises them (computing the
-//! pending digests) and flushes whenever the channel runs dry. [`AuditWriter::close`] drains and flushes, so every record of an
-//! accepted call survives a clean shutdown.
+//! Requests append records to a bounded queue; one thread takes the whole queue at a
+//! time, serialises it (computing the pending digests), writes and flushes it, then lets
+//! the next records gather for [`GATHER`]. A request wakes the thread only when it finds
+//! it asleep on an empty queue, so under load records cross threads in batches, not a
+//! hand-off (and a context switch) each. [`AuditWriter::close`] drains and flushes, so
+//! every record of an accepted call survives a clean shutdown.
 
 use std::fs::OpenOptions;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use std::sync::Mutex;
-use std::sync::mpsc::{self, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use bondry_core::audit::{AuditRecord, AuditSink};
 
-/// Records waiting for the writer thread, at most.
+/// Records waiting for the writer thread, at most: with the values of pending digests at
+/// most [`bondry_core::audit::Digest::DEFER_LIMIT`] each, the queue's memory is bounded.
 const QUEUE: usize = 512;
+
+/// How long the writer lets records gather after writing a batch: it bounds the writer's
+/// wake-ups to a few hundred a second, and how long a record waits to be written.
+const GATHER: Duration = Duration::from_millis(2);
 
 /// Writes audit records as JSON lines from a dedicated thread.
 pub struct AuditWriter {
-    sender: Mutex<Option<SyncSender<AuditRecord>>>,
+    queue: Arc<Queue>,
     thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What requests and the writer share.
+struct Queue {
+    pending: Mutex<Pending>,
+    /// The writer waits here for a first record.
+    filled: Condvar,
+    /// Requests wait here for room when the writer falls behind.
+    drained: Condvar,
+}
+
+#[derive(Default)]
+struct Pending {
+    records: Vec<AuditRecord>,
+    /// The writer is asleep on an empty queue: the next record must wake it.
+    writer_asleep: bool,
+    /// Requests waiting for room.
+    waiting: usize,
+    closed: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The next batch, waiting for one; `None` once closed and drained.
+    fn take(&self) -> Option<Vec<AuditRecord>> {
+        let mut pending = self.lock();
+        while pending.records.is_empty() {
+            if pending.closed {
+                return None;
+            }
+            pending.writer_asleep = true;
+            pending = self.filled.wait(pending).unwrap_or_else(|poisoned| poisoned.into_inner());
+            pending.writer_asleep = false;
+        }
+        if pending.waiting > 0 {
+            self.drained.notify_all();
+        }
+        Some(std::mem::take(&mut pending.records))
+    }
 }
 
 impl AuditWriter {
@@ -35,30 +85,33 @@ impl AuditWriter {
     }
 
     fn spawn(out: Box<dyn Write + Send>) -> Self {
-        // Bounded: when the sink falls behind, calls wait for it rather than records piling
-        // up in memory or being dropped.
-        let (sender, receiver) = mpsc::sync_channel::<AuditRecord>(QUEUE);
+        let queue = Arc::new(Queue { pending: Mutex::default(), filled: Condvar::new(), drained: Condvar::new() });
         let thread = std::thread::Builder::new()
             .name("bondry-audit".into())
-            .spawn(move || {
-                let mut out = BufWriter::new(out);
-                while let Ok(record) = receiver.recv() {
-                    write_line(&mut out, &record);
-                    while let Ok(record) = receiver.try_recv() {
-                        write_line(&mut out, &record);
-                    }
-                    if let Err(error) = out.flush() {
-                        tracing::error!(%error, "audit sink: flush failed");
+            .spawn({
+                let queue = Arc::clone(&queue);
+                move || {
+                    let mut out = BufWriter::new(out);
+                    while let Some(batch) = queue.take() {
+                        for record in &batch {
+                            write_line(&mut out, record);
+                        }
+                        if let Err(error) = out.flush() {
+                            tracing::error!(%error, "audit sink: flush failed");
+                        }
+                        drop(batch);
+                        std::thread::sleep(GATHER);
                     }
                 }
             })
             .expect("the audit thread starts");
-        Self { sender: Mutex::new(Some(sender)), thread: Mutex::new(Some(thread)) }
+        Self { queue, thread: Mutex::new(Some(thread)) }
     }
 
     /// Stops accepting records, writes those pending and flushes.
     pub fn close(&self) {
-        drop(self.sender.lock().unwrap_or_else(|p| p.into_inner()).take());
+        self.queue.lock().closed = true;
+        self.queue.filled.notify_all();
         if let Some(thread) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = thread.join();
         }
@@ -73,14 +126,24 @@ fn write_line(out: &mut impl Write, record: &AuditRecord) {
 }
 
 impl AuditSink for AuditWriter {
+    /// Bounded: when the sink falls behind, calls wait for it rather than records piling
+    /// up in memory or being dropped.
     fn record(&self, record: AuditRecord) {
-        let sender = self.sender.lock().unwrap_or_else(|p| p.into_inner());
-        let sent = match sender.as_ref() {
-            Some(sender) => sender.send(record).is_ok(),
-            None => false,
-        };
-        if !sent {
+        let mut pending = self.queue.lock();
+        while pending.records.len() >= QUEUE && !pending.closed {
+            pending.waiting += 1;
+            pending = self.queue.drained.wait(pending).unwrap_or_else(|poisoned| poisoned.into_inner());
+            pending.waiting -= 1;
+        }
+        if pending.closed {
+            drop(pending);
             tracing::warn!("audit record after the sink closed; dropped");
+            return;
+        }
+        pending.records.push(record);
+        if pending.writer_asleep {
+            pending.writer_asleep = false;
+            self.queue.filled.notify_one();
         }
     }
 }
@@ -96,4 +159,43 @@ pub struct NoAudit;
 
 impl AuditSink for NoAudit {
     fn record(&self, _record: AuditRecord) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::SystemTime;
+
+    /// A shared buffer the writer thread writes into.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn every_record_accepted_is_written_by_close_even_past_the_queue() {
+        let out = Shared::default();
+        let writer = Arc::new(AuditWriter::spawn(Box::new(out.clone())));
+        let record = || AuditRecord::unauthenticated(SystemTime::UNIX_EPOCH, "default", "mcp");
+        let senders: Vec<_> = (0..4)
+            .map(|_| {
+                let writer = Arc::clone(&writer);
+                std::thread::spawn(move || (0..QUEUE).for_each(|_| writer.record(record())))
+            })
+            .collect();
+        senders.into_iter().for_each(|sender| sender.join().unwrap());
+        writer.close();
+        writer.record(record());
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 4 * QUEUE, "every record once, none after the close");
+        assert!(text.lines().all(|line| line.contains(r#""outcome":"unauthenticated""#)));
+    }
 }
