@@ -829,6 +829,41 @@ mod tests {
     }
 
     #[test]
+    fn remembered_tokens_stay_bounded_and_the_expired_go_first() {
+        let oauth = OAuth::new(OAuthSpec {
+            resource_url: "https://mcp.example.com/mcp".into(),
+            issuers: vec![],
+            known_roles: BTreeSet::new(),
+            required_scopes: Vec::new(),
+        })
+        .unwrap();
+        let accepted = |valid_until: SystemTime| Accepted {
+            issuer: 0,
+            keys: Arc::from(Vec::new()),
+            authenticated: Authenticated { principal: Principal::anonymous(vec![]), valid_until: Some(valid_until) },
+        };
+        let digest = |index: usize| -> [u8; 32] {
+            let mut digest = [0; 32];
+            digest[..8].copy_from_slice(&(index as u64).to_be_bytes());
+            digest
+        };
+        let (past, future) =
+            (SystemTime::now() - Duration::from_secs(1), SystemTime::now() + Duration::from_secs(3600));
+        oauth.remember(digest(0), accepted(past));
+        for index in 1..REMEMBERED_TOKENS {
+            oauth.remember(digest(index), accepted(future));
+        }
+        assert_eq!(oauth.remembered().len(), REMEMBERED_TOKENS);
+        // Full: the expired one makes room, and every live one stays.
+        oauth.remember(digest(REMEMBERED_TOKENS), accepted(future));
+        assert_eq!(oauth.remembered().len(), REMEMBERED_TOKENS);
+        assert!(!oauth.remembered().contains_key(&digest(0)));
+        // Full of live ones: all are forgotten, to be verified again once each.
+        oauth.remember(digest(0), accepted(future));
+        assert_eq!(oauth.remembered().len(), 1);
+    }
+
+    #[test]
     fn metadata_names_the_resource_and_every_issuer() {
         let issuer = |issuer: &str| IssuerSpec {
             issuer: issuer.into(),
