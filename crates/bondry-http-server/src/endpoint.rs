@@ -21,7 +21,6 @@ use http_body_util::BodyExt;
 use crate::auth::{Authenticator, Rejected};
 use crate::call::{self, Opener, Settling};
 use crate::cors;
-use crate::limits;
 use crate::listener::Endpoint;
 use crate::random::OsRandom;
 use crate::realm::DEFAULT_REALM;
@@ -98,8 +97,7 @@ async fn handle(
     request: Request<Body>,
 ) -> Result<Response, Error> {
     let (parts, body) = request.into_parts();
-    let client = endpoint.front_door(peer, &parts.headers, &parts.uri, &endpoint.origins)?;
-    let client_key = limits::network_key(client);
+    let client_key = endpoint.front_door(peer, &parts.headers, &parts.uri, &endpoint.origins)?;
     let realm = endpoint.realms.get(realm_name).ok_or(Error::NoSuchRealm)?;
     if parts.method == Method::OPTIONS {
         return Ok(cors::preflight(&parts.headers, endpoint.adapter.serves_handshake()));
@@ -139,13 +137,13 @@ async fn handle(
         // A valid token short of a scope: its principal is known, so its own limit applies
         // before the refusal is recorded.
         Err(Rejected::InsufficientScope(principal, error)) => {
-            per_principal(&Owner::of(&principal, client))?;
+            per_principal(&Owner::of(&principal, &client_key))?;
             endpoint.audit.record(AuditRecord::refused(SystemTime::now(), realm_name, &principal, ADAPTER));
             return Err(error);
         }
     };
     let principal = authenticated.principal;
-    let owner = Owner::of(&principal, client);
+    let owner = Owner::of(&principal, &client_key);
     per_principal(&owner)?;
     let mut headers = parts.headers;
     for credential in [AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE] {

@@ -2,7 +2,7 @@
 //! every request meets, whatever its path.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,17 +47,17 @@ pub struct Endpoint {
 impl Endpoint {
     /// The first checks of every request on this listener, whatever its path: the
     /// client's address within its rate, then `Host` and `Origin` by `origins`. Returns
-    /// the client's address.
+    /// the client's network key ([`limits::network_key`]), made once per request.
     pub fn front_door(
         &self,
         peer: SocketAddr,
         headers: &HeaderMap,
         uri: &Uri,
         origins: &OriginPolicy,
-    ) -> Result<IpAddr, Error> {
-        let client = limits::client_address(peer.ip(), headers, &self.trusted_proxies);
+    ) -> Result<String, Error> {
+        let client = limits::network_key(limits::client_address(peer.ip(), headers, &self.trusted_proxies));
         if let Some(bucket) = &self.per_address {
-            bucket.take(&limits::network_key(client))?;
+            bucket.take(&client)?;
         }
         admission::check(headers, uri.authority().map(|a| a.as_str()), origins, self.loopback)?;
         Ok(client)

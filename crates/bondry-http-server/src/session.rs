@@ -7,7 +7,6 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, RandomState};
-use std::net::IpAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -56,9 +55,10 @@ impl Owner {
         &self.0
     }
 
-    pub fn of(principal: &Principal, address: IpAddr) -> Self {
+    /// `network_key` is the client's ([`crate::limits::network_key`]).
+    pub fn of(principal: &Principal, network_key: &str) -> Self {
         match principal.kind() {
-            PrincipalKind::Anonymous => Self(format!("{}@{}", principal.id(), crate::limits::network_key(address))),
+            PrincipalKind::Anonymous => Self(format!("{}@{network_key}", principal.id())),
             PrincipalKind::User | PrincipalKind::Ticket | PrincipalKind::OAuth => Self(principal.id().to_owned()),
         }
     }
@@ -505,7 +505,7 @@ mod tests {
     #[test]
     fn anonymous_callers_are_told_apart_by_address() {
         let anonymous = Principal::anonymous(vec![]);
-        let owner = |address: &str| Owner::of(&anonymous, address.parse().unwrap());
+        let owner = |address: &str| Owner::of(&anonymous, &crate::limits::network_key(address.parse().unwrap()));
         assert_eq!(owner("192.0.2.1"), Owner("anonymous@192.0.2.1".into()));
         assert_ne!(owner("192.0.2.1"), owner("192.0.2.2"));
         assert_eq!(owner("2001:db8:1:2:aaaa::1"), owner("2001:db8:1:2:bbbb::2"), "one /64, one owner");
@@ -530,7 +530,7 @@ mod tests {
     fn opened(sessions: &Sessions, sid: &str, cap: usize) {
         let limits =
             SessionLimits { sessions_per_principal: cap, listen_streams_per_principal: 1, ..Default::default() };
-        let owner = Owner::of(&alice(), "192.0.2.1".parse().unwrap());
+        let owner = Owner::of(&alice(), "192.0.2.1");
         sessions.apply(
             Effect::OpenSession(new_session(sid)),
             &limits,
@@ -571,7 +571,7 @@ mod tests {
             Effect::CloseSession { sid: "a".into() },
             &SessionLimits::default(),
             &CancellationToken::new(),
-            &Owner::of(&alice(), "192.0.2.1".parse().unwrap()),
+            &Owner::of(&alice(), "192.0.2.1"),
             &|_, _, _| None,
         );
         assert_eq!(indexed(&sessions), 2);

@@ -42,7 +42,9 @@ pub fn resource_contents(contents: &ResourceContents) -> Value {
 
 /// A text block holding the compact JSON of `value`.
 pub fn json_text(value: &Value) -> Value {
-    json!({"type": "text", "text": value.to_string()})
+    // Serialising a `Value` cannot fail; `to_string` rather than `Display` skips the
+    // formatter machinery on every call's result.
+    json!({"type": "text", "text": serde_json::to_string(value).unwrap_or_default()})
 }
 
 /// Top-level result keys that are Bondry's to set for its caller, never an upstream's.

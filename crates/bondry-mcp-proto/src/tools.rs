@@ -170,12 +170,11 @@ pub fn call_result(
     capability: &str,
     era: Era,
 ) -> Value {
-    let base_meta = match era {
-        Era::Modern => server_meta.clone(),
-        Era::Handshake => json!({}),
-    };
     let meta = |error: Option<(&str, bool)>| {
-        let mut meta = base_meta.clone();
+        let mut meta = match era {
+            Era::Modern => server_meta.clone(),
+            Era::Handshake => json!({}),
+        };
         if let Some(invocation) = invocation {
             meta[INVOCATION_ID_KEY] = json!(invocation);
         }
