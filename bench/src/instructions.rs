@@ -29,11 +29,7 @@ struct Options {
 }
 
 pub async fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
-    let mut options = Options {
-        bin_dir: std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from)).unwrap_or_default(),
-        requests: 1000,
-        out: None,
-    };
+    let mut options = Options { bin_dir: crate::beside_this_program(), requests: 1000, out: None };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
         match arg.as_str() {
@@ -62,16 +58,13 @@ async fn count(options: &Options, dir: &Path) -> Result<String, String> {
     let valgrind = on_path("valgrind")?;
     let control = on_path("callgrind_control")?;
     let dumps = dir.join("callgrind.out");
-    let args = [
+    let bondry = std::path::absolute(options.bin_dir.join("bondry")).map_err(|error| error.to_string())?;
+    let mut args = vec![
         "--tool=callgrind".to_owned(),
         format!("--callgrind-out-file={}", dumps.display()),
-        std::path::absolute(options.bin_dir.join("bondry")).map_err(|error| error.to_string())?.display().to_string(),
-        "serve".to_owned(),
-        "--config".to_owned(),
-        config.display().to_string(),
-        "--listen".to_owned(),
-        "127.0.0.1:{PORT}".to_owned(),
+        bondry.display().to_string(),
     ];
+    args.extend(crate::serve_args(config.display().to_string()));
     let probe = plan::modern_call("/mcp", "x", &[]);
     let server = Placement::new(dir.to_path_buf(), None).start("bondry-callgrind", &valgrind, &args, &probe).await?;
     let pid = server.pid().to_string();
@@ -93,12 +86,9 @@ async fn count(options: &Options, dir: &Path) -> Result<String, String> {
             let request = load::open(&mut conn, &entry.script).await?;
             let mut exchange = async |times: usize| -> Result<(), String> {
                 for _ in 0..times {
-                    let response = conn.exchange(&request).await?;
-                    if response.status != 200
-                        || crate::http1::find(response.body, entry.script.expect.as_bytes()).is_none()
-                    {
-                        return Err(format!("workload {} {}: answered {}", workload.id, entry.label, response.status));
-                    }
+                    load::exchange(&mut conn, &request, entry.script.expect, true)
+                        .await
+                        .map_err(|error| format!("workload {} {}: {error}", workload.id, entry.label))?;
                 }
                 Ok(())
             };

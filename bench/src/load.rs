@@ -146,7 +146,7 @@ pub async fn open(conn: &mut Conn, script: &Script) -> Result<Vec<u8>, String> {
 }
 
 /// One exchange, checked: a 200, and now and then the expected fragment in the body.
-async fn exchange(conn: &mut Conn, request: &[u8], expect: &str, check_body: bool) -> Result<(), String> {
+pub async fn exchange(conn: &mut Conn, request: &[u8], expect: &str, check_body: bool) -> Result<(), String> {
     let response = conn.exchange(request).await?;
     if response.status != 200 || (check_body && find(response.body, expect.as_bytes()).is_none()) {
         let body = String::from_utf8_lossy(&response.body[..response.body.len().min(600)]);

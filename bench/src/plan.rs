@@ -32,6 +32,18 @@ pub enum Peer {
 }
 
 impl Peer {
+    pub const ALL: [Peer; 9] = [
+        Peer::Ceiling,
+        Peer::Bondry,
+        Peer::Rmcp,
+        Peer::RmcpSessions,
+        Peer::Ts,
+        Peer::TsCatalogue,
+        Peer::TsSessions,
+        Peer::BondryGateway,
+        Peer::McpProxy,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Peer::Ceiling => "bare hyper (ceiling)",

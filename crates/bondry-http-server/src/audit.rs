@@ -93,13 +93,12 @@ impl AuditWriter {
                 move || {
                     let mut out = BufWriter::new(out);
                     while let Some(batch) = queue.take() {
-                        for record in &batch {
-                            write_line(&mut out, record);
+                        for record in batch {
+                            write_line(&mut out, &record);
                         }
                         if let Err(error) = out.flush() {
                             tracing::error!(%error, "audit sink: flush failed");
                         }
-                        drop(batch);
                         std::thread::sleep(GATHER);
                     }
                 }

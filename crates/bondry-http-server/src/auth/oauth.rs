@@ -298,8 +298,7 @@ impl OAuth {
     }
 
     /// The principal a JWT stands for, or why it is not accepted; `None` when the token
-    /// is not a JWT for OAuth at all (a ticket).
-    /// `digest` is the token's SHA-256.
+    /// is not a JWT for OAuth at all (a ticket). `digest` is the token's SHA-256.
     pub(crate) async fn authenticate(
         &self,
         token: &str,
