@@ -6,17 +6,18 @@
 //! callgrind; for each of its workloads one connection opens and warms up, the counters
 //! are zeroed, the requests run, and the counters are dumped. The count over the number of
 //! requests is the workload's instructions per request: everything the process did for
-//! them (the audit thread's work included), in user space only; the kernel's share, which
-//! `perf` shows, is not counted. Callgrind's CPU has no SHA extensions, so SHA-256 runs
-//! the portable code there, many times the instructions the hardware path takes: its share
-//! is shown apart.
+//! them (the audit thread's work included), in user space only. Workload 5 counts the
+//! gateway alone: the rmcp upstream it relays to runs beside it, uncounted. The kernel's
+//! share, which `perf` shows, is not counted. Callgrind's CPU has no SHA extensions, so
+//! SHA-256 runs the portable code there, many times the instructions the hardware path
+//! takes: its share is shown apart.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::http1::Conn;
-use crate::plan::{self, Peer};
-use crate::servers::Placement;
+use crate::plan::{self, Entry, Peer, Workload};
+use crate::servers::{Placement, Server};
 use crate::{configs, load};
 
 /// Requests each connection sends before the counters are zeroed.
@@ -53,59 +54,119 @@ pub async fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
 
 async fn count(options: &Options, dir: &Path) -> Result<String, String> {
     let credentials = configs::Credentials::make(dir)?;
-    let config = dir.join("bondry.toml");
-    std::fs::write(&config, configs::bondry(200, Some(&credentials))).map_err(|error| error.to_string())?;
-    let valgrind = on_path("valgrind")?;
-    let control = on_path("callgrind_control")?;
-    let dumps = dir.join("callgrind.out");
-    let bondry = std::path::absolute(options.bin_dir.join("bondry")).map_err(|error| error.to_string())?;
-    let mut args = vec![
-        "--tool=callgrind".to_owned(),
-        format!("--callgrind-out-file={}", dumps.display()),
-        bondry.display().to_string(),
-    ];
-    args.extend(crate::serve_args(config.display().to_string()));
-    let probe = plan::modern_call("/mcp", "x", &[]);
-    let server = Placement::new(dir.to_path_buf(), None).start("bondry-callgrind", &valgrind, &args, &probe).await?;
-    let pid = server.pid().to_string();
-    let callgrind = |command: &str| -> Result<(), String> {
-        let status = Command::new(&control).args([command, &pid]).output().map_err(|error| error.to_string())?;
-        match status.status.success() {
-            true => Ok(()),
-            false => Err(format!("callgrind_control {command} failed: {}", String::from_utf8_lossy(&status.stderr))),
-        }
+    let write = |name: &str, text: String| -> Result<String, String> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|error| format!("{}: {error}", path.display()))?;
+        Ok(path.display().to_string())
     };
+    let placement = Placement::new(dir.to_path_buf(), None);
+    let workloads = plan::workloads(&credentials.token);
+    let mut counter = Counter::new(options, dir)?;
     let mut text = format!(
         "| workload | server | instructions per request | of which SHA-256 (portable) |\n|---|---|---|---|\n<!-- {} requests each, after {WARMUP} to warm up -->\n",
         options.requests
     );
-    let mut dumped = 0;
-    for workload in plan::workloads(&credentials.token) {
+    let bondry =
+        counter.start(&placement, "bondry", write("bondry.toml", configs::bondry(200, Some(&credentials)))?).await?;
+    for workload in &workloads {
         for entry in workload.entries.iter().filter(|entry| entry.peer == Peer::Bondry) {
-            let mut conn = Conn::connect(server.addr).await?;
-            let request = load::open(&mut conn, &entry.script).await?;
-            let mut exchange = async |times: usize| -> Result<(), String> {
-                for _ in 0..times {
-                    load::exchange(&mut conn, &request, entry.script.expect, true)
-                        .await
-                        .map_err(|error| format!("workload {} {}: {error}", workload.id, entry.label))?;
-                }
-                Ok(())
-            };
-            exchange(WARMUP).await?;
-            callgrind("--zero")?;
-            exchange(options.requests).await?;
-            callgrind("--dump")?;
-            dumped += 1;
-            let dump = PathBuf::from(format!("{}.{dumped}", dumps.display()));
-            let (total, sha256) = (summary(&dump)?, sha256(&dump)?);
-            let (per_request, sha256) = (total / options.requests as u64, sha256 / options.requests as u64);
-            text.push_str(&format!("| {} | {} | {per_request} | {sha256} |\n", workload.id, entry.label));
-            eprintln!("workload {} {}: {per_request} instructions per request", workload.id, entry.label);
+            text.push_str(&counter.measure(&bondry, workload, entry).await?);
         }
     }
-    drop(server);
+    drop(bondry);
+    // The relay: the gateway is counted, the rmcp upstream beside it is not.
+    let rmcp = options.bin_dir.join("rmcp-peer");
+    let listen = ["--listen".to_owned(), "127.0.0.1:{PORT}".to_owned()];
+    let upstream = placement.start("rmcp", &rmcp, &listen, &plan::modern_call("/mcp", "x", &[])).await?;
+    let gateway = write("gateway.toml", configs::gateway(&format!("http://{}/mcp", upstream.addr)))?;
+    let gateway = counter.start(&placement, "bondry-gateway", gateway).await?;
+    for workload in &workloads {
+        for entry in workload.entries.iter().filter(|entry| entry.peer == Peer::BondryGateway) {
+            text.push_str(&counter.measure(&gateway, workload, entry).await?);
+        }
+    }
     Ok(text)
+}
+
+/// Bondry processes under callgrind, and the dumps they write.
+struct Counter {
+    valgrind: PathBuf,
+    control: PathBuf,
+    bondry: PathBuf,
+    dumps: PathBuf,
+    requests: usize,
+}
+
+impl Counter {
+    fn new(options: &Options, dir: &Path) -> Result<Counter, String> {
+        Ok(Counter {
+            valgrind: on_path("valgrind")?,
+            control: on_path("callgrind_control")?,
+            bondry: std::path::absolute(options.bin_dir.join("bondry")).map_err(|error| error.to_string())?,
+            dumps: dir.join("callgrind.out"),
+            requests: options.requests,
+        })
+    }
+
+    /// Bondry serving `config` under callgrind, each process dumping beside the others.
+    async fn start(&self, placement: &Placement, name: &str, config: String) -> Result<Server, String> {
+        let mut args = vec![
+            "--tool=callgrind".to_owned(),
+            format!("--callgrind-out-file={}.%p", self.dumps.display()),
+            self.bondry.display().to_string(),
+        ];
+        args.extend(crate::serve_args(config));
+        let probe = plan::modern_call("/mcp", "x", &[]);
+        placement.start(&format!("{name}-callgrind"), &self.valgrind, &args, &probe).await
+    }
+
+    /// One table row: `entry`'s requests to `server`, counted.
+    async fn measure(&mut self, server: &Server, workload: &Workload, entry: &Entry) -> Result<String, String> {
+        let pid = server.pid().to_string();
+        let callgrind = |command: &str| -> Result<(), String> {
+            let status =
+                Command::new(&self.control).args([command, &pid]).output().map_err(|error| error.to_string())?;
+            match status.status.success() {
+                true => Ok(()),
+                false => {
+                    Err(format!("callgrind_control {command} failed: {}", String::from_utf8_lossy(&status.stderr)))
+                }
+            }
+        };
+        let mut conn = Conn::connect(server.addr).await?;
+        let request = load::open(&mut conn, &entry.script).await?;
+        let mut exchange = async |times: usize| -> Result<(), String> {
+            for _ in 0..times {
+                load::exchange(&mut conn, &request, entry.script.expect, true)
+                    .await
+                    .map_err(|error| format!("workload {} {}: {error}", workload.id, entry.label))?;
+            }
+            Ok(())
+        };
+        exchange(WARMUP).await?;
+        callgrind("--zero")?;
+        exchange(self.requests).await?;
+        callgrind("--dump")?;
+        let dump = self.last_dump(&pid)?;
+        let (total, sha256) = (summary(&dump)?, sha256(&dump)?);
+        let requests = self.requests as u64;
+        let (per_request, sha256) = (total / requests, sha256 / requests);
+        eprintln!("workload {} {}: {per_request} instructions per request", workload.id, entry.label);
+        Ok(format!("| {} | {} | {per_request} | {sha256} |\n", workload.id, entry.label))
+    }
+
+    /// The newest dump of process `pid`: callgrind numbers each `--dump` after the first.
+    fn last_dump(&self, pid: &str) -> Result<PathBuf, String> {
+        let prefix = format!("{}.{pid}.", self.dumps.file_name().and_then(|name| name.to_str()).unwrap_or_default());
+        let dir = self.dumps.parent().ok_or("the dumps have no directory")?;
+        let entries = std::fs::read_dir(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+        entries
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter_map(|name| Some((name.strip_prefix(&prefix)?.parse::<u32>().ok()?, name)))
+            .max()
+            .map(|(_, name)| dir.join(name))
+            .ok_or(format!("callgrind wrote no dump for process {pid}"))
+    }
 }
 
 /// The instruction count a callgrind dump totals.

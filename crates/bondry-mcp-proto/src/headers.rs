@@ -16,6 +16,16 @@ pub const METHOD: &str = "Mcp-Method";
 pub const NAME: &str = "Mcp-Name";
 pub const PARAM_PREFIX: &str = "mcp-param-";
 
+/// The same names as [`http::HeaderName`]s, for writing headers: inserting by `&str`
+/// parses the name and allocates it again on every request.
+pub mod name {
+    use http::HeaderName;
+
+    pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+    pub const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+    pub const NAME: HeaderName = HeaderName::from_static("mcp-name");
+}
+
 /// The one value of header `name`, trimmed of SP and HTAB only.
 pub fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, HeaderFault> {
     let mut values = headers.get_all(name).iter();
@@ -46,4 +56,16 @@ pub fn first_repeated(headers: &HeaderMap) -> Option<&'static str> {
 /// How an `Mcp-Param-{name}` header is named in errors.
 pub fn param_header_display(name: &str) -> String {
     format!("Mcp-Param-{name}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_names_are_the_routing_headers() {
+        assert_eq!(name::PROTOCOL_VERSION, PROTOCOL_VERSION);
+        assert_eq!(name::METHOD, METHOD);
+        assert_eq!(name::NAME, NAME);
+    }
 }

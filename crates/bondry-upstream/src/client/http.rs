@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use bondry_mcp_proto::jsonrpc::Id;
 use bondry_mcp_proto::{Era, Revision, headers};
+use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::Value;
@@ -187,14 +188,14 @@ impl Http {
             headers.insert(SESSION, id);
         }
         if let Some(revision) = session.revision.filter(|revision| revision.era() == Era::Handshake) {
-            headers.insert(headers::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
+            headers.insert(headers::name::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
         }
         headers
     }
 
     async fn post(
         &self,
-        body: Vec<u8>,
+        body: Bytes,
         frame_headers: &HeaderMap,
         session: &Session,
     ) -> Result<reqwest::Response, ClientError> {
@@ -354,7 +355,7 @@ impl Http {
             return;
         }
         let body = answer::answer(id, method, &self.roots);
-        match self.post(body, &HeaderMap::new(), &session).await {
+        match self.post(body.into(), &HeaderMap::new(), &session).await {
             Ok(response) if response.status().is_success() => {}
             Ok(response) => {
                 tracing::debug!(upstream = self.upstream, method, status = %response.status(), "answer refused")

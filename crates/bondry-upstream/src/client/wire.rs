@@ -9,15 +9,28 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bondry_mcp_proto::jsonrpc::{self, Id, Message};
 use bondry_mcp_proto::{Revision, envelope, headers, sentinel};
+use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde_json::{Map, Value, json};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
 
 use super::{ClientError, Notice, Outgoing};
 
 /// Bondry as the upstream sees it: `clientInfo`.
+#[derive(Serialize)]
+pub(crate) struct ClientInfo {
+    name: &'static str,
+    version: &'static str,
+}
+
+impl ClientInfo {
+    pub(crate) const BONDRY: Self = Self { name: "bondry", version: env!("CARGO_PKG_VERSION") };
+}
+
 pub(crate) fn client_info() -> Value {
-    json!({"name": "bondry", "version": env!("CARGO_PKG_VERSION")})
+    serde_json::to_value(ClientInfo::BONDRY).expect("two strings serialise")
 }
 
 /// Mints the ids of Bondry's requests on one connection: `bondry-1`, `bondry-2`…
@@ -36,7 +49,8 @@ impl Ids {
 pub(crate) struct Frame {
     pub id: Option<String>,
     pub method: String,
-    pub body: Vec<u8>,
+    /// Shared, so that a request sent again (after its session expired) is not copied.
+    pub body: Bytes,
     pub headers: HeaderMap,
 }
 
@@ -44,29 +58,20 @@ impl Frame {
     /// A 2026-07-28 message: the envelope in `params._meta` (beside whatever `_meta` the
     /// caller gave, such as a progress token), and the routing headers.
     pub(crate) fn modern(id: Option<String>, outgoing: &Outgoing) -> Result<Self, ClientError> {
-        let mut params = outgoing.params.clone();
-        let mut meta = match params.remove("_meta") {
-            Some(Value::Object(meta)) => meta,
-            _ => Map::new(),
-        };
-        meta.insert(envelope::PROTOCOL_VERSION.into(), Revision::V2026_07_28.as_str().into());
-        meta.insert(envelope::CLIENT_CAPABILITIES.into(), outgoing.client_capabilities.clone());
-        meta.insert(envelope::CLIENT_INFO.into(), client_info());
-        params.insert("_meta".into(), Value::Object(meta));
-
         let mut headers = HeaderMap::new();
-        headers.insert(headers::PROTOCOL_VERSION, HeaderValue::from_static(Revision::V2026_07_28.as_str()));
+        headers.insert(headers::name::PROTOCOL_VERSION, HeaderValue::from_static(Revision::V2026_07_28.as_str()));
         let method = HeaderValue::from_str(&outgoing.method)
             .map_err(|_| ClientError::Invalid(format!("method {:?} cannot be a header value", outgoing.method)))?;
-        headers.insert(headers::METHOD, method);
+        headers.insert(headers::name::METHOD, method);
         if let Some(name) = &outgoing.name {
-            headers.insert(headers::NAME, encoded(name));
+            headers.insert(headers::name::NAME, encoded(name));
         }
         for (suffix, value) in &outgoing.param_headers {
             let name = HeaderName::try_from(format!("{}{suffix}", headers::PARAM_PREFIX))
                 .map_err(|_| ClientError::Invalid(format!("Mcp-Param-{suffix} is not a header name")))?;
             headers.append(name, encoded(value));
         }
+        let params = Enveloped { params: &outgoing.params, client_capabilities: &outgoing.client_capabilities };
         Ok(Self { body: body(id.as_deref(), &outgoing.method, params), id, method: outgoing.method.clone(), headers })
     }
 
@@ -79,7 +84,7 @@ impl Frame {
     ) -> Self {
         let mut headers = HeaderMap::new();
         if let Some(revision) = revision {
-            headers.insert(headers::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
+            headers.insert(headers::name::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
         }
         Self { body: body(id.as_deref(), method, params), id, method: method.to_owned(), headers }
     }
@@ -87,8 +92,8 @@ impl Frame {
     /// Bondry's answer `body` to a request the upstream made, in the era of `revision`.
     pub(crate) fn response(revision: Revision, body: Vec<u8>) -> Self {
         let mut headers = HeaderMap::new();
-        headers.insert(headers::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
-        Self { id: None, method: String::new(), body, headers }
+        headers.insert(headers::name::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
+        Self { id: None, method: String::new(), body: body.into(), headers }
     }
 
     /// `notifications/cancelled` for the request `id`, in the era of `revision`.
@@ -112,12 +117,60 @@ fn encoded(text: &str) -> HeaderValue {
     HeaderValue::from_str(&sentinel::encode(text)).expect("the sentinel codec yields visible ASCII")
 }
 
-fn body(id: Option<&str>, method: &str, params: Map<String, Value>) -> Vec<u8> {
-    let message = match id {
-        Some(id) => json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        None => json!({"jsonrpc": "2.0", "method": method, "params": params}),
-    };
-    serde_json::to_vec(&message).expect("JSON values serialise")
+/// A request or notification written straight from borrowed parts: the params are
+/// never copied into a tree of their own to be serialised.
+#[derive(Serialize)]
+struct Envelope<'a, P> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    method: &'a str,
+    params: P,
+}
+
+fn body(id: Option<&str>, method: &str, params: impl Serialize) -> Bytes {
+    serde_json::to_vec(&Envelope { jsonrpc: "2.0", id, method, params }).expect("JSON values serialise").into()
+}
+
+/// A modern request's params as sent: the caller's, with the envelope written into
+/// `params._meta` beside whatever `_meta` the caller gave (a progress token, the trace
+/// context). A `_meta` that is not an object is dropped; the envelope's keys are
+/// Bondry's own and replace any the caller gave.
+struct Enveloped<'a> {
+    params: &'a Map<String, Value>,
+    client_capabilities: &'a Value,
+}
+
+impl Serialize for Enveloped<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut params = serializer.serialize_map(None)?;
+        for (key, value) in self.params.iter().filter(|(key, _)| *key != "_meta") {
+            params.serialize_entry(key, value)?;
+        }
+        params.serialize_entry("_meta", &Meta { caller: self.params.get("_meta"), envelope: self })?;
+        params.end()
+    }
+}
+
+struct Meta<'a> {
+    caller: Option<&'a Value>,
+    envelope: &'a Enveloped<'a>,
+}
+
+impl Serialize for Meta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        const OWN: [&str; 3] = [envelope::PROTOCOL_VERSION, envelope::CLIENT_CAPABILITIES, envelope::CLIENT_INFO];
+        let mut meta = serializer.serialize_map(None)?;
+        if let Some(Value::Object(caller)) = self.caller {
+            for (key, value) in caller.iter().filter(|(key, _)| !OWN.contains(&key.as_str())) {
+                meta.serialize_entry(key, value)?;
+            }
+        }
+        meta.serialize_entry(envelope::PROTOCOL_VERSION, Revision::V2026_07_28.as_str())?;
+        meta.serialize_entry(envelope::CLIENT_CAPABILITIES, self.envelope.client_capabilities)?;
+        meta.serialize_entry(envelope::CLIENT_INFO, &ClientInfo::BONDRY)?;
+        meta.end()
+    }
 }
 
 /// A message from the upstream, as Bondry acts on it.
@@ -204,6 +257,8 @@ impl<'de> Visitor<'de> for TopLevelId<'_> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
