@@ -70,7 +70,7 @@ impl Handler for Relay {
     }
 }
 
-async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, request: HandlerRequest) -> Answer {
+async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut request: HandlerRequest) -> Answer {
     // Every capability of the upstream has a target; one without is a listing that was
     // just replaced, and nothing is left to call.
     let Some(target) = upstream.target(&request.capability) else {
@@ -79,11 +79,15 @@ async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, request: Han
     let kind = target.kind;
     let outgoing = match kind {
         CapabilityKind::Tool => {
-            let mut outgoing = named("tools/call", &target, Some(&request.arguments), &request.trace);
-            outgoing.param_headers = param_headers(&target.params, &request.arguments);
-            outgoing
+            let headers = param_headers(&target.params, &request.arguments);
+            // The arguments are the upstream's now: nothing after this reads them.
+            let arguments = std::mem::take(&mut request.arguments);
+            Outgoing { param_headers: headers, ..named("tools/call", &target, arguments, &request.trace) }
         }
-        CapabilityKind::Prompt => named("prompts/get", &target, Some(&request.arguments), &request.trace),
+        CapabilityKind::Prompt => {
+            let arguments = std::mem::take(&mut request.arguments);
+            named("prompts/get", &target, arguments, &request.trace)
+        }
         CapabilityKind::Resource | CapabilityKind::ResourceTemplate => {
             // A static resource is read at its own URI; a template at the one the caller named.
             let Some(uri) = request.uri.clone().or_else(|| target.uri.clone()) else { return unavailable(kind) };
@@ -173,12 +177,9 @@ async fn complete(upstream: &Upstream, request: HandlerRequest, query: Completio
     })
 }
 
-/// A request that names its capability: `name` (and `arguments`) as the upstream knows it.
-fn named(method: &str, target: &Target, arguments: Option<&Value>, trace: &TraceContext) -> Outgoing {
-    let mut params = Map::from_iter([("name".to_owned(), json!(target.name))]);
-    if let Some(arguments) = arguments {
-        params.insert("arguments".into(), arguments.clone());
-    }
+/// A request that names its capability: `name` as the upstream knows it, and `arguments`.
+fn named(method: &str, target: &Target, arguments: Value, trace: &TraceContext) -> Outgoing {
+    let mut params = Map::from_iter([("name".to_owned(), json!(target.name)), ("arguments".to_owned(), arguments)]);
     with_trace(&mut params, trace);
     Outgoing { name: Some(target.name.clone()), ..Outgoing::new(method, params) }
 }
