@@ -77,17 +77,14 @@ async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut request:
         return unavailable(CapabilityKind::Tool);
     };
     let kind = target.kind;
+    // The arguments are the upstream's now: nothing after this reads them.
+    let arguments = std::mem::take(&mut request.arguments);
     let outgoing = match kind {
         CapabilityKind::Tool => {
-            let headers = param_headers(&target.params, &request.arguments);
-            // The arguments are the upstream's now: nothing after this reads them.
-            let arguments = std::mem::take(&mut request.arguments);
+            let headers = param_headers(&target.params, &arguments);
             Outgoing { param_headers: headers, ..named("tools/call", &target, arguments, &request.trace) }
         }
-        CapabilityKind::Prompt => {
-            let arguments = std::mem::take(&mut request.arguments);
-            named("prompts/get", &target, arguments, &request.trace)
-        }
+        CapabilityKind::Prompt => named("prompts/get", &target, arguments, &request.trace),
         CapabilityKind::Resource | CapabilityKind::ResourceTemplate => {
             // A static resource is read at its own URI; a template at the one the caller named.
             let Some(uri) = request.uri.clone().or_else(|| target.uri.clone()) else { return unavailable(kind) };

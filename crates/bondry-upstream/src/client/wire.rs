@@ -147,14 +147,15 @@ impl Serialize for Enveloped<'_> {
         for (key, value) in self.params.iter().filter(|(key, _)| *key != "_meta") {
             params.serialize_entry(key, value)?;
         }
-        params.serialize_entry("_meta", &Meta { caller: self.params.get("_meta"), envelope: self })?;
+        let meta = Meta { caller: self.params.get("_meta"), client_capabilities: self.client_capabilities };
+        params.serialize_entry("_meta", &meta)?;
         params.end()
     }
 }
 
 struct Meta<'a> {
     caller: Option<&'a Value>,
-    envelope: &'a Enveloped<'a>,
+    client_capabilities: &'a Value,
 }
 
 impl Serialize for Meta<'_> {
@@ -167,7 +168,7 @@ impl Serialize for Meta<'_> {
             }
         }
         meta.serialize_entry(envelope::PROTOCOL_VERSION, Revision::V2026_07_28.as_str())?;
-        meta.serialize_entry(envelope::CLIENT_CAPABILITIES, self.envelope.client_capabilities)?;
+        meta.serialize_entry(envelope::CLIENT_CAPABILITIES, self.client_capabilities)?;
         meta.serialize_entry(envelope::CLIENT_INFO, &ClientInfo::BONDRY)?;
         meta.end()
     }
@@ -280,6 +281,24 @@ mod tests {
         assert_eq!(frame.headers["mcp-method"], "tools/call");
         assert_eq!(frame.headers["mcp-name"], "=?base64?SGVsbG8sIOS4lueVjA==?=");
         assert_eq!(frame.headers["mcp-param-region"], "us-west1");
+    }
+
+    #[test]
+    fn the_envelope_replaces_the_callers_own_keys_and_a_meta_that_is_not_an_object() {
+        let mut outgoing = Outgoing::new("tools/call", Map::new());
+        outgoing.params.insert("_meta".into(), json!({envelope::PROTOCOL_VERSION: "1999-01-01", "k": 1}));
+        let frame = Frame::modern(Some("bondry-1".into()), &outgoing).unwrap();
+        let text = std::str::from_utf8(&frame.body).unwrap();
+        assert_eq!(text.matches(envelope::PROTOCOL_VERSION).count(), 1, "one key on the wire: {text}");
+        let body: Value = serde_json::from_slice(&frame.body).unwrap();
+        assert_eq!(body["params"]["_meta"][envelope::PROTOCOL_VERSION], "2026-07-28");
+        assert_eq!(body["params"]["_meta"]["k"], 1);
+
+        outgoing.params.insert("_meta".into(), json!("not an object"));
+        let frame = Frame::modern(None, &outgoing).unwrap();
+        let body: Value = serde_json::from_slice(&frame.body).unwrap();
+        assert_eq!(body.get("id"), None);
+        assert_eq!(body["params"]["_meta"].as_object().unwrap().len(), 3, "the envelope alone: {body}");
     }
 
     #[test]
