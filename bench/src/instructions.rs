@@ -61,7 +61,7 @@ async fn count(options: &Options, dir: &Path) -> Result<String, String> {
     };
     let placement = Placement::new(dir.to_path_buf(), None);
     let workloads = plan::workloads(&credentials.token);
-    let mut counter = Counter::new(options, dir)?;
+    let counter = Counter::new(options, dir)?;
     let mut text = format!(
         "| workload | server | instructions per request | of which SHA-256 (portable) |\n|---|---|---|---|\n<!-- {} requests each, after {WARMUP} to warm up -->\n",
         options.requests
@@ -121,7 +121,7 @@ impl Counter {
     }
 
     /// One table row: `entry`'s requests to `server`, counted.
-    async fn measure(&mut self, server: &Server, workload: &Workload, entry: &Entry) -> Result<String, String> {
+    async fn measure(&self, server: &Server, workload: &Workload, entry: &Entry) -> Result<String, String> {
         let pid = server.pid().to_string();
         let callgrind = |command: &str| -> Result<(), String> {
             let status =
