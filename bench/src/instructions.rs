@@ -27,23 +27,32 @@ struct Options {
     bin_dir: PathBuf,
     requests: usize,
     out: Option<PathBuf>,
+    /// `--keep DIR`: the callgrind dumps (and the servers' files) are written there and
+    /// kept, for `callgrind_annotate`.
+    keep: Option<PathBuf>,
 }
 
 pub async fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
-    let mut options = Options { bin_dir: crate::beside_this_program(), requests: 1000, out: None };
+    let mut options = Options { bin_dir: crate::beside_this_program(), requests: 1000, out: None, keep: None };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
         match arg.as_str() {
             "--bin-dir" => options.bin_dir = value()?.into(),
             "--requests" => options.requests = value()?.parse().map_err(|_| "--requests N")?,
             "--out" => options.out = Some(value()?.into()),
+            "--keep" => options.keep = Some(value()?.into()),
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    let dir = std::env::temp_dir().join(format!("bondry-instructions-{}", std::process::id()));
+    let dir = match &options.keep {
+        Some(keep) => std::path::absolute(keep).map_err(|error| format!("{}: {error}", keep.display()))?,
+        None => std::env::temp_dir().join(format!("bondry-instructions-{}", std::process::id())),
+    };
     std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
     let counted = count(&options, &dir).await;
-    let _ = std::fs::remove_dir_all(&dir);
+    if options.keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     let text = counted?;
     println!("{text}");
     if let Some(out) = &options.out {

@@ -116,7 +116,16 @@ fn write_string(text: &str, out: &mut impl Sink) {
     out.put(b"\"");
     let bytes = text.as_bytes();
     let mut clean = 0;
-    for (at, &byte) in bytes.iter().enumerate() {
+    let mut at = 0;
+    while at < bytes.len() {
+        // Eight bytes at a time while none needs an escape, as in most text.
+        if let Some(Ok(word)) = bytes.get(at..at + 8).map(<[u8; 8]>::try_from)
+            && !needs_escape(u64::from_le_bytes(word))
+        {
+            at += 8;
+            continue;
+        }
+        let byte = bytes[at];
         let unicode;
         let escaped: &[u8] = match byte {
             b'"' => b"\\\"",
@@ -130,20 +139,48 @@ fn write_string(text: &str, out: &mut impl Sink) {
                 unicode = [b'\\', b'u', b'0', b'0', DIGITS[usize::from(byte >> 4)], DIGITS[usize::from(byte & 0x0f)]];
                 &unicode
             }
-            _ => continue,
+            _ => {
+                at += 1;
+                continue;
+            }
         };
         out.put(&bytes[clean..at]);
         out.put(escaped);
-        clean = at + 1;
+        at += 1;
+        clean = at;
     }
     out.put(&bytes[clean..]);
     out.put(b"\"");
+}
+
+/// Whether any of the eight bytes of `word` is a control character, a quote or a
+/// backslash (the bit tricks find a byte below a bound, or a zero byte, in a word).
+fn needs_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let below = |bound: u8| word.wrapping_sub(ONES * u64::from(bound)) & !word & HIGHS != 0;
+    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS != 0;
+    below(0x20) || zero_in(word ^ (ONES * u64::from(b'"'))) || zero_in(word ^ (ONES * u64::from(b'\\')))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn strings_are_escaped_as_rfc_8785_says_at_every_offset() {
+        // RFC 8785 escapes strings as serde_json writes them; each character that needs an
+        // escape is tried at every place in and around an eight-byte word.
+        for special in ['"', '\\', '\n', '\u{1}', '\u{1f}', '\u{7f}', 'é', '世', ' ', '/'] {
+            for before in 0..17 {
+                for after in [0, 1, 7, 8, 9] {
+                    let text = format!("{}{special}{}", "a".repeat(before), "b".repeat(after));
+                    assert_eq!(canonical(&json!(text)), serde_json::to_string(&text).unwrap(), "{text:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn keys_are_sorted_and_numbers_use_ecmascript_form() {
