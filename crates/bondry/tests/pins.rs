@@ -121,6 +121,18 @@ impl Drift {
         (status, response.json().await.unwrap())
     }
 
+    /// Waits until an admin record with `outcome` is in the audit file: the writer takes
+    /// records a batch at a time, and a killed server loses those not yet taken.
+    async fn admin_recorded(&self, outcome: &str) {
+        for _ in 0..500 {
+            if self.admin_records().iter().any(|record| record["outcome"] == outcome) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no admin record {outcome:?} within 5 s: {:?}", self.admin_records());
+    }
+
     /// The admin audit records so far.
     fn admin_records(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(self.dir.path().join("audit.jsonl")).unwrap_or_default();
@@ -382,6 +394,7 @@ async fn an_operator_reviews_a_drift_and_approves_the_hash_reviewed() {
         drift.admin_call(reqwest::Method::POST, "/v1/realms/default/upstreams/up/approve", Some(reviewed)).await;
     assert_eq!(status, 200, "{approved}");
     drift.assert_served("up.a").await;
+    drift.admin_recorded("approved").await;
 
     // The approval is kept: a restart serves it as approved.
     drift = drift.restart().await;
@@ -457,8 +470,7 @@ async fn the_admin_api_wants_a_token_and_a_local_host_and_is_absent_from_mcp_lis
     assert_eq!(drift.client.get(&mcp).bearer_auth(drift.token()).send().await.unwrap().status(), 404);
     let (status, _) = drift.admin_call(reqwest::Method::GET, "/v1/realms/nowhere/upstreams/up", None).await;
     assert_eq!(status, 404);
-    let records = drift.admin_records();
-    assert!(records.iter().any(|record| record["outcome"] == "unauthenticated"), "{records:?}");
+    drift.admin_recorded("unauthenticated").await;
 }
 
 /// `bondry upstream ARGS --admin URL --config CONFIG` with `env` added: its exit code,
