@@ -124,13 +124,8 @@ impl Drift {
     /// Waits until an admin record with `outcome` is in the audit file: the writer takes
     /// records a batch at a time, and a killed server loses those not yet taken.
     async fn admin_recorded(&self, outcome: &str) {
-        for _ in 0..500 {
-            if self.admin_records().iter().any(|record| record["outcome"] == outcome) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("no admin record {outcome:?} within 5 s: {:?}", self.admin_records());
+        let recorded = || self.admin_records().iter().any(|record| record["outcome"] == outcome);
+        assert!(support::eventually(recorded).await, "no admin record {outcome:?}: {:?}", self.admin_records());
     }
 
     /// The admin audit records so far.
