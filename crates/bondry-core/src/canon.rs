@@ -11,6 +11,8 @@
 use serde_json::{Number, Value};
 use sha2::{Digest, Sha256};
 
+use crate::compact::{DIGITS, Sink, write_string};
+
 /// The RFC 8785 canonical text of `value`.
 pub fn canonical(value: &Value) -> String {
     let mut text = Vec::new();
@@ -39,19 +41,6 @@ pub fn hex(bytes: &[u8]) -> String {
         out.push(DIGITS[usize::from(byte & 0x0f)] as char);
     }
     out
-}
-
-const DIGITS: &[u8; 16] = b"0123456789abcdef";
-
-/// Where canonical text goes: a buffer, or a hasher that never holds it whole.
-trait Sink {
-    fn put(&mut self, bytes: &[u8]);
-}
-
-impl Sink for Vec<u8> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
 }
 
 impl Sink for Sha256 {
@@ -108,59 +97,6 @@ fn write_number(number: &Number, out: &mut impl Sink) {
         // A `Value`'s numbers are finite.
         out.put(ryu_js::Buffer::new().format_finite(double).as_bytes());
     }
-}
-
-/// RFC 8785 §3.2.2.2: quotes and backslashes escaped, control characters as their short
-/// escape or `\u00xx`, everything else as it is.
-fn write_string(text: &str, out: &mut impl Sink) {
-    out.put(b"\"");
-    let bytes = text.as_bytes();
-    let mut clean = 0;
-    let mut at = 0;
-    while at < bytes.len() {
-        // Eight bytes at a time while none needs an escape, as in most text.
-        if let Some(Ok(word)) = bytes.get(at..at + 8).map(<[u8; 8]>::try_from)
-            && !needs_escape(u64::from_le_bytes(word))
-        {
-            at += 8;
-            continue;
-        }
-        let byte = bytes[at];
-        let unicode;
-        let escaped: &[u8] = match byte {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0x00..=0x1f => {
-                unicode = [b'\\', b'u', b'0', b'0', DIGITS[usize::from(byte >> 4)], DIGITS[usize::from(byte & 0x0f)]];
-                &unicode
-            }
-            _ => {
-                at += 1;
-                continue;
-            }
-        };
-        out.put(&bytes[clean..at]);
-        out.put(escaped);
-        at += 1;
-        clean = at;
-    }
-    out.put(&bytes[clean..]);
-    out.put(b"\"");
-}
-
-/// Whether any of the eight bytes of `word` is a control character, a quote or a
-/// backslash (the bit tricks find a byte below a bound, or a zero byte, in a word).
-fn needs_escape(word: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let below = |bound: u8| word.wrapping_sub(ONES * u64::from(bound)) & !word & HIGHS != 0;
-    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS != 0;
-    below(0x20) || zero_in(word ^ (ONES * u64::from(b'"'))) || zero_in(word ^ (ONES * u64::from(b'\\')))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod canon;
 pub mod capability;
+pub mod compact;
 pub mod dispatch;
 pub mod handler;
 pub mod policy;

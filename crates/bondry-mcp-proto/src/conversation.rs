@@ -348,7 +348,7 @@ fn shape(call: &mut Call, outcome: Outcome, listener: &Listener, now: SystemTime
     };
     match shaped {
         Ok(result) => {
-            let body = jsonrpc::result_body(&call.id, &result);
+            let body = jsonrpc::value_result_body(&call.id, &result);
             let mut record = call.take_record(audit_outcome, now);
             record.result_sha256 = Some(Digest::of(result, body.len()));
             Reply::json(http::StatusCode::OK, body).audited(record)

@@ -6,6 +6,7 @@
 use std::cell::Cell;
 use std::fmt;
 
+use bondry_core::compact;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -258,6 +259,19 @@ pub fn result_body(id: &Id, result: &impl Serialize) -> Vec<u8> {
         result: &'a R,
     }
     serde_json::to_vec(&Body { jsonrpc: "2.0", id, result }).expect("results serialise")
+}
+
+/// Serialises a result response whose result is a JSON value, as [`result_body`] would,
+/// with the value's strings written by [`compact`]: a call's result carries its caller's
+/// text, often kilobytes of it.
+pub fn value_result_body(id: &Id, result: &Value) -> Vec<u8> {
+    let mut body = Vec::with_capacity(64);
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut body, id).expect("ids serialise");
+    body.extend_from_slice(br#","result":"#);
+    compact::write(result, &mut body);
+    body.push(b'}');
+    body
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Shaping the core's neutral answers into MCP wire JSON.
 
+use bondry_core::compact;
 use bondry_core::handler::{ContentBlock, ResourceBody, ResourceContents};
 use serde_json::{Map, Value, json};
 
@@ -42,9 +43,7 @@ pub fn resource_contents(contents: &ResourceContents) -> Value {
 
 /// A text block holding the compact JSON of `value`.
 pub fn json_text(value: &Value) -> Value {
-    // Serialising a `Value` cannot fail; `to_string` rather than `Display` skips the
-    // formatter machinery on every call's result.
-    json!({"type": "text", "text": serde_json::to_string(value).unwrap_or_default()})
+    json!({"type": "text", "text": compact::to_string(value)})
 }
 
 /// Top-level result keys that are Bondry's to set for its caller, never an upstream's.

@@ -7,13 +7,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use bondry_core::compact;
 use bondry_mcp_proto::jsonrpc::{self, Id, Message};
 use bondry_mcp_proto::{Revision, envelope, headers, sentinel};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::{ClientError, Notice, Outgoing};
@@ -71,8 +71,8 @@ impl Frame {
                 .map_err(|_| ClientError::Invalid(format!("Mcp-Param-{suffix} is not a header name")))?;
             headers.append(name, encoded(value));
         }
-        let params = Enveloped { params: &outgoing.params, client_capabilities: &outgoing.client_capabilities };
-        Ok(Self { body: body(id.as_deref(), &outgoing.method, params), id, method: outgoing.method.clone(), headers })
+        let body = modern_body(id.as_deref(), &outgoing.method, &outgoing.params, &outgoing.client_capabilities);
+        Ok(Self { body, id, method: outgoing.method.clone(), headers })
     }
 
     /// A 2025-11-25 or 2025-06-18 message; `MCP-Protocol-Version` once one is agreed.
@@ -132,46 +132,50 @@ fn body(id: Option<&str>, method: &str, params: impl Serialize) -> Bytes {
     serde_json::to_vec(&Envelope { jsonrpc: "2.0", id, method, params }).expect("JSON values serialise").into()
 }
 
-/// A modern request's params as sent: the caller's, with the envelope written into
+/// A modern request as sent: the caller's params, with the envelope written into
 /// `params._meta` beside whatever `_meta` the caller gave (a progress token, the trace
 /// context). A `_meta` that is not an object is dropped; the envelope's keys are
-/// Bondry's own and replace any the caller gave.
-struct Enveloped<'a> {
-    params: &'a Map<String, Value>,
-    client_capabilities: &'a Value,
-}
-
-impl Serialize for Enveloped<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut params = serializer.serialize_map(None)?;
-        for (key, value) in self.params.iter().filter(|(key, _)| *key != "_meta") {
-            params.serialize_entry(key, value)?;
-        }
-        let meta = Meta { caller: self.params.get("_meta"), client_capabilities: self.client_capabilities };
-        params.serialize_entry("_meta", &meta)?;
-        params.end()
+/// Bondry's own and replace any the caller gave. Written straight from borrowed parts,
+/// its strings by [`compact`]: the caller's arguments are often kilobytes of text.
+fn modern_body(id: Option<&str>, method: &str, params: &Map<String, Value>, client_capabilities: &Value) -> Bytes {
+    const OWN: [&str; 3] = [envelope::PROTOCOL_VERSION, envelope::CLIENT_CAPABILITIES, envelope::CLIENT_INFO];
+    let mut out = Vec::with_capacity(256);
+    fn member(out: &mut Vec<u8>, key: &str) {
+        compact::write_str(key, out);
+        out.push(b':');
     }
-}
-
-struct Meta<'a> {
-    caller: Option<&'a Value>,
-    client_capabilities: &'a Value,
-}
-
-impl Serialize for Meta<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        const OWN: [&str; 3] = [envelope::PROTOCOL_VERSION, envelope::CLIENT_CAPABILITIES, envelope::CLIENT_INFO];
-        let mut meta = serializer.serialize_map(None)?;
-        if let Some(Value::Object(caller)) = self.caller {
-            for (key, value) in caller.iter().filter(|(key, _)| !OWN.contains(&key.as_str())) {
-                meta.serialize_entry(key, value)?;
-            }
-        }
-        meta.serialize_entry(envelope::PROTOCOL_VERSION, Revision::V2026_07_28.as_str())?;
-        meta.serialize_entry(envelope::CLIENT_CAPABILITIES, self.client_capabilities)?;
-        meta.serialize_entry(envelope::CLIENT_INFO, &ClientInfo::BONDRY)?;
-        meta.end()
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","#);
+    if let Some(id) = id {
+        member(&mut out, "id");
+        compact::write_str(id, &mut out);
+        out.push(b',');
     }
+    member(&mut out, "method");
+    compact::write_str(method, &mut out);
+    out.extend_from_slice(br#","params":{"#);
+    for (key, value) in params.iter().filter(|(key, _)| *key != "_meta") {
+        member(&mut out, key);
+        compact::write(value, &mut out);
+        out.push(b',');
+    }
+    out.extend_from_slice(br#""_meta":{"#);
+    if let Some(Value::Object(caller)) = params.get("_meta") {
+        for (key, value) in caller.iter().filter(|(key, _)| !OWN.contains(&key.as_str())) {
+            member(&mut out, key);
+            compact::write(value, &mut out);
+            out.push(b',');
+        }
+    }
+    member(&mut out, envelope::PROTOCOL_VERSION);
+    compact::write_str(Revision::V2026_07_28.as_str(), &mut out);
+    out.push(b',');
+    member(&mut out, envelope::CLIENT_CAPABILITIES);
+    compact::write(client_capabilities, &mut out);
+    out.push(b',');
+    member(&mut out, envelope::CLIENT_INFO);
+    serde_json::to_writer(&mut out, &ClientInfo::BONDRY).expect("two strings serialise");
+    out.extend_from_slice(b"}}}");
+    out.into()
 }
 
 /// A message from the upstream, as Bondry acts on it.
