@@ -11,11 +11,19 @@ use serde_json::Value;
 /// Where JSON text goes: a buffer, or a hasher that never holds it whole.
 pub(crate) trait Sink {
     fn put(&mut self, bytes: &[u8]);
+
+    /// Room for `additional` more bytes, where room is held: a long string is then put
+    /// in pieces without the buffer growing under each.
+    fn reserve(&mut self, _additional: usize) {}
 }
 
 impl Sink for Vec<u8> {
     fn put(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);
+    }
+
+    fn reserve(&mut self, additional: usize) {
+        Vec::reserve(self, additional);
     }
 }
 
@@ -72,6 +80,7 @@ pub fn write_str(text: &str, out: &mut Vec<u8>) {
 /// A string as JSON (and RFC 8785) write it: quotes and backslashes escaped, control
 /// characters as their short escape or `\u00xx`, everything else as it is.
 pub(crate) fn write_string(text: &str, out: &mut impl Sink) {
+    out.reserve(text.len() + 2);
     out.put(b"\"");
     let bytes = text.as_bytes();
     let mut clean = 0;

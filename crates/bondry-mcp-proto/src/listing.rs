@@ -54,11 +54,17 @@ pub fn list(request: &Request<'_>, kind: CapabilityKind) -> Reply {
         .then(|| page.last().map(|last| cursor::encode(&view_hash, last.id().as_str())))
         .flatten();
     let era = request.era();
-    let entries = page.iter().filter_map(|capability| wire(capability, era)).collect();
+    let entries: Vec<&RawValue> = page.iter().filter_map(|capability| wire(capability, era)).collect();
     let modern = (era == Era::Modern)
         .then(|| ModernFields { ttl_ms: request.listener.settings.list_ttl_ms, meta: request.listener.server_meta() });
-    request.result(&ListResult { field: field(kind), entries, next_cursor, modern })
+    // The entries are rendered already; what goes around them is short.
+    let size = entries.iter().map(|entry| entry.get().len() + 1).sum::<usize>() + PAGE_FRAME;
+    request.result_within(&ListResult { field: field(kind), entries, next_cursor, modern }, size)
 }
+
+/// Bytes a page takes besides its entries (the response's envelope, the cursor, the
+/// modern fields), as a rule: a page that takes more grows its buffer once.
+const PAGE_FRAME: usize = 512;
 
 /// A capability's list entry in `era`.
 fn wire(capability: &Capability, era: Era) -> Option<&RawValue> {

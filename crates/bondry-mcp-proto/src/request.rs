@@ -53,7 +53,12 @@ impl Request<'_> {
     }
 
     pub fn result(&self, result: &impl Serialize) -> Reply {
-        Reply::json(http::StatusCode::OK, crate::jsonrpc::result_body(&self.id, result))
+        self.result_within(result, 0)
+    }
+
+    /// [`Request::result`], its body's buffer starting at `capacity` bytes.
+    pub fn result_within(&self, result: &impl Serialize, capacity: usize) -> Reply {
+        Reply::json(http::StatusCode::OK, crate::jsonrpc::result_body_within(&self.id, result, capacity))
     }
 
     /// The client capabilities `capability` always needs that this request (or, in the
