@@ -64,9 +64,22 @@ pub fn write(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// About how long the text of `value` is (its strings as they are, before any escape),
+/// found without reading them: a buffer of that size takes the text without growing, and
+/// each growth copies what was written so far.
+pub fn estimate(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 8,
+        Value::String(text) => text.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(|item| estimate(item) + 1).sum::<usize>(),
+        Value::Object(map) => 2 + map.iter().map(|(name, item)| name.len() + 4 + estimate(item)).sum::<usize>(),
+    }
+}
+
 /// The compact JSON text of `value`.
 pub fn to_string(value: &Value) -> String {
-    let mut text = Vec::new();
+    let mut text = Vec::with_capacity(estimate(value));
     write(value, &mut text);
     // Every byte written is ASCII or comes whole from a `str`.
     String::from_utf8(text).expect("JSON text is UTF-8")
@@ -160,6 +173,14 @@ mod tests {
     fn every_byte_below_0x80_is_written_as_serde_json_writes_it() {
         let text: String = (0u8..0x80).map(char::from).cycle().take(1024).collect();
         assert_eq!(to_string(&json!(text)), serde_json::to_string(&text).unwrap());
+    }
+
+    #[test]
+    fn the_estimate_covers_text_without_escapes_or_numbers_within_a_few_bytes() {
+        let value = json!({"text": "x".repeat(100), "list": [true, null, "ab"]});
+        let length = to_string(&value).len();
+        assert_eq!(length, 135);
+        assert!((length..length + 8).contains(&estimate(&value)), "{}", estimate(&value));
     }
 
     #[test]

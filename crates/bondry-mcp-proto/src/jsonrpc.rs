@@ -274,7 +274,8 @@ pub fn result_body_within(id: &Id, result: &impl Serialize, capacity: usize) -> 
 /// with the value's strings written by [`compact`]: a call's result carries its caller's
 /// text, often kilobytes of it.
 pub fn value_result_body(id: &Id, result: &Value) -> Vec<u8> {
-    let mut body = Vec::with_capacity(64);
+    // The envelope and the id, then the result.
+    let mut body = Vec::with_capacity(64 + compact::estimate(result));
     body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     serde_json::to_writer(&mut body, id).expect("ids serialise");
     body.extend_from_slice(br#","result":"#);

@@ -139,7 +139,11 @@ fn body(id: Option<&str>, method: &str, params: impl Serialize) -> Bytes {
 /// its strings by [`compact`]: the caller's arguments are often kilobytes of text.
 fn modern_body(id: Option<&str>, method: &str, params: &Map<String, Value>, client_capabilities: &Value) -> Bytes {
     const OWN: [&str; 3] = [envelope::PROTOCOL_VERSION, envelope::CLIENT_CAPABILITIES, envelope::CLIENT_INFO];
-    let mut out = Vec::with_capacity(256);
+    // The envelope's own members, then the caller's.
+    let size = 256
+        + params.iter().map(|(key, value)| key.len() + 4 + compact::estimate(value)).sum::<usize>()
+        + compact::estimate(client_capabilities);
+    let mut out = Vec::with_capacity(size);
     fn member(out: &mut Vec<u8>, key: &str) {
         compact::write_str(key, out);
         out.push(b':');
