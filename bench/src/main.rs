@@ -63,11 +63,17 @@ struct Options {
     mcp_proxy: PathBuf,
     /// `--only`: the peers to run (the ceiling always runs), and no memory workload.
     only: Option<Vec<String>>,
+    /// `--workloads`: the ids of the workloads to run, and no memory workload.
+    workloads: Option<Vec<String>>,
 }
 
 impl Options {
     fn runs(&self, peer: Peer) -> bool {
         peer == Peer::Ceiling || self.only.as_ref().is_none_or(|only| only.iter().any(|key| key == peer.key()))
+    }
+
+    fn measures(&self, workload: &plan::Workload) -> bool {
+        self.workloads.as_ref().is_none_or(|ids| ids.iter().any(|id| id == workload.id))
     }
 
     fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
@@ -88,6 +94,7 @@ impl Options {
             ts_server: bench.join("peers/ts/server.mjs"),
             mcp_proxy: bench.join("../target/bench-peers/bin/mcp-proxy"),
             only: None,
+            workloads: None,
         };
         let mut args = args.peekable();
         while let Some(arg) = args.next() {
@@ -111,6 +118,7 @@ impl Options {
                 "--mcp-proxy" => options.mcp_proxy = value()?.into(),
                 "--node" => options.node = value()?.into(),
                 "--only" => options.only = Some(only(&value()?)?),
+                "--workloads" => options.workloads = Some(value()?.split(',').map(str::to_owned).collect()),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -264,7 +272,7 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
                 Some(addr) => Some(load::run(addr, &ceiling_call, *offer, options.warmup, window).await?.stats()),
                 None => None,
             };
-            for (w, workload) in workloads.iter().enumerate() {
+            for (w, workload) in workloads.iter().enumerate().filter(|(_, workload)| options.measures(workload)) {
                 for (e, entry) in workload.entries.iter().enumerate() {
                     // The ceiling's row is the measurement every ratio of this round used.
                     if let (Peer::Ceiling, Some(ceiling)) = (entry.peer, ceiling) {
@@ -285,7 +293,7 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
         }
     }
     drop(running);
-    if options.only.is_none() {
+    if options.only.is_none() && options.workloads.is_none() {
         measure_memory(options, &placement, &mut results, &bin, &write).await?;
     }
 

@@ -48,6 +48,9 @@ impl Results {
     pub fn markdown(&self, workloads: &[Workload], offers: &[Offer], header: &str) -> String {
         let mut text = header.to_owned();
         for (w, workload) in workloads.iter().enumerate() {
+            if !self.cells.keys().any(|&(cell_workload, ..)| cell_workload == w) {
+                continue;
+            }
             writeln!(text, "\n## Workload {}: {}\n", workload.id, workload.title).unwrap();
             writeln!(text, "| server | load | req/s | × ceiling | p50 µs | × | p99 µs | × | p99.9 µs | × |").unwrap();
             writeln!(text, "|---|---|---|---|---|---|---|---|---|---|").unwrap();

@@ -144,9 +144,8 @@ impl AuditRecord {
 
 /// A JSON value recorded by the SHA-256 of its canonical form.
 ///
-/// Small values are digested when the record is serialised, on the audit sink's own thread:
-/// canonicalising and hashing stay off the request path, and a sink that discards records
-/// never pays for them. Large values are digested at once, so a queue of pending records
+/// Small values are digested when the sink serialises the record, so a sink that discards
+/// records never pays for them. Large values are digested at once, so a record a sink holds
 /// never holds large values.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Digest {
