@@ -1,11 +1,12 @@
-//! Audit sinks: JSON lines to stdout or a file, written off the request path.
+//! Audit sinks: JSON lines to stdout or a file, the writing off the request path.
 //!
 //! A request writes its own record's line, computing the pending digests, and appends it
 //! to a bounded buffer; one thread takes the whole buffer at a time, writes and flushes
 //! it, then lets the next lines gather for [`GATHER`]. A request wakes the thread only
 //! when it finds it asleep on an empty buffer, so under load lines cross threads in
 //! batches, not a hand-off (and a context switch) each. [`AuditWriter::close`] drains and
-//! flushes, so every record of an accepted call survives a clean shutdown.
+//! flushes, so every record of an accepted call survives a clean shutdown, those of
+//! calls waiting for room included.
 //!
 //! Why the request formats its own line rather than the thread: a thread that formats
 //! whole batches holds a core shared with the runtime's workers for a batch's length
@@ -24,7 +25,9 @@ use std::time::Duration;
 use bondry_core::audit::{AuditRecord, AuditSink};
 
 /// Bytes of lines waiting for the writer thread, past which a request waits for it: about
-/// 2,000 records of a typical call, 50 ms of them at 40,000 calls a second.
+/// 2,000 records of a typical call, 50 ms of them at 40,000 calls a second. Beside them
+/// the writer holds the batch it is writing, so the sink holds about twice this, plus
+/// the line of each call waiting for room.
 const LIMIT: usize = 1024 * 1024;
 
 /// How long the writer lets lines gather after writing a batch: it bounds the writer's
@@ -70,7 +73,8 @@ impl Queue {
     fn take(&self, batch: &mut Vec<u8>) -> bool {
         let mut pending = self.lock();
         while pending.lines.is_empty() {
-            if pending.closed {
+            // Calls that waited for room before the close still bring their lines.
+            if pending.closed && pending.waiting == 0 {
                 return false;
             }
             pending.writer_asleep = true;
@@ -97,18 +101,17 @@ impl AuditWriter {
         Ok(Self::spawn(Box::new(file)))
     }
 
-    fn spawn(mut out: Box<dyn Write + Send>) -> Self {
+    fn spawn(out: Box<dyn Write + Send>) -> Self {
         let queue = Arc::new(Queue { pending: Mutex::default(), filled: Condvar::new(), drained: Condvar::new() });
         let thread = std::thread::Builder::new()
             .name("bondry-audit".into())
             .spawn({
                 let queue = Arc::clone(&queue);
                 move || {
+                    let mut sink = Sink { out, torn: false, failing: false, lost: 0 };
                     let mut batch = Vec::new();
                     while queue.take(&mut batch) {
-                        if let Err(error) = out.write_all(&batch).and_then(|()| out.flush()) {
-                            tracing::error!(%error, "audit sink: write failed");
-                        }
+                        sink.write(&batch);
                         batch.clear();
                         std::thread::sleep(GATHER);
                     }
@@ -122,8 +125,59 @@ impl AuditWriter {
     pub fn close(&self) {
         self.queue.lock().closed = true;
         self.queue.filled.notify_all();
+        self.queue.drained.notify_all();
         if let Some(thread) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = thread.join();
+        }
+    }
+}
+
+/// Where the writer thread writes.
+struct Sink {
+    out: Box<dyn Write + Send>,
+    /// The last write broke off inside a line.
+    torn: bool,
+    /// The last write failed: the failure is logged once, not per batch.
+    failing: bool,
+    /// Records lost since the failure, logged when writing recovers.
+    lost: usize,
+}
+
+impl Sink {
+    /// Writes a batch of whole lines. A batch that fails is lost, counted in the log; the
+    /// next starts on a line of its own, so one torn record never spoils another.
+    fn write(&mut self, batch: &[u8]) {
+        let mut written = 0;
+        let outcome = (|| {
+            if self.torn {
+                self.out.write_all(b"\n")?;
+                self.torn = false;
+            }
+            while written < batch.len() {
+                match self.out.write(&batch[written..]) {
+                    Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                    Ok(n) => written += n,
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Err(error) => return Err(error),
+                }
+            }
+            self.out.flush()
+        })();
+        match outcome {
+            Ok(()) if self.failing => {
+                tracing::warn!(lost = self.lost, "audit sink: writing again");
+                self.failing = false;
+                self.lost = 0;
+            }
+            Ok(()) => {}
+            Err(error) => {
+                self.torn = written > 0 && batch[written - 1] != b'\n';
+                self.lost += batch[written..].iter().filter(|&&byte| byte == b'\n').count();
+                if !self.failing {
+                    tracing::error!(%error, "audit sink: write failed; records are lost until it recovers");
+                }
+                self.failing = true;
+            }
         }
     }
 }
@@ -151,15 +205,16 @@ impl AuditSink for AuditWriter {
         // Its values are freed before the lock is taken.
         drop(record);
         let mut pending = self.queue.lock();
-        while pending.lines.len() >= LIMIT && !pending.closed {
-            pending.waiting += 1;
-            pending = self.queue.drained.wait(pending).unwrap_or_else(|poisoned| poisoned.into_inner());
-            pending.waiting -= 1;
-        }
         if pending.closed {
             drop(pending);
             tracing::warn!("audit record after the sink closed; dropped");
             return;
+        }
+        // The writer drains until no call waits, closed or not.
+        while pending.lines.len() >= LIMIT {
+            pending.waiting += 1;
+            pending = self.queue.drained.wait(pending).unwrap_or_else(|poisoned| poisoned.into_inner());
+            pending.waiting -= 1;
         }
         pending.lines.extend_from_slice(&line);
         if pending.writer_asleep {
@@ -231,22 +286,83 @@ mod tests {
     }
 
     #[test]
-    fn every_record_accepted_is_written_by_close_even_past_the_limit() {
+    fn close_writes_the_records_of_calls_waiting_for_room() {
+        let (open, gate) = mpsc::channel();
         let out = Shared::default();
-        let writer = Arc::new(AuditWriter::spawn(Box::new(out.clone())));
-        let each = records_in_limit() / 2;
-        let senders: Vec<_> = (0..4)
+        let writer = Arc::new(AuditWriter::spawn(Box::new(Gate { open: Some(gate), out: out.clone() })));
+        let waiting = |count: usize| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while writer.queue.lock().waiting < count && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            writer.queue.lock().waiting == count
+        };
+        // The writer takes one record and is stuck writing it.
+        writer.record(record());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !writer.queue.lock().lines.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let total = 3 * records_in_limit();
+        let senders: Vec<_> = (0..2)
             .map(|_| {
                 let writer = Arc::clone(&writer);
-                std::thread::spawn(move || (0..each).for_each(|_| writer.record(record())))
+                std::thread::spawn(move || (0..total / 2).for_each(|_| writer.record(record())))
             })
             .collect();
+        assert!(waiting(2), "both calls wait for room");
+        let held = writer.queue.lock().lines.iter().filter(|&&byte| byte == b'\n').count();
+        let closing = std::thread::spawn({
+            let writer = Arc::clone(&writer);
+            move || writer.close()
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !writer.queue.lock().closed && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        open.send(()).unwrap();
+        closing.join().unwrap();
         senders.into_iter().for_each(|sender| sender.join().unwrap());
-        writer.close();
         writer.record(record());
         let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-        assert_eq!(text.lines().count(), 4 * each, "every record once, none after the close");
+        // The first record, those held, and the two waiting at the close; none after it.
+        assert_eq!(text.lines().count(), 1 + held + 2);
         assert!(text.lines().all(|line| line.contains(r#""outcome":"unauthenticated""#)));
+    }
+
+    /// Takes part of the first write, fails the second, then writes everything.
+    struct Flaky {
+        writes: usize,
+        out: Shared,
+    }
+
+    impl Write for Flaky {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.writes += 1;
+            match self.writes {
+                1 => self.out.write(&bytes[..bytes.len().min(20)]),
+                2 => Err(io::Error::other("disk full")),
+                _ => self.out.write(bytes),
+            }
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_write_never_glues_records_together() {
+        let out = Shared::default();
+        let writer = AuditWriter::spawn(Box::new(Flaky { writes: 0, out: out.clone() }));
+        writer.record(record());
+        std::thread::sleep(Duration::from_millis(50));
+        (0..3).for_each(|_| writer.record(record()));
+        writer.close();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "the torn line, then the three after the failure: {text}");
+        assert!(serde_json::from_str::<serde_json::Value>(lines[0]).is_err());
+        assert!(lines[1..].iter().all(|line| serde_json::from_str::<serde_json::Value>(line).is_ok()), "{text}");
     }
 
     #[test]

@@ -17,14 +17,14 @@ const PAGE: usize = 4096;
 
 /// A thread's fetched bytes; those before `used` are handed out and wiped.
 struct Fetched {
-    bytes: Box<[u8; PAGE]>,
+    bytes: [u8; PAGE],
     used: usize,
 }
 
 impl Fetched {
     fn take(&mut self, dest: &mut [u8]) {
         if PAGE - self.used < dest.len() {
-            os_fill(&mut self.bytes[..]);
+            os_fill(&mut self.bytes);
             self.used = 0;
         }
         let taken = &mut self.bytes[self.used..self.used + dest.len()];
@@ -35,7 +35,8 @@ impl Fetched {
 }
 
 thread_local! {
-    static FETCHED: RefCell<Fetched> = RefCell::new(Fetched { bytes: Box::new([0; PAGE]), used: PAGE });
+    // Constant and without a destructor, so it is there for as long as its thread.
+    static FETCHED: RefCell<Fetched> = const { RefCell::new(Fetched { bytes: [0; PAGE], used: PAGE }) };
 }
 
 /// The operating system's CSPRNG.
@@ -76,11 +77,18 @@ mod tests {
 
     #[test]
     fn sizes_that_do_not_divide_the_page_cross_fetches_whole() {
-        for _ in 0..PAGE {
-            let mut nonce = [0; 12];
-            OsRandom.fill(&mut nonce);
-            assert_ne!(nonce, [0; 12]);
-        }
+        let nonces: HashSet<[u8; 12]> = (0..PAGE)
+            .map(|_| {
+                let mut nonce = [0; 12];
+                OsRandom.fill(&mut nonce);
+                nonce
+            })
+            .collect();
+        assert_eq!(nonces.len(), PAGE);
+        assert!(!nonces.contains(&[0; 12]));
+        let mut page = [0; PAGE];
+        OsRandom.fill(&mut page);
+        assert!(page.chunks(32).all(|chunk| chunk.iter().any(|&byte| byte != 0)));
     }
 
     #[test]
