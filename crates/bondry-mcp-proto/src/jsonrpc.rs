@@ -9,6 +9,7 @@ use std::fmt;
 use bondry_core::compact;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 /// The largest integer magnitude a JSON number holds exactly: ids and progress tokens must
@@ -196,12 +197,16 @@ impl<'de> Visitor<'de> for UniqueKeys<'_> {
         let mut object = Map::new();
         let inner = UniqueKeys { depth: self.depth + 1, ..self };
         while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
-                self.id_repeated.set(self.depth == 0 && key == "id");
-                return Err(de::Error::custom("duplicate object key"));
+            // One hash per key: the vacant entry is filled where it was found.
+            match object.entry(key) {
+                Entry::Occupied(repeated) => {
+                    self.id_repeated.set(self.depth == 0 && repeated.key() == "id");
+                    return Err(de::Error::custom("duplicate object key"));
+                }
+                Entry::Vacant(vacant) => {
+                    vacant.insert(map.next_value_seed(inner)?);
+                }
             }
-            let value = map.next_value_seed(inner)?;
-            object.insert(key, value);
         }
         Ok(Value::Object(object))
     }
