@@ -171,7 +171,10 @@ impl Sink {
             }
             Ok(()) => {}
             Err(error) => {
-                self.torn = written > 0 && batch[written - 1] != b'\n';
+                // Nothing of the batch written: the line before it is as it was.
+                if written > 0 {
+                    self.torn = batch[written - 1] != b'\n';
+                }
                 self.lost += batch[written..].iter().filter(|&&byte| byte == b'\n').count();
                 if !self.failing {
                     tracing::error!(%error, "audit sink: write failed; records are lost until it recovers");
@@ -330,19 +333,22 @@ mod tests {
         assert!(text.lines().all(|line| line.contains(r#""outcome":"unauthenticated""#)));
     }
 
-    /// Takes part of the first write, fails the second, then writes everything.
+    /// Takes part of the first write, fails the next `failures`, then writes everything.
     struct Flaky {
         writes: usize,
+        failures: usize,
         out: Shared,
     }
 
     impl Write for Flaky {
         fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
             self.writes += 1;
-            match self.writes {
-                1 => self.out.write(&bytes[..bytes.len().min(20)]),
-                2 => Err(io::Error::other("disk full")),
-                _ => self.out.write(bytes),
+            if self.writes == 1 {
+                self.out.write(&bytes[..bytes.len().min(20)])
+            } else if self.writes <= 1 + self.failures {
+                Err(io::Error::other("disk full"))
+            } else {
+                self.out.write(bytes)
             }
         }
         fn flush(&mut self) -> io::Result<()> {
@@ -352,17 +358,22 @@ mod tests {
 
     #[test]
     fn a_failed_write_never_glues_records_together() {
-        let out = Shared::default();
-        let writer = AuditWriter::spawn(Box::new(Flaky { writes: 0, out: out.clone() }));
-        writer.record(record());
-        std::thread::sleep(Duration::from_millis(50));
-        (0..3).for_each(|_| writer.record(record()));
-        writer.close();
-        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 4, "the torn line, then the three after the failure: {text}");
-        assert!(serde_json::from_str::<serde_json::Value>(lines[0]).is_err());
-        assert!(lines[1..].iter().all(|line| serde_json::from_str::<serde_json::Value>(line).is_ok()), "{text}");
+        // The second failure is the line break owed after the torn record.
+        for failures in [1, 2] {
+            let out = Shared::default();
+            let writer = AuditWriter::spawn(Box::new(Flaky { writes: 0, failures, out: out.clone() }));
+            for _ in 0..failures {
+                writer.record(record());
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            (0..3).for_each(|_| writer.record(record()));
+            writer.close();
+            let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(lines.len(), 4, "the torn line, then the three after the failures: {text}");
+            assert!(serde_json::from_str::<serde_json::Value>(lines[0]).is_err());
+            assert!(lines[1..].iter().all(|line| serde_json::from_str::<serde_json::Value>(line).is_ok()), "{text}");
+        }
     }
 
     #[test]
