@@ -184,6 +184,12 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
     let placement = Placement::new(dir.to_path_buf(), options.server_core);
     let credentials = configs::Credentials::make(dir)?;
     let workloads = plan::workloads(&credentials.token);
+    if let Some(unknown) =
+        options.workloads.iter().flatten().find(|id| !workloads.iter().any(|workload| workload.id == id.as_str()))
+    {
+        let known: Vec<&str> = workloads.iter().map(|workload| workload.id).collect();
+        return Err(format!("--workloads: no workload {unknown:?}; the workloads are {}", known.join(", ")));
+    }
     let text = plan::kib_text();
     let call = plan::modern_call("/mcp", &text, &[]);
     let ceiling_call = plan::ceiling_call(&text);

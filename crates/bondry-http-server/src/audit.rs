@@ -148,22 +148,7 @@ impl Sink {
     /// next starts on a line of its own, so one torn record never spoils another.
     fn write(&mut self, batch: &[u8]) {
         let mut written = 0;
-        let outcome = (|| {
-            if self.torn {
-                self.out.write_all(b"\n")?;
-                self.torn = false;
-            }
-            while written < batch.len() {
-                match self.out.write(&batch[written..]) {
-                    Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-                    Ok(n) => written += n,
-                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                    Err(error) => return Err(error),
-                }
-            }
-            self.out.flush()
-        })();
-        match outcome {
+        match self.write_counted(batch, &mut written) {
             Ok(()) if self.failing => {
                 tracing::warn!(lost = self.lost, "audit sink: writing again");
                 self.failing = false;
@@ -182,6 +167,23 @@ impl Sink {
                 self.failing = true;
             }
         }
+    }
+
+    /// `write_all` and `flush`, counting in `written` how much of `batch` went out.
+    fn write_counted(&mut self, batch: &[u8], written: &mut usize) -> io::Result<()> {
+        if self.torn {
+            self.out.write_all(b"\n")?;
+            self.torn = false;
+        }
+        while *written < batch.len() {
+            match self.out.write(&batch[*written..]) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => *written += n,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+        self.out.flush()
     }
 }
 
@@ -283,6 +285,18 @@ mod tests {
         AuditRecord::unauthenticated(SystemTime::UNIX_EPOCH, "default", "mcp")
     }
 
+    /// Whether `condition` holds within ten seconds.
+    fn eventually(mut condition: impl FnMut() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !condition() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
     /// How many records' lines the buffer holds before requests wait.
     fn records_in_limit() -> usize {
         LIMIT / line(&record()).unwrap().len()
@@ -293,19 +307,9 @@ mod tests {
         let (open, gate) = mpsc::channel();
         let out = Shared::default();
         let writer = Arc::new(AuditWriter::spawn(Box::new(Gate { open: Some(gate), out: out.clone() })));
-        let waiting = |count: usize| {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while writer.queue.lock().waiting < count && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            writer.queue.lock().waiting == count
-        };
         // The writer takes one record and is stuck writing it.
         writer.record(record());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !writer.queue.lock().lines.is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        assert!(eventually(|| writer.queue.lock().lines.is_empty()), "the writer took the first record");
         let total = 3 * records_in_limit();
         let senders: Vec<_> = (0..2)
             .map(|_| {
@@ -313,16 +317,13 @@ mod tests {
                 std::thread::spawn(move || (0..total / 2).for_each(|_| writer.record(record())))
             })
             .collect();
-        assert!(waiting(2), "both calls wait for room");
+        assert!(eventually(|| writer.queue.lock().waiting == 2), "both calls wait for room");
         let held = writer.queue.lock().lines.iter().filter(|&&byte| byte == b'\n').count();
         let closing = std::thread::spawn({
             let writer = Arc::clone(&writer);
             move || writer.close()
         });
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !writer.queue.lock().closed && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        assert!(eventually(|| writer.queue.lock().closed), "the sink closed");
         open.send(()).unwrap();
         closing.join().unwrap();
         senders.into_iter().for_each(|sender| sender.join().unwrap());
@@ -392,10 +393,7 @@ mod tests {
                 }
             }
         });
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while accepted.load(Ordering::SeqCst) < records_in_limit() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        eventually(|| accepted.load(Ordering::SeqCst) >= records_in_limit());
         std::thread::sleep(Duration::from_millis(100));
         // The batch the writer is stuck on, and at most a full buffer beside it.
         let held = accepted.load(Ordering::SeqCst);
