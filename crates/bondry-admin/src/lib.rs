@@ -1,4 +1,4 @@
-//! The admin listener (contract §9.9): an authenticated JSON API, on its own socket and
+//! The admin listener (docs/upstreams.md): an authenticated JSON API, on its own socket and
 //! never on an MCP listener, through which operators see every realm's upstreams, review
 //! a definition against its pin, approve it at the hash they reviewed, and have an
 //! upstream listed now. Every request is audited (`adapter = "admin"`, the token's name

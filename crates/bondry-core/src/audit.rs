@@ -33,7 +33,8 @@ pub enum AuditOutcome {
     Refreshed,
 }
 
-/// One audit record (contract §6).
+/// One audit record: one per call, read, denial, upstream call and failed authentication
+/// (docs/configuration.md, `[audit]`).
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditRecord {
     #[serde(serialize_with = "rfc3339")]

@@ -271,7 +271,9 @@ pub enum Answer {
 }
 
 impl Answer {
-    /// Whether a capability of `kind` may answer this (contract §3).
+    /// Whether a capability of `kind` may answer this: only a tool answers a value, content
+    /// or a tool error, a prompt messages, a resource or template contents; any kind may ask
+    /// for input, fail, or pass an upstream's answer through.
     pub fn allowed_for(&self, kind: CapabilityKind) -> bool {
         use CapabilityKind::*;
         match self {

@@ -109,7 +109,7 @@ pub fn outcome(choice: u8, call: &Call) -> Outcome {
     }
 }
 
-/// Asserts `reply` is one the contract allows: a status of the error table (or 200, 202,
+/// Asserts `reply` is one Bondry may send: a status of the error table (or 200, 202,
 /// 204); a body that is empty or one JSON-RPC message; an error whose status and code
 /// form a row of the table; an audit record that serialises. Returns the body.
 pub fn check(reply: &Reply, world: &World) -> Value {

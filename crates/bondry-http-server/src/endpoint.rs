@@ -1,4 +1,4 @@
-//! The MCP endpoint: one request through the contract's order of checks (the front
+//! The MCP endpoint: one request through the order of checks (ARCHITECTURE.md; the front
 //! door, the realm, the adapter's admission, the body, authentication) to the adapter's
 //! step, and that step to its response: a reply, a call ([`crate::call`]) or an event
 //! stream ([`crate::streams`]).
@@ -89,7 +89,8 @@ async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, req
     response
 }
 
-/// The contract's order of checks up to the adapter, then the adapter's step.
+/// The order of checks up to the adapter (the first that fails answers), then the
+/// adapter's step.
 async fn handle(
     endpoint: &Arc<Endpoint>,
     realm_name: &str,

@@ -2,7 +2,7 @@
 //! body limit, credentials), drives the sans-IO MCP adapter and the core's dispatcher,
 //! writes audit records and shuts down gracefully.
 //!
-//! Where the contract leaves the runtime a choice:
+//! Choices the runtime makes where the protocol leaves one open:
 //! - Streaming a call is the runtime's choice, not the adapter's: a POST's response
 //!   becomes an event stream only once something is sent before the result (progress,
 //!   log messages, requests for input); otherwise it is one JSON body. A cancelled

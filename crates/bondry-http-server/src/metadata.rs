@@ -2,11 +2,10 @@
 //! issuers grant tokens for a realm. Served for realms with OAuth issuers only, at
 //! `/.well-known/oauth-protected-resource` and `.../mcp` for the default realm and at
 //! `.../mcp/realm/{realm}` for every realm (the default one included, as
-//! `/mcp/realm/default` serves it; the contract names that form only for the other
-//! realms); anything else is 404 `Not found`, with the error table's body like every
-//! refusal. A challenge's `resource_metadata` is built from `resource_url` (its origin,
-//! the well-known prefix, then its path), so it names a served path only when
-//! `resource_url`'s path is the realm's.
+//! `/mcp/realm/default` serves it); anything else is 404 `Not found`, with the error
+//! table's body like every refusal. A challenge's `resource_metadata` is built from
+//! `resource_url` (its origin, the well-known prefix, then its path), so it names a served
+//! path only when `resource_url`'s path is the realm's.
 //!
 //! The document is public and the same for everyone, so any page may read it (`*`)
 //! and it carries no credentials.

@@ -9,7 +9,7 @@
 //! 2026-07-28 dropped it and declares `roots` as `{}`. `format: uri` (`src`, `websiteUrl`)
 //! is an annotation, as it is in tool schemas: the value must be a string, not a parsed
 //! URI. Extension ids are not held to the `_meta` key grammar either: schema.json states
-//! no pattern for them, and the contract checks types only.
+//! no pattern for them, and Bondry checks the types of known keys only.
 //!
 //! A numeric `progressToken` must be an integer a JSON number holds exactly
 //! (|n| ≤ 2^53−1), written as one: `1.0` and `1e2` are refused, as they are for ids.
@@ -19,12 +19,12 @@
 //!
 //! What is wrong is named in `data.invalid` by JSON Pointers (RFC 6901) rooted at the
 //! request message, such as
-//! `/params/_meta/io.modelcontextprotocol~1clientInfo/icons/0/theme`. The contract, the
-//! digest and the conformance suite say nothing of where to root them (the suite checks
+//! `/params/_meta/io.modelcontextprotocol~1clientInfo/icons/0/theme`. The specification
+//! and the conformance suite say nothing of where to root them (the suite checks
 //! only the code and the status), and a pointer from the message resolves against what the
 //! client sent. An absent member a shape requires (`name`, `version`, an icon's `src`) is
 //! named by the pointer where it belongs; `data.missing` keeps naming the absent required
-//! `_meta` keys themselves, as the contract has it.
+//! `_meta` keys themselves.
 //!
 //! This runs on every modern request, so checking a valid envelope is one walk that
 //! allocates nothing: a value's path is a chain of steps on the stack, rendered to a

@@ -1,6 +1,6 @@
 //! The error table: every way a request is refused, and how each is written on the wire.
 //!
-//! Variants are declared in the contract's order of checks, so this file reads like the
+//! Variants are declared in the order the checks run (docs/errors.md), so this file reads like the
 //! request pipeline. [`Error::row`] is the one place that maps an error to its HTTP status,
 //! JSON-RPC code, message and data; `docs/errors.md` is rendered from it by a test.
 
@@ -26,9 +26,9 @@ pub mod code {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
-    /// Implementation-defined; kept for compatibility (contract §7).
+    /// Implementation-defined, in the range to avoid; kept for compatibility with the SDKs.
     pub const SERVER_ERROR: i64 = -32000;
-    /// Implementation-defined; what the official SDKs answer for a dead session (contract §7).
+    /// Implementation-defined; what the official SDKs answer for a dead session.
     pub const SESSION_NOT_FOUND: i64 = -32001;
     pub const HEADER_MISMATCH: i64 = -32020;
     pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;

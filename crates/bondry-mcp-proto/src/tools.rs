@@ -27,7 +27,8 @@ pub fn call(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
     }
 }
 
-/// The checks of a `tools/call` before dispatch, in the contract's order (§8.4).
+/// The checks of a `tools/call` before dispatch, in this order: `name` (hidden answers as
+/// missing), `arguments` and its `_mcp*` names, client capabilities, `Mcp-Param-*`.
 fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
     let id = || request.id.clone();
     let Some(name) = request.params.get("name").and_then(Value::as_str) else {

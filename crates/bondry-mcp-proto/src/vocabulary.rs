@@ -37,7 +37,7 @@ pub const ERROR_CODE_KEY: &str = "dev.bondry/errorCode";
 /// `_meta` key of what a tool error tells beside its code: a relayed upstream's own error.
 pub const ERROR_DETAIL_KEY: &str = "dev.bondry/errorDetail";
 /// `_meta` key under which a listed tool names the client capabilities it needs, so that a
-/// gateway fronting Bondry checks them for its own callers (contract §9.5).
+/// gateway fronting Bondry checks them for its own callers (docs/upstreams.md).
 pub const REQUIRES_CLIENT_KEY: &str = "dev.bondry/requiresClient";
 /// The text of every failure whose detail must not leak.
 pub const FAILURE_TEXT: &str = "Capability execution failed";

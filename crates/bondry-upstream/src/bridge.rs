@@ -1,4 +1,4 @@
-//! A relayed call driven to its end across the caller's input rounds (contract §9.5),
+//! A relayed call driven to its end across the caller's input rounds (docs/upstreams.md),
 //! whatever the era of the caller and of the upstream.
 //!
 //! While the upstream works on a call, its progress and log messages about the call go

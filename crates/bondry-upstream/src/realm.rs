@@ -1,5 +1,5 @@
 //! A realm's upstreams together: started and stopped as one, and named as one, since
-//! the naming rule (contract §9.3) decides between upstreams in stanza order.
+//! the naming rule decides between upstreams in stanza order (see [`crate::naming`]).
 //!
 //! Every listing that changes something moves the upstream's pins, names every
 //! upstream's entries again, against the realm's own capabilities, and offers each
@@ -135,7 +135,7 @@ impl RealmUpstreams {
         lock(&self.stops).insert(member.upstream.name().to_owned(), stop);
     }
 
-    /// Serves `specs` from now on, as a reload says (contract §9.6): an upstream whose
+    /// Serves `specs` from now on, as a reload says: an upstream whose
     /// stanza did not change keeps its connection, and so does one whose changes reach
     /// it the same way (naming, filters, limits); one whose transport or versions
     /// changed gets a new connection while its calls in flight finish on the old one; a
@@ -391,8 +391,8 @@ fn name(
     (registrations, targets, exposed)
 }
 
-/// The upstreams' owner keys in stanza order: their templates match a URI in that order
-/// (contract §9.3), after the realm's own.
+/// The upstreams' owner keys in stanza order: their templates match a URI in that order,
+/// after the realm's own, so the source declared first serves a URI two of them offer.
 fn owners(members: &[Member]) -> Vec<String> {
     members.iter().map(|member| member.upstream.owner()).collect()
 }

@@ -3,9 +3,9 @@
 //! relay sends the call to the upstream under the upstream's own name and hands the
 //! answer back as the upstream gave it.
 //!
-//! A failure answers as contract §9.6 says: an upstream that cannot be reached, died or
-//! timed out is `upstream_unavailable` (retryable), a JSON-RPC error `upstream_error`;
-//! an upstream result with `isError` stays a tool error. What the upstream says or asks
+//! A failure never makes the capability vanish (docs/upstreams.md): an upstream that
+//! cannot be reached, died or timed out is `upstream_unavailable` (retryable), a JSON-RPC
+//! error `upstream_error`; an upstream result with `isError` stays a tool error. What the upstream says or asks
 //! while it works reaches the caller through [`bridge`].
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! What an operator sees of a realm's upstreams and does to them (the admin API's side,
-//! contract §9.9): each upstream's state and pins, a pin's definitions, approvals at the
+//! docs/upstreams.md): each upstream's state and pins, a pin's definitions, approvals at the
 //! hash reviewed, and a listing on demand.
 
 use std::time::Duration;

@@ -2,8 +2,9 @@
 //! waiting their turn, and a count of the calls running, which a connection being
 //! replaced waits on before it closes.
 //!
-//! A reload that changes the limit (contract §9.6 keeps the connection) takes effect for
-//! the calls that start after it: they wait on a semaphore of the new size, while calls
+//! A reload that changes the limit keeps the connection (only a new way to reach the
+//! upstream opens a new one), so the new limit takes effect for the calls that start
+//! after it: they wait on a semaphore of the new size, while calls
 //! already admitted finish on the old one. The count of running calls spans both, so a
 //! stop after the calls waits for every call, whichever limit admitted it.
 

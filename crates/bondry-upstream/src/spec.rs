@@ -44,7 +44,8 @@ pub struct UpstreamSpec {
     pub pin_ignore_meta: Vec<String>,
     /// How often the upstream is listed again without a `list_changed`.
     pub refresh_interval: Duration,
-    /// How long a handshake upstream's request waits for the caller's answer (contract §9.5).
+    /// How long a handshake upstream's request waits for the caller's answer (`input_wait_ms`);
+    /// past it the request gets -32603 and the upstream call is cancelled.
     pub input_wait: Duration,
     /// Whether the upstream may ask a caller to open a URL (URL-mode elicitation).
     pub allow_url_elicitation: bool,

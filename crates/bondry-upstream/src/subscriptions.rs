@@ -1,5 +1,5 @@
 //! The resources of one upstream that someone follows, and Bondry's one subscription to
-//! each of them on the upstream's current connection (contract §9.5).
+//! each of them on the upstream's current connection.
 //!
 //! However many sessions and listen streams follow a resource, the upstream is asked
 //! once: a `resources/subscribe` in a handshake upstream's session, or one

@@ -29,7 +29,8 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// A connection that lived this long resets the backoff.
 const STEADY: Duration = Duration::from_secs(60);
-/// Pages of one listing followed at most, and entries kept at most (contract §9.4).
+/// Pages of one listing followed at most, and entries kept at most: an upstream cannot
+/// make Bondry page or hold without end.
 const MAX_PAGES: usize = 50;
 const MAX_ENTRIES: usize = 2_000;
 /// Notices queued from the upstream before new ones are dropped.

@@ -1,4 +1,4 @@
-//! `bondry upstream …`: a client of the admin API (contract §9.9). Tables for people,
+//! `bondry upstream …`: a client of the admin API (docs/upstreams.md). Tables for people,
 //! `--json` for scripts, and exit codes that tell success, refusal and an unreachable
 //! admin listener apart. Every text an upstream wrote is printed escaped: a definition
 //! must not drive the operator's terminal.

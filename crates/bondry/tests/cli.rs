@@ -307,7 +307,7 @@ fn assert_refused(args: &[&str], config: &str, needles: &[&str]) {
     assert_eq!(finished.status.code(), Some(1), "exit status {}; {context}", finished.status);
     assert_eq!(finished.stdout, "", "{context}");
     assert!(finished.stderr.starts_with("bondry: "), "{context}");
-    assert!(finished.stderr.contains(&format!("{file}: ")), "names the file; {context}");
+    assert!(finished.stderr.contains(&format!("{file}:")), "names the file; {context}");
     for needle in needles {
         assert!(finished.stderr.contains(needle), "mentions {needle:?}; {context}");
     }
@@ -330,12 +330,74 @@ fn with_capability_keys(lines: &str) -> String {
 
 #[test]
 fn check_refuses_a_wrong_type_naming_the_key_path() {
-    assert_check_refuses("[listeners.main]\nbind = 5\n", &["listeners.main.bind", "invalid type"]);
+    assert_check_refuses(
+        "[listeners.main]\nbind = 5\n",
+        &[":2:8: listeners.main.bind: expected a string, found an integer"],
+    );
 }
 
 #[test]
-fn check_refuses_an_unknown_key_naming_it() {
-    assert_check_refuses(&with_listener_keys("bnid = 1"), &["bnid", "unknown field"]);
+fn check_refuses_a_misspelt_key_suggesting_the_one_meant() {
+    assert_check_refuses(
+        &with_listener_keys("bnid = 1"),
+        &[":3:1: listeners.main.bnid: unknown key; did you mean `bind`?"],
+    );
+}
+
+#[test]
+fn check_reports_five_shape_errors_of_five_kinds_each_at_its_line_and_column() {
+    let config = r#"shutdown_grace_ms = "soon"
+[listeners.main]
+bnid = "127.0.0.1:0"
+
+[audit]
+sink = "fiel"
+
+[realms.default]
+anonymous_roles = "demo"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), config);
+    let file = path.to_str().unwrap();
+    let finished = run(&["check", "--config", file]);
+    assert_eq!(finished.status.code(), Some(1), "{}", finished.stderr);
+    assert_eq!(finished.stdout, "");
+    let expected = [
+        format!("bondry: {file}:1:21: shutdown_grace_ms: expected a non-negative integer, found a string"),
+        format!("bondry: {file}:2:1: listeners.main: missing key `bind`: expected a string"),
+        format!("bondry: {file}:3:1: listeners.main.bnid: unknown key; did you mean `bind`?"),
+        format!(
+            "bondry: {file}:6:8: audit.sink: \"fiel\" is not accepted: expected one of \"stdout\", \"file\", \"off\"; did you mean \"file\"?"
+        ),
+        format!("bondry: {file}:9:19: realms.default.anonymous_roles: expected an array of strings, found a string"),
+    ];
+    assert_eq!(finished.stderr.lines().collect::<Vec<_>>(), expected);
+}
+
+#[test]
+fn an_overrides_error_names_the_variable_not_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), MINIMAL);
+    let file = path.to_str().unwrap();
+    let finished = run_with(
+        &["check", "--config", file],
+        &[("BONDRY__LISTENERS__MAIN__PAGE_SIZE", "many"), ("BONDRY__LISTENERS__MAIN__BIND", "nowhere")],
+    );
+    assert_eq!(finished.status.code(), Some(1), "{}", finished.stderr);
+    assert_eq!(
+        finished.stderr,
+        "bondry: environment variable BONDRY__LISTENERS__MAIN__PAGE_SIZE: listeners.main.page_size: \
+         expected a non-negative integer, found a string"
+    );
+    let finished = run_with(&["check", "--config", file], &[("BONDRY__LISTENERS__MAIN__BIND", "nowhere")]);
+    assert_eq!(finished.status.code(), Some(1), "{}", finished.stderr);
+    assert!(
+        finished
+            .stderr
+            .starts_with("bondry: environment variable BONDRY__LISTENERS__MAIN__BIND: listeners.main.bind: "),
+        "{}",
+        finished.stderr
+    );
 }
 
 #[test]
@@ -665,15 +727,23 @@ principal = "alice"
     let lines: Vec<&str> = finished.stderr.lines().collect();
     assert_eq!(lines.len(), expected.len(), "one line per error; {context}");
     for (key, value) in expected {
-        let prefix = format!("bondry: {file}: {key}: ");
         assert!(
-            lines.iter().any(|line| line.starts_with(&prefix) && line.contains(value)),
-            "no line starts with {prefix:?} and mentions {value:?}; {context}"
+            lines.iter().any(|line| is_located(line, file, key) && line.contains(value)),
+            "no line names {file}:LINE:COLUMN: {key} and mentions {value:?}; {context}"
         );
     }
 }
 
-/// A stdio upstream and an http one, as §9.2 of the contract writes them; `check` reads
+/// Whether `line` is an error of `file` at a line and column, about `key`.
+fn is_located(line: &str, file: &str, key: &str) -> bool {
+    let Some(rest) = line.strip_prefix(&format!("bondry: {file}:")) else { return false };
+    let mut parts = rest.splitn(3, ':');
+    let numbers = parts.next().is_some_and(|line| line.parse::<usize>().is_ok())
+        && parts.next().is_some_and(|column| column.parse::<usize>().is_ok());
+    numbers && parts.next().is_some_and(|after| after.starts_with(&format!(" {key}: ")))
+}
+
+/// A stdio upstream and an http one, as docs/configuration.md writes them; `check` reads
 /// their secrets from its environment and reaches neither.
 const UPSTREAMS: &str = r#"
 [[realms.default.upstreams]]
@@ -744,10 +814,9 @@ new_capabilities = "trust"
     let lines: Vec<&str> = finished.stderr.lines().collect();
     assert_eq!(lines.len(), expected.len(), "one line per error; {context}");
     for (key, value) in expected {
-        let prefix = format!("bondry: {file}: {key}: ");
         assert!(
-            lines.iter().any(|line| line.starts_with(&prefix) && line.contains(value)),
-            "no line starts with {prefix:?} and mentions {value:?}; {context}"
+            lines.iter().any(|line| is_located(line, file, key) && line.contains(value)),
+            "no line names {file}:LINE:COLUMN: {key} and mentions {value:?}; {context}"
         );
     }
 }

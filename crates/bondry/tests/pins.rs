@@ -1,4 +1,4 @@
-//! Pins against drift (contract §9.8), black-box: the real binary fronting
+//! Pins against drift (docs/upstreams.md), black-box: the real binary fronting
 //! `catalogue-upstream`, an rmcp server over stdio that serves the definitions of a JSON
 //! file verbatim and says when the file changes, so each test drives the upstream's
 //! drift by rewriting a file. Operators review and approve through the admin API.

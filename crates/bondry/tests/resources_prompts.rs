@@ -426,7 +426,7 @@ async fn completion_on_a_hidden_template_is_audited_as_denied() {
 // 4. Prompts
 // ---------------------------------------------------------------------------------------
 
-/// A prompt entry with its arguments sorted by name (their order is not part of the contract).
+/// A prompt entry with its arguments sorted by name (Bondry promises no order for them).
 #[tokio::test]
 async fn prompt_lists_derive_arguments_from_the_schema() {
     let server = start().await;

@@ -66,7 +66,8 @@ async fn list_pages_through_the_callers_view_in_id_order() {
         echo["annotations"],
         json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
     );
-    // The content hash is SHA-256 of the RFC 8785 form of the tool's contract and binding.
+    // The content hash is SHA-256 of the RFC 8785 form of the tool's definition (name,
+    // schemas, annotations) and its binding.
     let contract = json!({
         "name": "demo.echo",
         "inputSchema": echo["inputSchema"],

@@ -1,5 +1,5 @@
 //! Black-box tests of the HTTP boundary before the adapter: method, media types, body
-//! limit, origin and host, realms and credentials, in the contract's order of checks.
+//! limit, origin and host, realms and credentials, in the order the checks run.
 
 use bondry_test_support as support;
 

@@ -1,4 +1,4 @@
-//! Bridging across the gateway (contract §9.5), through the real binary: every cell of a
+//! Bridging across the gateway (docs/upstreams.md), through the real binary: every cell of a
 //! caller's era × an upstream's era. The upstream is a second Bondry serving
 //! `examples/conformance.toml`, on a listener of all three revisions (a modern upstream)
 //! or of the handshake revisions only; its tools ask for elicitation and sampling and

@@ -1,4 +1,4 @@
-//! Every failure of an upstream that contract §9.6 names, through the real binary: what
+//! Every failure of an upstream that docs/upstreams.md names, through the real binary: what
 //! the caller is answered, exactly, and that meanwhile a healthy upstream and a builtin
 //! tool of the same gateway keep answering.
 //!
@@ -308,7 +308,7 @@ async fn an_upstream_json_rpc_error_answers_upstream_error() {
     let front = start(&gateway(stdio("bad")), &["bad", "good"]).await;
     let (result, _) = front.call("bad.fail", json!({})).await;
     assert_tool_error(&result, "upstream_error", false);
-    // The upstream's own code and message travel beside Bondry's code (contract §9.6).
+    // The upstream's own code and message travel beside Bondry's code, in `_meta`.
     assert_eq!(result["_meta"]["dev.bondry/errorDetail"], json!({"code": -32000, "message": "boom"}), "{result}");
     front.still_healthy().await;
 

@@ -1,4 +1,4 @@
-//! No credential of a caller reaches an upstream (contract §9.7): a modern upstream that
+//! No credential of a caller reaches an upstream (docs/upstreams.md): a modern upstream that
 //! records every request it gets is fronted by the real binary, and a caller's
 //! `Authorization`, `Cookie` and `Mcp-Session-Id` (a modern caller's made-up one, a session
 //! caller's real one) never appear among what it recorded, in headers or bodies, while the

@@ -1,5 +1,5 @@
 //! Bondry's MCP client: one live connection to one upstream MCP server, over Streamable
-//! HTTP or stdio (issue 14, the connection layer).
+//! HTTP or stdio: the connection layer.
 //!
 //! ```text
 //! Connection::open(&UpstreamSpec, Inbox) -> Result<Connection, ClientError>

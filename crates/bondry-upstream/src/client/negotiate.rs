@@ -1,4 +1,4 @@
-//! Era negotiation, the same over every transport (contract §9.4).
+//! Era negotiation, the same over every transport.
 //!
 //! When 2026-07-28 is offered, `server/discover` is tried first; any answer that is not
 //! a discover result naming 2026-07-28 (an error, an HTTP status, a malformed result)

@@ -1,5 +1,5 @@
 //! What reaches one request while it waits: the upstream's progress and log messages
-//! about it, and the requests it makes of the request's caller (contract §9.5).
+//! about it, and the requests it makes of the request's caller.
 //!
 //! A message is the call's when it says so or travels with it, never by a guess:
 //! - a progress notification names the call by its token, which Bondry makes the

@@ -1,5 +1,6 @@
-//! One upstream's pins and how a listing moves them (contract §9.8). Pure: the caller
-//! gives the time and stores what changed.
+//! One upstream's pins and how a listing moves them: only `pinned` is served; `held`,
+//! `drifted` and `removed` answer as missing (docs/upstreams.md). Pure: the caller gives
+//! the time and stores what changed.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

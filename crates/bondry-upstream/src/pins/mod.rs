@@ -1,4 +1,4 @@
-//! Pins against drift (contract §9.8). An upstream's definitions are instructions to a
+//! Pins against drift (docs/upstreams.md). An upstream's definitions are instructions to a
 //! model: each one Bondry serves is pinned by the hash of the definition an operator
 //! trusted, and one that differs, or is new while new ones are held, is withheld until
 //! approved. The book decides ([`PinBook`], pure), the store remembers ([`PinStore`]).

@@ -1,4 +1,4 @@
-//! `[admin]`: where the admin listener binds and the tokens it admits (contract §9.9).
+//! `[admin]`: where the admin listener binds and the tokens it admits.
 //! Whether it runs is decided at start ([`plan`]): only with upstreams to review and a
 //! token to admit, configured or generated into `data_dir`.
 

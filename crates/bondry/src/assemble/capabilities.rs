@@ -142,7 +142,7 @@ fn registration(
                 "\"upstream\" is not a backend of a capability stanza: an upstream MCP server is configured in [[realms.{realm}.upstreams]], which serves all its capabilities; use \"builtin\" here"
             )),
             other => Err(format!(
-                "{other:?} is not a backend this build serves (http backends arrive in a later issue); use \"builtin\""
+                "{other:?} is not a backend served by this version; use \"builtin\""
             )),
         },
     );

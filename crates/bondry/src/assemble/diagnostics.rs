@@ -1,23 +1,29 @@
 //! The refusals of one configuration, collected: a section records what it refuses and
 //! goes on checking, so that one run of `bondry check` names every problem of the file.
 
-use crate::config::{ConfigError, ConfigErrors};
+use std::sync::Arc;
+
+use crate::config::{ConfigError, ConfigErrors, Places};
 
 /// What the sections refused so far, in the order they found it.
 pub(super) struct Diagnostics {
     origin: String,
+    places: Arc<Places>,
     refusals: Vec<ConfigError>,
 }
 
 impl Diagnostics {
-    /// Collects the refusals of the file (or `<embedded default>`) `origin`.
-    pub fn new(origin: &str) -> Self {
-        Self { origin: origin.to_owned(), refusals: Vec::new() }
+    /// Collects the refusals of the file (or `<embedded default>`) `origin`, each placed
+    /// where its key was written.
+    pub fn new(origin: &str, places: Arc<Places>) -> Self {
+        Self { origin: origin.to_owned(), places, refusals: Vec::new() }
     }
 
     /// Refuses the value at the key path `key`; `message` names the value and the fix.
     pub fn refuse(&mut self, key: impl Into<String>, message: impl Into<String>) {
-        let error = ConfigError { origin: self.origin.clone(), key: Some(key.into()), message: message.into() };
+        let key = key.into();
+        let place = self.places.named(&key).cloned();
+        let error = ConfigError { origin: self.origin.clone(), place, key: Some(key), message: message.into() };
         self.refusals.push(error);
     }
 
@@ -40,6 +46,7 @@ impl Diagnostics {
             (_, Some(errors)) => Err(errors),
             (None, None) => Err(ConfigErrors::from(ConfigError {
                 origin: self.origin,
+                place: None,
                 key: None,
                 message: "a section was refused without a reason; please report this as a bug".into(),
             })),
@@ -53,7 +60,7 @@ mod tests {
 
     #[test]
     fn every_refusal_is_kept_in_the_order_found_and_named() {
-        let mut diagnostics = Diagnostics::new("t.toml");
+        let mut diagnostics = Diagnostics::new("t.toml", Default::default());
         assert!(diagnostics.is_clean());
         diagnostics.refuse("listeners.main.bind", "\"x\" is not an address");
         assert_eq!(diagnostics.ok("realms.default.limits.inflight_per_session", Ok::<_, String>(3)), Some(3));
@@ -71,12 +78,12 @@ mod tests {
 
     #[test]
     fn a_clean_run_gives_what_was_built() {
-        assert_eq!(Diagnostics::new("t.toml").finish(Some(7)), Ok(7));
+        assert_eq!(Diagnostics::new("t.toml", Default::default()).finish(Some(7)), Ok(7));
     }
 
     #[test]
     fn nothing_built_without_a_refusal_is_still_refused() {
-        let errors = Diagnostics::new("t.toml").finish(None::<()>).unwrap_err();
+        let errors = Diagnostics::new("t.toml", Default::default()).finish(None::<()>).unwrap_err();
         assert!(errors.to_string().starts_with("t.toml: a section was refused without a reason"), "{errors}");
     }
 }

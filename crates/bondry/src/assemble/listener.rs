@@ -184,7 +184,7 @@ mod tests {
     use super::*;
 
     fn policy(entries: &[&str]) -> Result<OriginPolicy, Vec<String>> {
-        let mut diagnostics = Diagnostics::new("t.toml");
+        let mut diagnostics = Diagnostics::new("t.toml", Default::default());
         let entries: Vec<String> = entries.iter().map(|e| e.to_string()).collect();
         let policy = origin_policy(&mut diagnostics, "allowed_origins", &entries);
         diagnostics.finish(policy).map_err(|errors| errors.iter().map(|e| e.to_string()).collect())

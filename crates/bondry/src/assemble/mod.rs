@@ -73,7 +73,7 @@ fn assemble_once(
     overrides: &Overrides,
     open_sinks: bool,
 ) -> Result<Assembled, ConfigErrors> {
-    let mut diagnostics = Diagnostics::new(&loaded.origin);
+    let mut diagnostics = Diagnostics::new(&loaded.origin, Arc::clone(&loaded.places));
     let listeners = listener::listeners(&mut diagnostics, &loaded.raw.listeners, overrides.listen);
     let destination = audit::destination(&mut diagnostics, loaded);
     pins::check(&mut diagnostics, loaded);
@@ -158,10 +158,29 @@ mod tests {
         assemble(&loaded, &Builtins::demo(), &Overrides::default(), false)
     }
 
-    /// Every refusal of `text`, one line each.
+    /// Every refusal of `text`, one line each, without its line and column (the test
+    /// `refusals_are_placed_where_their_key_is_written` checks those).
     fn refused(text: &str) -> Vec<String> {
         let errors = assemble_in(text, &[]).err().expect("the configuration is refused");
-        errors.iter().map(ConfigError::to_string).collect()
+        errors.iter().map(unplaced).collect()
+    }
+
+    fn unplaced(error: &ConfigError) -> String {
+        ConfigError { place: None, ..error.clone() }.to_string()
+    }
+
+    #[test]
+    fn refusals_are_placed_where_their_key_is_written() {
+        let text =
+            "[listeners.main]\nbind = \"127.0.0.1:1\"\nallowed_origins = [\"local\", \"nope\"]\n[realms.default]\n";
+        let errors = assemble_in(text, &[]).err().expect("the configuration is refused");
+        let lines: Vec<String> = errors.iter().map(ConfigError::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "t.toml:3:29: listeners.main.allowed_origins[1]: \"nope\" is not \"local\", \"any\" or an origin like \"https://app.example\""
+            ]
+        );
     }
 
     #[track_caller]
@@ -257,7 +276,7 @@ mod tests {
         let tokens = "[[admin.tokens]]\nname = \"ops\"\ntoken_env = \"OPS_TOKEN\"\n[[admin.tokens]]\nname = \"Ops!\"\ntoken_env = \"SHORT\"\n";
         let text = format!("{EMBEDDED_DEFAULT}\n{tokens}");
         let errors: Vec<String> =
-            assemble_in(&text, &[("SHORT", "short")]).err().unwrap().iter().map(ConfigError::to_string).collect();
+            assemble_in(&text, &[("SHORT", "short")]).err().unwrap().iter().map(unplaced).collect();
         assert_eq!(
             errors,
             [

@@ -1,4 +1,4 @@
-//! Where upstream pins are kept (contract §9.8): `pins.sqlite3` in `data_dir`, or, with
+//! Where upstream pins are kept: `pins.sqlite3` in `data_dir`, or, with
 //! `pin_store = "memory"`, this process only. Nothing ever falls back to trusting
 //! everything: a store that cannot be opened stops the start, and so does a missing one
 //! beside realm keys that say this data directory served before, unless the operator

@@ -34,7 +34,7 @@ const GIVEN_TO_EVERY_CHILD: [&str; 3] = ["PATH", "HOME", "LANG"];
 
 /// Headers Bondry sets itself on requests to an upstream (as `HeaderName` spells them,
 /// lowercase), besides every `Mcp-Param-*`: a configured value would contradict the
-/// transport or the routing headers of §9.4.
+/// transport or the routing headers Bondry mirrors from the request (`Mcp-Method`, `Mcp-Name`).
 const SET_BY_BONDRY: [&str; 11] = [
     "host",
     "content-type",
@@ -628,7 +628,7 @@ mod tests {
     fn checked_in(base_dir: &Path, stanzas: &str, env: &[(&str, &str)]) -> Result<Vec<UpstreamSpec>, Vec<String>> {
         let env = env.iter().map(|(name, value)| (name.to_string(), value.to_string()));
         let loaded = parse("t.toml", stanzas, base_dir.to_path_buf(), env).unwrap_or_else(|error| panic!("{error}"));
-        let mut diagnostics = Diagnostics::new("t.toml");
+        let mut diagnostics = Diagnostics::new("t.toml", Default::default());
         let specs = upstreams(&mut diagnostics, &loaded, "default", &loaded.raw.realms["default"].upstreams);
         diagnostics.finish(specs).map_err(|errors| errors.iter().map(ConfigError::to_string).collect())
     }

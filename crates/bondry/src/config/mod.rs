@@ -1,38 +1,57 @@
 //! The configuration file: its raw shape, the environment overlay, and loading.
 //!
-//! The raw structs mirror the TOML one to one and refuse unknown keys. Semantic checks
-//! (ids, schemas, grants, handlers) happen in [`crate::assemble`], which names the key
-//! path of anything it refuses.
+//! The raw structs mirror the TOML one to one and refuse unknown keys. Before serde reads
+//! the file into them, [`check`] walks it against their [`shape`] so that every unknown
+//! key and mistyped value is named at once, each at its line and column ([`locate`]).
+//! Semantic checks (ids, schemas, grants, handlers) happen in [`crate::assemble`], which
+//! names the key path of anything it refuses; [`Loaded::places`] places those too.
+
+mod check;
+mod locate;
+mod shape;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
+pub use locate::{KeyPath, Place, Places};
+
 /// The embedded default, served by `bondry serve` without `--config`.
-pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
+pub const EMBEDDED_DEFAULT: &str = include_str!("../default.toml");
 
 /// Prefix of environment overrides: `BONDRY__LISTENERS__MAIN__BIND=...`.
 pub const ENV_PREFIX: &str = "BONDRY__";
 
-/// One refusal of a configuration: the file, the key path, and a message naming the
-/// offending value and what is accepted instead.
+/// One refusal of a configuration: the file, where in it, the key path, and a message
+/// naming the offending value and what is accepted instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ConfigError {
     /// The file (or `<embedded default>`) the error is about.
     pub origin: String,
+    /// The line and column, or the environment variable, the offending value came from;
+    /// none for what is not about one spot (a file that cannot be read).
+    pub place: Option<Place>,
     /// The dotted key path, as `realms.default.roles[1].grants[0]`; none for what is not
-    /// about one key (a file that cannot be read or is not TOML, an environment variable).
+    /// about one key (a file that cannot be read or is not TOML).
     pub key: Option<String>,
     pub message: String,
 }
 
+/// `FILE:LINE:COLUMN: KEY: MESSAGE`, the form editors and terminals jump to; a value set
+/// by an override names its variable instead of the file.
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.place {
+            Some(Place::File { line, column }) => write!(f, "{}:{line}:{column}: ", self.origin)?,
+            Some(Place::Env(name)) => write!(f, "environment variable {name}: ")?,
+            None => write!(f, "{}: ", self.origin)?,
+        }
         match &self.key {
-            Some(key) => write!(f, "{}: {key}: {}", self.origin, self.message),
-            None => write!(f, "{}: {}", self.origin, self.message),
+            Some(key) => write!(f, "{key}: {}", self.message),
+            None => f.write_str(&self.message),
         }
     }
 }
@@ -125,7 +144,7 @@ impl RawConfig {
     }
 }
 
-/// `[admin]`: the admin listener (contract §9.9).
+/// `[admin]`: the admin listener, where operators review and approve pins.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAdmin {
@@ -581,15 +600,18 @@ pub struct Loaded {
     pub base_dir: PathBuf,
     pub raw: RawConfig,
     pub env: Environment,
+    /// Where each key was written, to place the refusals of later checks.
+    pub places: Arc<Places>,
 }
 
 /// Reads the file at `path`, or the embedded default, and applies the environment.
-pub fn load(path: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Loaded, ConfigError> {
+pub fn load(path: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Loaded, ConfigErrors> {
     let (origin, text, base_dir) = match path {
         Some(path) => {
             let origin = path.display().to_string();
             let text = std::fs::read_to_string(path).map_err(|error| ConfigError {
                 origin: origin.clone(),
+                place: None,
                 key: None,
                 message: format!("cannot read the file: {error}"),
             })?;
@@ -601,35 +623,69 @@ pub fn load(path: Option<&Path>, env: impl IntoIterator<Item = (String, String)>
     parse(&origin, &text, base_dir, env)
 }
 
-/// Parses configuration text, applies the environment, and reads it into the raw shape.
+/// The shape of the file, learnt once from [`RawConfig`]'s `Deserialize`.
+fn file_shape() -> &'static shape::Shape {
+    static SHAPE: OnceLock<shape::Shape> = OnceLock::new();
+    // The unit tests drive RawConfig through the probe, so this cannot fail in a build
+    // that passed them.
+    SHAPE.get_or_init(|| shape::shape_of::<RawConfig>().expect("the configuration's types can be probed"))
+}
+
+/// Parses configuration text, applies the environment, checks its shape and reads it
+/// into the raw shape. Every shape error is reported, not only the first.
 pub fn parse(
     origin: &str,
     text: &str,
     base_dir: PathBuf,
     env: impl IntoIterator<Item = (String, String)>,
-) -> Result<Loaded, ConfigError> {
-    let error = |key: Option<String>, message: String| ConfigError { origin: origin.to_owned(), key, message };
+) -> Result<Loaded, ConfigErrors> {
     let env: Environment = env.into_iter().collect();
-    let mut table: toml::Table =
-        text.parse().map_err(|e: toml::de::Error| error(None, format!("not valid TOML: {e}")))?;
-    apply_env(&mut table, &env).map_err(|message| error(None, message))?;
-    let raw = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let path = e.path().to_string();
-        error(Some(path), e.into_inner().to_string())
+    let not_toml = |error: toml::de::Error| {
+        let place = error.span().map(|span| locate::place_in(text, span.start));
+        let message = format!("not valid TOML: {}", error.message().trim_end());
+        ConfigError { origin: origin.to_owned(), place, key: None, message }
+    };
+    let document = toml::de::DeTable::parse(text).map_err(not_toml)?;
+    let mut places = Places::of_file(text, &document);
+    let mut table: toml::Table = text.parse().map_err(not_toml)?;
+    apply_env(&mut table, &env, &mut places).map_err(|(name, message)| ConfigError {
+        origin: origin.to_owned(),
+        place: Some(Place::Env(name)),
+        key: None,
+        message,
     })?;
-    Ok(Loaded { origin: origin.to_owned(), base_dir, raw, env })
+    let value = toml::Value::Table(table);
+    let findings = check::check(&value, file_shape(), &places);
+    let refusal = |place: Option<Place>, key: String, message: String| ConfigError {
+        origin: origin.to_owned(),
+        place,
+        key: Some(key),
+        message,
+    };
+    let refused = findings.into_iter().map(|finding| refusal(finding.place, finding.key, finding.message));
+    if let Some(errors) = ConfigErrors::new(refused.collect()) {
+        return Err(errors);
+    }
+    // What the shape check does not see (a value serde refuses for its own reasons).
+    let raw = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        refusal(places.named(&path).cloned(), path, e.into_inner().to_string())
+    })?;
+    Ok(Loaded { origin: origin.to_owned(), base_dir, raw, env, places: Arc::new(places) })
 }
 
-/// Applies `BONDRY__SECTION__KEY=value` overrides. Names are lowercased; values are read
-/// as TOML values, falling back to strings.
-fn apply_env(table: &mut toml::Table, env: &Environment) -> Result<(), String> {
+/// Applies `BONDRY__SECTION__KEY=value` overrides, recording each as the place of what it
+/// sets. Names are lowercased; values are read as TOML values, falling back to strings.
+/// A variable that cannot apply is refused with its name.
+fn apply_env(table: &mut toml::Table, env: &Environment, places: &mut Places) -> Result<(), (String, String)> {
     // In name order (the environment is sorted), so that overlapping variables apply in one
     // order whatever the process environment's.
     for (name, raw) in &env.0 {
         let Some(path) = name.strip_prefix(ENV_PREFIX) else { continue };
+        let refuse = |message: String| (name.clone(), message);
         let segments: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
         if segments.iter().any(String::is_empty) {
-            return Err(format!("environment variable {name}: empty key segment; write {ENV_PREFIX}SECTION__KEY"));
+            return Err(refuse(format!("empty key segment; write {ENV_PREFIX}SECTION__KEY")));
         }
         let value = format!("v = {raw}")
             .parse::<toml::Table>()
@@ -638,13 +694,22 @@ fn apply_env(table: &mut toml::Table, env: &Environment) -> Result<(), String> {
             .unwrap_or_else(|| toml::Value::String(raw.clone()));
         let (last, parents) = segments.split_last().expect("split yields at least one segment");
         let mut current = &mut *table;
+        let mut key_path = KeyPath::default();
         for segment in parents {
+            key_path = key_path.key(segment);
+            // A table the file lacks is the variable's making: its errors name the variable.
+            if !current.contains_key(segment) {
+                places.overridden(&key_path, name);
+            }
             let entry = current.entry(segment.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
             current = entry.as_table_mut().ok_or_else(|| {
-                format!("environment variable {name}: `{segment}` is not a table (arrays of tables are not addressable from the environment)")
+                refuse(format!(
+                    "`{key_path}` is not a table (arrays of tables are not addressable from the environment)"
+                ))
             })?;
         }
         current.insert(last.clone(), value);
+        places.overridden(&key_path.key(last), name);
     }
     Ok(())
 }
@@ -689,16 +754,41 @@ mod tests {
     }
 
     #[test]
-    fn errors_name_the_file_and_key_path() {
+    fn errors_name_the_file_line_column_and_key_path() {
         let error = parse("t.toml", "[listeners.main]\nbind = 5\n", PathBuf::new(), []).unwrap_err();
-        assert!(error.to_string().starts_with("t.toml: listeners.main.bind: invalid type: integer `5`"), "{error}");
-        let error = parse("t.toml", "[listeners.main]\nbind = \"x\"\nbnid = 1\n", PathBuf::new(), []).unwrap_err();
-        assert!(error.to_string().contains("unknown field `bnid`"), "{error}");
+        assert_eq!(error.to_string(), "t.toml:2:8: listeners.main.bind: expected a string, found an integer");
         let error = parse("t.toml", "[listeners", PathBuf::new(), []).unwrap_err();
-        assert!(error.to_string().starts_with("t.toml: not valid TOML"), "{error}");
+        assert!(error.to_string().starts_with("t.toml:1:11: not valid TOML: "), "{error}");
         let roles = "[[realms.default.roles]]\nname = \"a\"\n";
         let error =
             parse("t.toml", roles, PathBuf::new(), env(&[("BONDRY__REALMS__DEFAULT__ROLES__NAME", "b")])).unwrap_err();
-        assert!(error.to_string().contains("`roles` is not a table"), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "environment variable BONDRY__REALMS__DEFAULT__ROLES__NAME: `realms.default.roles` is not a table \
+             (arrays of tables are not addressable from the environment)"
+        );
+    }
+
+    #[test]
+    fn a_table_an_override_makes_is_placed_at_the_variable() {
+        let variables = env(&[("BONDRY__REALMS__DEFAULT__ROLES__NAME", "x")]);
+        let text = "[listeners.main]\nbind = \"x\"\n[realms.default]\n";
+        let error = parse("t.toml", text, PathBuf::new(), variables).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "environment variable BONDRY__REALMS__DEFAULT__ROLES__NAME: realms.default.roles: \
+             expected an array of tables, found a table"
+        );
+    }
+
+    #[test]
+    fn an_overrides_error_names_the_variable_not_the_file() {
+        let variables = env(&[("BONDRY__LISTENERS__MAIN__PAGE_SIZE", "many"), ("BONDRY__LISTENERS__MAIN__BNID", "1")]);
+        let error = parse("t.toml", "[listeners.main]\nbind = \"x\"\n", PathBuf::new(), variables).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "environment variable BONDRY__LISTENERS__MAIN__BNID: listeners.main.bnid: unknown key; did you mean `bind`?\n\
+             environment variable BONDRY__LISTENERS__MAIN__PAGE_SIZE: listeners.main.page_size: expected a non-negative integer, found a string"
+        );
     }
 }
