@@ -41,26 +41,46 @@ impl RunningAdmin {
     }
 }
 
-/// Binds `config.bind` and serves the API over `realms` (by realm name), auditing to
-/// `audit`. Must be called within a Tokio runtime.
-pub async fn start(
-    config: AdminConfig,
-    realms: BTreeMap<String, Arc<RealmUpstreams>>,
-    audit: Arc<dyn AuditSink>,
-) -> std::io::Result<RunningAdmin> {
+/// The admin listener bound, not yet serving: the gateway binds every listener before it
+/// starts any upstream, and serves the API once the upstreams it reports on exist.
+pub struct BoundAdmin {
+    listener: TcpListener,
+    tokens: Vec<AdminToken>,
+}
+
+impl BoundAdmin {
+    /// The address it listens on (the port chosen when `bind` asked for port 0).
+    pub fn addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves the API over `realms` (by realm name), auditing to `audit`. Must be called
+    /// within a Tokio runtime.
+    pub fn serve(
+        self,
+        realms: BTreeMap<String, Arc<RealmUpstreams>>,
+        audit: Arc<dyn AuditSink>,
+    ) -> std::io::Result<RunningAdmin> {
+        let addr = self.listener.local_addr()?;
+        let gate = gate::Gate::new(self.tokens, addr.ip().is_loopback());
+        let router = api::router(api::Admin { realms, audit, gate: Arc::new(gate) });
+        let (stop, mut stopping) = watch::channel(false);
+        let service = router.into_make_service_with_connect_info::<SocketAddr>();
+        let listener = self.listener;
+        let task = tokio::spawn(async move {
+            let stopped = async move {
+                let _ = stopping.wait_for(|stop| *stop).await;
+            };
+            if let Err(error) = axum::serve(listener, service).with_graceful_shutdown(stopped).await {
+                tracing::error!(%error, "the admin listener failed");
+            }
+        });
+        Ok(RunningAdmin { addr, stop, task })
+    }
+}
+
+/// Binds `config.bind`. Must be called within a Tokio runtime.
+pub async fn bind(config: AdminConfig) -> std::io::Result<BoundAdmin> {
     let listener = TcpListener::bind(config.bind).await?;
-    let addr = listener.local_addr()?;
-    let gate = gate::Gate::new(config.tokens, addr.ip().is_loopback());
-    let router = api::router(api::Admin { realms, audit, gate: Arc::new(gate) });
-    let (stop, mut stopping) = watch::channel(false);
-    let service = router.into_make_service_with_connect_info::<SocketAddr>();
-    let task = tokio::spawn(async move {
-        let stopped = async move {
-            let _ = stopping.wait_for(|stop| *stop).await;
-        };
-        if let Err(error) = axum::serve(listener, service).with_graceful_shutdown(stopped).await {
-            tracing::error!(%error, "the admin listener failed");
-        }
-    });
-    Ok(RunningAdmin { addr, stop, task })
+    Ok(BoundAdmin { listener, tokens: config.tokens })
 }

@@ -16,5 +16,6 @@ pub mod assemble;
 pub mod builtins;
 pub mod config;
 pub mod credentials;
+pub mod data_dir;
 pub mod reload;
 pub mod upstream_cli;

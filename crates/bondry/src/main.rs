@@ -214,33 +214,44 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
     let mut assembled = assemble(&loaded, &builtins, &Overrides { listen }, true)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        // Every realm's upstreams (if any) start connecting in the background before the
-        // listeners open: the realm serves at once, and their capabilities appear as
-        // their listings land.
+        // Listen for signals before anything is announced: a signal sent right after the
+        // banner must start a graceful shutdown, not kill the process.
+        let signal = shutdown_signal()?;
+        let audit = Arc::clone(&assembled.server.audit);
+        let realm_parts: Vec<_> = assembled
+            .server
+            .realms
+            .iter()
+            .map(|(name, entry)| (name.clone(), Arc::clone(&entry.registry), Arc::clone(&entry.auth)))
+            .collect();
+        // Every listener binds before any upstream starts: a port in use stops the start
+        // with its address named, before a child process is spawned.
+        let running = bondry_http_server::start(assembled.server).await?;
+        let admin = bind_admin(&loaded, &assembled.admin).await?;
+        // Then every realm's upstreams start connecting in the background: the realm
+        // serves at once, and their capabilities appear as their listings land.
         let mut realms: HashMap<String, LiveRealm> = HashMap::new();
-        for (name, entry) in &assembled.server.realms {
-            let specs = assembled.upstreams.remove(name).unwrap_or_default();
-            let events = RealmEvents::new(Arc::clone(&entry.registry));
-            let upstreams = Arc::new(RealmUpstreams::start(name, events, specs, Arc::clone(&pins))?);
-            let live = LiveRealm { registry: Arc::clone(&entry.registry), auth: Arc::clone(&entry.auth), upstreams };
-            realms.insert(name.clone(), live);
+        for (name, registry, auth) in realm_parts {
+            let specs = assembled.upstreams.remove(&name).unwrap_or_default();
+            let events = RealmEvents::new(Arc::clone(&registry));
+            let upstreams = Arc::new(RealmUpstreams::start(&name, events, specs, Arc::clone(&pins))?);
+            realms.insert(name, LiveRealm { registry, auth, upstreams });
         }
         let upstreams: Vec<Arc<RealmUpstreams>> = realms.values().map(|live| Arc::clone(&live.upstreams)).collect();
         let upstreams_by_realm: BTreeMap<String, Arc<RealmUpstreams>> =
             realms.iter().map(|(name, live)| (name.clone(), Arc::clone(&live.upstreams))).collect();
-        // Listen for signals and file changes before announcing readiness: a signal sent
-        // right after the banner must start a graceful shutdown or a reload, not kill the
-        // process, and a change made right after it must not be missed.
-        let signal = shutdown_signal()?;
+        let admin = admin.map(|bound| bound.serve(upstreams_by_realm, audit)).transpose()?;
+        // Watch the file before announcing readiness: a change made right after the banner
+        // must not be missed.
         let reloader =
             path.map(|path| Reloader { path, builtins: builtins.clone(), overrides: Overrides { listen }, realms });
         let watch = reload::Watch::install(reloader);
-        let audit = Arc::clone(&assembled.server.audit);
-        let running = bondry_http_server::start(assembled.server).await?;
         for (_, addr) in running.local_addrs() {
             eprintln!("listening on http://{addr}/mcp");
         }
-        let admin = start_admin(&loaded, &assembled.admin, &upstreams_by_realm, audit).await?;
+        if let Some(admin) = &admin {
+            eprintln!("admin listening on http://{}", admin.addr);
+        }
         // Serves until SIGINT or SIGTERM, reloading the file (if there is one) meanwhile.
         watch.run(signal).await;
         tracing::info!("shutting down");
@@ -265,14 +276,11 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
     Ok(())
 }
 
-/// Starts the admin listener if the start's plan says so, printing where it listens, or
-/// logs why it is off.
-async fn start_admin(
+/// Binds the admin listener if the start's plan says so, or logs why it is off.
+async fn bind_admin(
     loaded: &config::Loaded,
     stanza: &bondry::assemble::admin::AdminStanza,
-    realms: &BTreeMap<String, Arc<RealmUpstreams>>,
-    audit: Arc<dyn bondry_core::audit::AuditSink>,
-) -> anyhow::Result<Option<bondry_admin::RunningAdmin>> {
+) -> anyhow::Result<Option<bondry_admin::BoundAdmin>> {
     use bondry::assemble::admin::{Plan, plan};
     match plan(loaded, stanza)? {
         Plan::Off(why) => {
@@ -282,11 +290,10 @@ async fn start_admin(
         Plan::Serve { bind, tokens } => {
             let tokens = tokens.iter().map(|(name, secret)| bondry_admin::AdminToken::new(name, secret)).collect();
             let config = bondry_admin::AdminConfig { bind, tokens };
-            let admin = bondry_admin::start(config, realms.clone(), audit)
+            let bound = bondry_admin::bind(config)
                 .await
                 .with_context(|| format!("cannot bind the admin listener to {bind}"))?;
-            eprintln!("admin listening on http://{}", admin.addr);
-            Ok(Some(admin))
+            Ok(Some(bound))
         }
     }
 }

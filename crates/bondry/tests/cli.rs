@@ -843,3 +843,119 @@ fn every_example_configuration_passes_check() {
     }
     assert!(checked >= 3, "bondry.toml, conformance.toml and gateway.toml at least");
 }
+
+/// A realm fronting one stdio upstream, `command` with `args`; pins kept in memory.
+fn with_stdio_upstream(command: &str, args: &[&str]) -> String {
+    let args: Vec<String> = args.iter().map(|arg| format!("{arg:?}")).collect();
+    format!(
+        "pin_store = \"memory\"\n{MINIMAL}\n[[realms.default.upstreams]]\nname = \"up\"\ntransport = \"stdio\"\n\
+         command = {command:?}\nargs = [{}]\n",
+        args.join(", ")
+    )
+}
+
+#[test]
+fn a_port_in_use_stops_the_start_naming_it_before_any_upstream_starts() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let script = format!("touch '{}'; sleep 30", started.display());
+    let config = with_stdio_upstream("/bin/sh", &["-c", &script]).replace("127.0.0.1:0", &addr);
+    let path = write_config(dir.path(), &config);
+    let finished = run(&["serve", "--config", path.to_str().unwrap()]);
+    assert_eq!(finished.status.code(), Some(1), "{}", finished.stderr);
+    assert!(
+        finished.stderr.contains(&format!("bondry: listener main: cannot bind {addr}: ")),
+        "names the address: {}",
+        finished.stderr
+    );
+    assert!(!finished.stderr.contains("listening on"), "{}", finished.stderr);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!started.exists(), "the upstream's child was started before the bind failed");
+}
+
+#[test]
+fn an_idle_gateway_with_an_upstream_exits_within_a_second_of_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = bondry_test_support::test_upstream_exe();
+    let path = write_config(dir.path(), &with_stdio_upstream(upstream.to_str().unwrap(), &[]));
+    let (server, _port) = serve(&["--config", path.to_str().unwrap()], &[]);
+    let deadline = Instant::now() + STARTUP;
+    while !server.stderr_so_far().contains("upstream up: ") {
+        assert!(Instant::now() < deadline, "the upstream was not listed:\n{}", server.stderr_so_far());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = Instant::now();
+    server.signal("TERM");
+    let finished = server.finish(EXIT);
+    let took = sent.elapsed();
+    assert_eq!(finished.status.code(), Some(0), "{}", finished.stderr);
+    assert!(took < Duration::from_secs(1), "SIGTERM to exit took {took:?}:\n{}", finished.stderr);
+}
+
+/// Every directory under `dir` (itself included) and every file, with its mode.
+fn modes(dir: &Path) -> Vec<(String, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = vec![(".".to_owned(), std::fs::metadata(dir).unwrap().permissions().mode() & 0o777)];
+    let mut pending = vec![dir.to_owned()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::metadata(&path).unwrap();
+            found.push((path.strip_prefix(dir).unwrap().display().to_string(), meta.permissions().mode() & 0o777));
+            if meta.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn the_data_directory_and_every_file_bondry_writes_there_are_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = bondry_test_support::test_upstream_exe();
+    let config = with_stdio_upstream(upstream.to_str().unwrap(), &[])
+        .replace("pin_store = \"memory\"\n", "data_dir = \"state\"\n[admin]\nbind = \"127.0.0.1:0\"\n");
+    let path = write_config(dir.path(), &config);
+    let (server, _port) = serve(&["--config", path.to_str().unwrap()], &[]);
+    let deadline = Instant::now() + STARTUP;
+    while !server.stderr_so_far().contains("upstream up: ") {
+        assert!(Instant::now() < deadline, "the upstream was not listed:\n{}", server.stderr_so_far());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let state = dir.path().join("state");
+    let found = modes(&state);
+    server.signal("TERM");
+    let finished = server.finish(EXIT);
+    assert_eq!(finished.status.code(), Some(0), "{}", finished.stderr);
+    for expected in ["pins.sqlite3", "pins.sqlite3-wal", "pins.sqlite3-shm", "keys/default.json", "admin-token"] {
+        assert!(found.iter().any(|(name, _)| name == expected), "no {expected} in {found:?}");
+    }
+    for (name, mode) in &found {
+        let private = if std::fs::metadata(state.join(name)).is_ok_and(|meta| meta.is_dir()) { 0o700 } else { 0o600 };
+        assert_eq!(*mode, private, "{name} is {mode:o}: {found:?}");
+    }
+    assert!(!finished.stderr.contains("chmod"), "{}", finished.stderr);
+}
+
+#[test]
+fn an_existing_data_directory_open_to_others_gets_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = write_config(dir.path(), &format!("data_dir = \"state\"\n{MINIMAL}"));
+    let (server, _port) = serve(&["--config", path.to_str().unwrap()], &[]);
+    server.signal("TERM");
+    let finished = server.finish(EXIT);
+    assert_eq!(finished.status.code(), Some(0), "{}", finished.stderr);
+    assert!(
+        finished.stderr.contains("data_dir is open to others than its owner, and it holds keys and pins; chmod 700 it"),
+        "{}",
+        finished.stderr
+    );
+}

@@ -83,6 +83,13 @@ impl SqliteStore {
     /// a newer Bondry.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let fail = |why: String| StoreError { path: path.to_owned(), why };
+        // Made private before SQLite opens it: SQLite makes its own files 0644, and gives
+        // the `-wal` and `-shm` files the mode of the database's.
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let made = std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(path);
+            made.map_err(|e| fail(e.to_string()))?;
+        }
         let connection = Connection::open(path).map_err(|e| fail(e.to_string()))?;
         let store = Self { path: path.to_owned(), connection: Mutex::new(connection) };
         store.prepare().map_err(fail)?;

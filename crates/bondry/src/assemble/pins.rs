@@ -32,6 +32,9 @@ pub(super) fn check(diagnostics: &mut Diagnostics, loaded: &Loaded) {
 pub fn open(loaded: &Loaded, accept_new: bool) -> anyhow::Result<Arc<dyn PinStore>> {
     let has_upstreams = loaded.raw.has_upstreams();
     let data_dir = loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir));
+    if let Some(data_dir) = &data_dir {
+        crate::data_dir::prepare(data_dir)?;
+    }
     let (PinStoreKind::Sqlite, Some(data_dir)) = (loaded.raw.pin_store, data_dir) else {
         if has_upstreams {
             tracing::warn!("pin_store = \"memory\": upstream definitions are trusted anew at every start");
@@ -50,8 +53,6 @@ pub fn open(loaded: &Loaded, accept_new: bool) -> anyhow::Result<Arc<dyn PinStor
             keys.display()
         );
     }
-    std::fs::create_dir_all(&data_dir)
-        .map_err(|e| anyhow::anyhow!("{}: cannot make the data directory ({e})", data_dir.display()))?;
     Ok(Arc::new(SqliteStore::open(&path)?))
 }
 
