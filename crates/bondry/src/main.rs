@@ -68,7 +68,9 @@ enum Command {
     Upstream {
         #[command(subcommand)]
         command: UpstreamCommand,
-        /// The admin API (default: the `[admin] bind` of --config).
+        /// The admin API, as a URL or an address (`127.0.0.1:7374`); else the variable
+        /// BONDRY_ADMIN_URL, else the `[admin] bind` of --config (for port 0, the address
+        /// the server wrote into its data_dir).
         #[arg(long, value_name = "URL", global = true)]
         admin: Option<String>,
         /// The server's configuration: its admin bind, and its data_dir's generated token
@@ -251,6 +253,14 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         }
         if let Some(admin) = &admin {
             eprintln!("admin listening on http://{}", admin.addr);
+            if let Some(data_dir) = loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir)) {
+                bondry::assemble::admin::write_address(&data_dir, admin.addr).with_context(|| {
+                    format!(
+                        "{}: cannot write the admin address",
+                        data_dir.join(bondry::assemble::admin::ADDRESS_FILE).display()
+                    )
+                })?;
+            }
         }
         // Serves until SIGINT or SIGTERM, reloading the file (if there is one) meanwhile.
         watch.run(signal).await;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 
-use crate::assemble::admin::token_path;
+use crate::assemble::admin::{ADDRESS_FILE, token_path};
 use crate::config;
 
 /// How a command ended, as its exit code says.
@@ -49,36 +49,32 @@ pub struct Client {
 }
 
 impl Client {
-    /// `--admin URL` (else the admin bind of `--config FILE`), with the token of
-    /// `BONDRY_ADMIN_TOKEN`, else the one generated into the data directory of `--config`.
+    /// The admin API at `--admin URL`, else `BONDRY_ADMIN_URL`, else the admin bind of
+    /// `--config FILE` (for a bind of port 0, the address the server wrote into its data
+    /// directory), with the token of `BONDRY_ADMIN_TOKEN`, else the one generated into the
+    /// data directory of `--config`.
     pub fn new(admin: Option<&str>, config_file: Option<&Path>) -> Result<Self, Failure> {
         let loaded = config_file
             .map(|path| config::load(Some(path), std::env::vars()))
             .transpose()
             .map_err(|e| Failure::Error(format!("{e:#}")))?;
-        let base = match (admin, &loaded) {
-            (Some(url), _) => url.trim_end_matches('/').to_owned(),
-            (None, Some(loaded)) => {
-                let bind: std::net::SocketAddr =
-                    loaded.raw.admin.bind.parse().map_err(|_| {
-                        Failure::Error(format!("admin.bind {:?} is not an address", loaded.raw.admin.bind))
-                    })?;
-                if bind.port() == 0 {
-                    return Err(Failure::Error("admin.bind takes a free port: give the address with --admin".into()));
-                }
-                // A wildcard bind is reached on loopback; an IPv6 address prints in brackets.
-                let ip = if bind.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { bind.ip() };
-                format!("http://{}", std::net::SocketAddr::new(ip, bind.port()))
+        let data_dir =
+            loaded.as_ref().and_then(|loaded| loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir)));
+        let from_env = std::env::var("BONDRY_ADMIN_URL").ok().filter(|url| !url.is_empty());
+        let base = match (admin.or(from_env.as_deref()), &loaded) {
+            (Some(url), _) => with_scheme(url),
+            (None, Some(loaded)) => admin_url(&loaded.raw.admin.bind, data_dir.as_deref())?,
+            (None, None) => {
+                return Err(Failure::Error(
+                    "where is the admin API? give --config FILE (the server's), --admin ADDRESS, or set BONDRY_ADMIN_URL"
+                        .into(),
+                ));
             }
-            (None, None) => return Err(Failure::Error("give --admin URL or --config FILE".into())),
         };
         let token = match std::env::var("BONDRY_ADMIN_TOKEN") {
             Ok(token) if !token.is_empty() => token,
             _ => {
-                let data_dir = loaded
-                    .as_ref()
-                    .and_then(|loaded| loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir)));
-                let path = data_dir.map(|dir| token_path(&dir)).ok_or_else(|| {
+                let path = data_dir.as_deref().map(token_path).ok_or_else(|| {
                     Failure::Error(
                         "no token: set BONDRY_ADMIN_TOKEN, or give --config of a server with data_dir".into(),
                     )
@@ -93,7 +89,9 @@ impl Client {
             .enable_all()
             .build()
             .map_err(|e| Failure::Error(format!("cannot start the async runtime: {e}")))?;
+        // No proxy: the admin API is local, and its token must not pass through one.
         let http = reqwest::Client::builder()
+            .no_proxy()
             .timeout(Duration::from_secs(60))
             .build()
             .map_err(|e| Failure::Error(format!("cannot make an HTTP client: {e}")))?;
@@ -119,7 +117,16 @@ impl Client {
             let status = response.status().as_u16();
             Ok::<_, reqwest::Error>((status, response.text().await?))
         });
-        let (status, text) = answered.map_err(|e| Failure::Unreachable(format!("{url}: {e}")))?;
+        let (status, text) = answered.map_err(|error| {
+            let why = if error.is_connect() {
+                "the connection was refused: is `bondry serve` running, with this admin address?".to_owned()
+            } else if error.is_timeout() {
+                "no answer within 60 s".to_owned()
+            } else {
+                format!("{error}")
+            };
+            Failure::Unreachable(format!("cannot reach the admin API at {}: {why}", self.base))
+        })?;
         let value: Value = serde_json::from_str(&text).unwrap_or(json!({"error": {"message": text}}));
         let message = || {
             let error = &value["error"];
@@ -136,10 +143,48 @@ impl Client {
         };
         match status {
             200..=299 => Ok(value),
+            401 => Err(Failure::Error(format!(
+                "the admin token was refused by {}: set BONDRY_ADMIN_TOKEN to one of the server's [[admin.tokens]], or give --config of the server whose data_dir holds its admin-token",
+                self.base
+            ))),
             409 => Err(Failure::Refused(message())),
             _ => Err(Failure::Error(message())),
         }
     }
+}
+
+/// `http://` before an address given without a scheme (`127.0.0.1:7374`).
+fn with_scheme(url: &str) -> String {
+    let url = url.trim_end_matches('/');
+    if url.contains("://") { url.to_owned() } else { format!("http://{url}") }
+}
+
+/// The admin API's URL for the bind `bind` of a configuration: a wildcard reached on
+/// loopback, a port 0 through the address the server wrote into `data_dir`.
+fn admin_url(bind: &str, data_dir: Option<&Path>) -> Result<String, Failure> {
+    let bind: std::net::SocketAddr =
+        bind.parse().map_err(|_| Failure::Error(format!("admin.bind {bind:?} is not an address")))?;
+    if bind.port() != 0 {
+        let ip = if bind.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { bind.ip() };
+        return Ok(format!("http://{}", std::net::SocketAddr::new(ip, bind.port())));
+    }
+    let Some(data_dir) = data_dir else {
+        return Err(Failure::Error(
+            "admin.bind takes a free port and there is no data_dir where the server writes it: give the address the server printed with --admin".into(),
+        ));
+    };
+    let path = data_dir.join(ADDRESS_FILE);
+    let written = std::fs::read_to_string(&path).map_err(|e| {
+        Failure::Unreachable(format!(
+            "{}: cannot read the admin address the server writes at start ({e}); is it running?",
+            path.display()
+        ))
+    })?;
+    let addr: std::net::SocketAddr = written
+        .trim()
+        .parse()
+        .map_err(|_| Failure::Error(format!("{}: {:?} is not an address", path.display(), written.trim())))?;
+    Ok(format!("http://{addr}"))
 }
 
 /// `REALM/NAME` as the API's path to that upstream.

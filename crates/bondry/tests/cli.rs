@@ -927,11 +927,17 @@ fn the_data_directory_and_every_file_bondry_writes_there_are_private() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let state = dir.path().join("state");
+    // The CLI finds the listener on port 0 through the file the server wrote there.
+    let listed = run_with(&["upstream", "list", "--config", path.to_str().unwrap()], &[("BONDRY_ADMIN_TOKEN", "")]);
+    assert_eq!(listed.status.code(), Some(0), "{}", listed.stderr);
+    assert!(listed.stdout.contains("default/up"), "{}", listed.stdout);
     let found = modes(&state);
     server.signal("TERM");
     let finished = server.finish(EXIT);
     assert_eq!(finished.status.code(), Some(0), "{}", finished.stderr);
-    for expected in ["pins.sqlite3", "pins.sqlite3-wal", "pins.sqlite3-shm", "keys/default.json", "admin-token"] {
+    for expected in
+        ["pins.sqlite3", "pins.sqlite3-wal", "pins.sqlite3-shm", "keys/default.json", "admin-token", "admin-address"]
+    {
         assert!(found.iter().any(|(name, _)| name == expected), "no {expected} in {found:?}");
     }
     for (name, mode) in &found {

@@ -536,13 +536,24 @@ async fn the_cli_lists_shows_and_approves_at_the_hash_it_showed() {
 
     let (code, _, err) = cli(&drift, &["list"], &[("BONDRY_ADMIN_TOKEN", &"w".repeat(40))]).await;
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("401"), "{err}");
+    let admin = drift.admin().await;
+    assert_eq!(
+        err,
+        format!(
+            "bondry: the admin token was refused by {admin}: set BONDRY_ADMIN_TOKEN to one of the server's [[admin.tokens]], or give --config of the server whose data_dir holds its admin-token\n"
+        )
+    );
+    // An address without a scheme, and a refused connection naming the address.
     let unreachable = Command::new(support::bondry_exe!())
-        .args(["upstream", "list", "--admin", "http://127.0.0.1:1"])
+        .args(["upstream", "list", "--admin", "127.0.0.1:1"])
         .env("BONDRY_ADMIN_TOKEN", "t".repeat(40))
         .output()
         .unwrap();
     assert_eq!(unreachable.status.code(), Some(4), "{}", String::from_utf8_lossy(&unreachable.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&unreachable.stderr),
+        "bondry: cannot reach the admin API at http://127.0.0.1:1: the connection was refused: is `bondry serve` running, with this admin address?\n"
+    );
 }
 
 #[tokio::test]

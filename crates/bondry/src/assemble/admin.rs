@@ -105,6 +105,22 @@ pub fn plan(loaded: &Loaded, stanza: &AdminStanza) -> anyhow::Result<Plan> {
     Ok(Plan::Serve { bind: stanza.bind, tokens: vec![("generated".into(), secret)] })
 }
 
+/// Where the admin listener's bound address is written at each start, for `bondry
+/// upstream --config` to find a listener that bound port 0.
+pub const ADDRESS_FILE: &str = "admin-address";
+
+/// Writes `addr` to the address file of `data_dir` (0600), replacing the last start's.
+pub fn write_address(data_dir: &Path, addr: SocketAddr) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = data_dir.join(ADDRESS_FILE);
+    let fresh = data_dir.join(format!(".{ADDRESS_FILE}.new"));
+    let _ = std::fs::remove_file(&fresh);
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&fresh)?;
+    file.write_all(format!("{addr}\n").as_bytes())?;
+    std::fs::rename(&fresh, &path)
+}
+
 /// Where the generated token of the data directory `data_dir` is kept.
 pub fn token_path(data_dir: &Path) -> PathBuf {
     data_dir.join(TOKEN_FILE)
