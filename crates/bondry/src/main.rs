@@ -52,10 +52,18 @@ enum Command {
         #[arg(long)]
         accept_new_pin_store: bool,
     },
-    /// Validate a configuration file without serving.
+    /// Validate a configuration file without serving: every error at once, each at its
+    /// line and column, and warnings about what will not work as meant.
+    ///
+    /// Exit codes: 0 valid (warnings included), 1 refused, or warned about with --strict.
+    /// Example: bondry check --config /etc/bondry/bondry.toml --strict
     Check {
+        /// The configuration file.
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
+        /// Treat warnings as errors.
+        #[arg(long)]
+        strict: bool,
     },
     /// Hash a password for `password_hash`; the password is read from the terminal
     /// (not echoed) or from standard input, never from the command line.
@@ -131,7 +139,7 @@ fn main() -> ExitCode {
         .init();
     let result = match cli.command {
         Command::Serve { config, listen, accept_new_pin_store } => serve(config, listen, accept_new_pin_store),
-        Command::Check { config } => check(config),
+        Command::Check { config, strict } => check(config, strict),
         Command::HashPassword => hash_password(),
         Command::Ticket(TicketCommand::New { realm, principal, roles }) => new_ticket(&realm, &principal, roles),
         Command::Upstream { command, admin, config, json } => return upstream(command, admin, config, json),
@@ -170,9 +178,16 @@ fn upstream(command: UpstreamCommand, admin: Option<String>, config: Option<Path
     }
 }
 
-fn check(path: PathBuf) -> anyhow::Result<()> {
+fn check(path: PathBuf, strict: bool) -> anyhow::Result<()> {
     let loaded = config::load(Some(&path), std::env::vars())?;
-    assemble(&loaded, &Builtins::bundled(), &Overrides::default(), false)?;
+    let assembled = assemble(&loaded, &Builtins::bundled(), &Overrides::default(), false)?;
+    let warnings = bondry::assemble::warnings::warnings(&loaded, &assembled);
+    for warning in &warnings {
+        eprintln!("bondry: warning: {warning}");
+    }
+    if strict && !warnings.is_empty() {
+        anyhow::bail!("{} warning(s), refused with --strict", warnings.len());
+    }
     println!("{}: ok", path.display());
     Ok(())
 }
@@ -214,6 +229,12 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
     assemble(&loaded, &builtins, &Overrides { listen }, false)?;
     let pins = bondry::assemble::pins::open(&loaded, accept_new_pin_store)?;
     let mut assembled = assemble(&loaded, &builtins, &Overrides { listen }, true)?;
+    // The operator's file only: the embedded demo's unheld `admin` role is its point.
+    if path.is_some() {
+        for warning in bondry::assemble::warnings::warnings(&loaded, &assembled) {
+            tracing::warn!("{warning}");
+        }
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // Listen for signals before anything is announced: a signal sent right after the

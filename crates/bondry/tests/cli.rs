@@ -965,3 +965,64 @@ fn an_existing_data_directory_open_to_others_gets_a_warning() {
         finished.stderr
     );
 }
+
+#[test]
+fn check_warns_about_what_will_not_work_and_strict_refuses_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("server.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(dir.path().join("server.sh"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let config = r#"pin_store = "memory"
+[listeners.main]
+bind = "0.0.0.0:0"
+[realms.default]
+anonymous_roles = ["demo"]
+[[realms.default.roles]]
+name = "demo"
+grants = ["demo.echo", "demo.ehco"]
+[[realms.default.roles]]
+name = "ops"
+grants = ["demo.*"]
+[[realms.default.capabilities]]
+id = "demo.echo"
+kind = "tool"
+handler = "demo.echo"
+[[realms.default.upstreams]]
+name = "missing"
+transport = "stdio"
+command = "bondry-no-such-program"
+[[realms.default.upstreams]]
+name = "script"
+transport = "stdio"
+command = "./server.sh"
+"#;
+    let path = write_config(dir.path(), config);
+    let file = path.to_str().unwrap();
+    let finished = run_with(&["check", "--config", file], &[("PATH", "/usr/bin:/bin")]);
+    assert_eq!(finished.status.code(), Some(0), "warnings exit 0: {}", finished.stderr);
+    assert_eq!(finished.stdout, format!("{file}: ok\n"));
+    let script = dir.path().join("server.sh");
+    let expected = [
+        format!(
+            "bondry: warning: {file}:3:8: listeners.main.bind: \"0.0.0.0:0\" is reachable from the network in plain HTTP, with no trusted_proxies: put a TLS-terminating proxy in front and list its address in trusted_proxies"
+        ),
+        format!(
+            "bondry: warning: {file}:8:24: realms.default.roles[0].grants[1]: grant \"demo.ehco\" matches no capability configured in the realm, nor any an upstream's prefix could list (unless a handler publishes one while serving)"
+        ),
+        format!(
+            "bondry: warning: {file}:10:8: realms.default.roles[1].name: no caller can hold role \"ops\": no principal, ticket or anonymous_roles gives it, and no OAuth issuer maps claims to roles"
+        ),
+        format!(
+            "bondry: warning: {file}:19:11: realms.default.upstreams[0].command: \"bondry-no-such-program\" is not found on PATH (/usr/bin:/bin): install it, or give its full path"
+        ),
+        format!(
+            "bondry: warning: {file}:23:11: realms.default.upstreams[1].command: {:?} is not an executable file: chmod +x it, or name its interpreter as the command",
+            script.display().to_string()
+        ),
+    ];
+    assert_eq!(finished.stderr.lines().collect::<Vec<_>>(), expected);
+    let strict = run_with(&["check", "--config", file, "--strict"], &[("PATH", "/usr/bin:/bin")]);
+    assert_eq!(strict.status.code(), Some(1), "{}", strict.stderr);
+    assert_eq!(strict.stdout, "");
+    assert!(strict.stderr.ends_with("bondry: 5 warning(s), refused with --strict"), "{}", strict.stderr);
+}

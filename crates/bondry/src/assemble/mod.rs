@@ -15,6 +15,7 @@ pub mod pins;
 mod rates;
 mod realm;
 mod upstreams;
+pub mod warnings;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

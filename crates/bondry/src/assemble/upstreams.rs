@@ -198,7 +198,7 @@ fn stdio(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &str, raw: &Raw
                 .refuse(at("command"), "\"\" is not a command; name the program to run (no shell), e.g. \"node\"");
             None
         }
-        Some(command) => diagnostics.ok(at("command"), without_nul(command).map(|()| command.to_owned())),
+        Some(command) => diagnostics.ok(at("command"), without_nul(command).map(|()| program(loaded, command))),
     };
     let args: Vec<_> = raw
         .args
@@ -208,9 +208,11 @@ fn stdio(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &str, raw: &Raw
         .map(|(index, arg)| diagnostics.ok(format!("{stanza}.args[{index}]"), without_nul(arg).map(|()| arg.clone())))
         .collect();
     let env = child_env(diagnostics, loaded, stanza, raw);
+    // The configuration's directory unless given: what a relative path in `args` means
+    // does not depend on where `bondry serve` was started.
     let cwd = match &raw.cwd {
-        None => Some(None),
-        Some(dir) => diagnostics.ok(at("cwd"), directory(&loaded.base_dir.join(dir))).map(Some),
+        None => Some(Some(absolute(&config_dir(loaded)))),
+        Some(dir) => diagnostics.ok(at("cwd"), directory(&absolute(&config_dir(loaded).join(dir)))).map(Some),
     };
     Some(TransportSpec::Stdio {
         command: command?,
@@ -218,6 +220,27 @@ fn stdio(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &str, raw: &Raw
         env: env?,
         cwd: cwd?,
     })
+}
+
+/// The program to run: a command with a `/` is a path, resolved against the
+/// configuration's directory; a bare name is looked up on `PATH` when the child starts.
+fn program(loaded: &Loaded, command: &str) -> String {
+    if command.contains('/') {
+        absolute(&config_dir(loaded).join(command)).display().to_string()
+    } else {
+        command.to_owned()
+    }
+}
+
+/// The directory relative paths of the configuration are resolved against.
+fn config_dir(loaded: &Loaded) -> PathBuf {
+    if loaded.base_dir.as_os_str().is_empty() { PathBuf::from(".") } else { loaded.base_dir.clone() }
+}
+
+/// `path` made absolute against the current directory, as the start sees it; unchanged if
+/// the current directory cannot be read.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
 /// The child's whole environment: `PATH`, `HOME` and `LANG` as Bondry has them (those
@@ -684,7 +707,13 @@ mod tests {
 
     #[test]
     fn a_minimal_stdio_stanza_takes_every_default() {
-        let transport = TransportSpec::Stdio { command: "node".into(), args: vec![], env: vec![], cwd: None };
+        let transport = TransportSpec::Stdio {
+            command: "node".into(),
+            args: vec![],
+            env: vec![],
+            // The configuration's directory, made absolute.
+            cwd: Some(std::env::current_dir().unwrap()),
+        };
         assert_eq!(accepted(STDIO, &[]), spec_with("everything", transport));
     }
 
@@ -701,6 +730,25 @@ mod tests {
         assert_eq!(spec, spec_with("remote", transport));
         let TransportSpec::Http { headers, .. } = &spec.transport else { unreachable!("an http transport") };
         assert!(headers[0].1.is_sensitive(), "a secret header is never indexed");
+    }
+
+    #[test]
+    fn a_command_with_a_slash_and_a_cwd_mean_paths_in_the_configurations_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("work")).unwrap();
+        let stanza = STDIO.replace("command = \"node\"", "command = \"bin/server\"\nargs = [\"data/x\"]");
+        let spec = checked_in(dir.path(), &stanza, &[]).unwrap().remove(0);
+        let TransportSpec::Stdio { command, args, cwd, .. } = spec.transport else { unreachable!("a stdio transport") };
+        assert_eq!(command, dir.path().join("bin/server").display().to_string());
+        assert_eq!(args, ["data/x"], "arguments are never rewritten");
+        assert_eq!(cwd.as_deref(), Some(dir.path()));
+        let spec = checked_in(dir.path(), &format!("{STDIO}cwd = \"work\"\n"), &[]).unwrap().remove(0);
+        let TransportSpec::Stdio { command, cwd, .. } = spec.transport else { unreachable!("a stdio transport") };
+        assert_eq!(
+            (command.as_str(), cwd),
+            ("node", Some(dir.path().join("work"))),
+            "a bare name is looked up on PATH"
+        );
     }
 
     #[test]

@@ -1,0 +1,146 @@
+//! What a configuration that passed every check will still not do as its author meant:
+//! a grant that covers nothing, a role no caller can hold, a program that will not start,
+//! a listener open to the network in plain HTTP. `check` prints these and exits 0 (1 with
+//! `--strict`); `serve` logs them.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use bondry_core::policy::{CapabilityPattern, Grant, Subject};
+use bondry_upstream::{TransportSpec, UpstreamSpec};
+
+use super::Assembled;
+use crate::config::{ConfigError, Loaded, RawRealm};
+
+/// The adapter a grant without one is for, as the realm's policy reads it.
+const ADAPTER: &str = "mcp";
+
+/// Every warning of `loaded`, assembled as `assembled`, placed where its key is written.
+pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
+    let mut found = Vec::new();
+    let mut warn = |key: String, message: String| {
+        let place = loaded.places.named(&key).cloned();
+        found.push(ConfigError { origin: loaded.origin.clone(), place, key: Some(key), message });
+    };
+    for (name, listener) in &loaded.raw.listeners {
+        let open = listener.bind.parse::<std::net::SocketAddr>().is_ok_and(|addr| !addr.ip().is_loopback());
+        if open && listener.trusted_proxies.is_empty() {
+            warn(
+                format!("listeners.{name}.bind"),
+                format!(
+                    "{:?} is reachable from the network in plain HTTP, with no trusted_proxies: put a TLS-terminating proxy in front and list its address in trusted_proxies",
+                    listener.bind
+                ),
+            );
+        }
+    }
+    for (realm, raw) in &loaded.raw.realms {
+        let upstreams = assembled.upstreams.get(realm).map(Vec::as_slice).unwrap_or_default();
+        let ids: Vec<String> = assembled
+            .server
+            .realms
+            .get(realm)
+            .map(|entry| entry.registry.snapshot().catalogue.iter().map(|entry| entry.id().to_string()).collect())
+            .unwrap_or_default();
+        for (index, role) in raw.roles.iter().enumerate() {
+            if !can_be_given(raw, &role.name) {
+                warn(
+                    format!("realms.{realm}.roles[{index}].name"),
+                    format!(
+                        "no caller can hold role {:?}: no principal, ticket or anonymous_roles gives it, and no OAuth issuer maps claims to roles",
+                        role.name
+                    ),
+                );
+            }
+            for (at, text) in role.grants.iter().enumerate() {
+                let Ok(grant) = Grant::parse(Subject::Role(role.name.clone()), text, ADAPTER) else { continue };
+                if grant.adapter == ADAPTER && covers_nothing(&grant.pattern, &ids, upstreams) {
+                    warn(
+                        format!("realms.{realm}.roles[{index}].grants[{at}]"),
+                        format!(
+                            "grant {text:?} matches no capability configured in the realm, nor any an upstream's prefix could list (unless a handler publishes one while serving)"
+                        ),
+                    );
+                }
+            }
+        }
+        for (index, upstream) in upstreams.iter().enumerate() {
+            let TransportSpec::Stdio { command, env, .. } = &upstream.transport else { continue };
+            let path = env.iter().find(|(name, _)| name == "PATH").map(|(_, value)| value.as_str());
+            if let Err(why) = runnable(command, path) {
+                warn(format!("realms.{realm}.upstreams[{index}].command"), why);
+            }
+        }
+    }
+    found
+}
+
+/// Whether a caller of `raw` can come to hold `role`.
+fn can_be_given(raw: &RawRealm, role: &str) -> bool {
+    let named = |roles: &[String]| roles.iter().any(|given| given == role);
+    !raw.oauth.is_empty()
+        || (raw.anonymous && named(&raw.anonymous_roles))
+        || raw.principals.iter().any(|principal| named(&principal.roles))
+}
+
+/// Whether `pattern` matches none of `ids` and no entry an upstream could list: an
+/// upstream's entries are named `PREFIX.NAME`, and one without a prefix could list any.
+fn covers_nothing(pattern: &CapabilityPattern, ids: &[String], upstreams: &[UpstreamSpec]) -> bool {
+    let text = match pattern {
+        CapabilityPattern::Exact(id) => id.to_string(),
+        CapabilityPattern::Prefix(prefix) => prefix.clone(),
+    };
+    let matches_own = ids.iter().any(|id| match pattern {
+        CapabilityPattern::Exact(exact) => exact.as_str() == id,
+        CapabilityPattern::Prefix(prefix) => id.len() > prefix.len() && id.starts_with(prefix.as_str()),
+    });
+    let could_be_listed = upstreams.iter().any(|upstream| {
+        let under = format!("{}.", upstream.prefix);
+        upstream.prefix.is_empty() || text.starts_with(&under) || under.starts_with(&text)
+    });
+    !matches_own && !could_be_listed
+}
+
+/// Whether `command` can be started: a path to an executable file, or a name found as one
+/// on `path` (the child's `PATH`).
+fn runnable(command: &str, path: Option<&str>) -> Result<(), String> {
+    let executable = |candidate: &Path| {
+        std::fs::metadata(candidate).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    };
+    if command.contains('/') {
+        return match std::fs::metadata(command) {
+            Err(error) => Err(format!("{command:?} cannot be started: {error}")),
+            Ok(_) if !executable(Path::new(command)) => Err(format!(
+                "{command:?} is not an executable file: chmod +x it, or name its interpreter as the command"
+            )),
+            Ok(_) => Ok(()),
+        };
+    }
+    let path = path.unwrap_or_default();
+    if std::env::split_paths(path).any(|dir| executable(&dir.join(command))) {
+        Ok(())
+    } else {
+        Err(format!("{command:?} is not found on PATH ({path}): install it, or give its full path"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_is_runnable_when_found_executable() {
+        assert_eq!(runnable("sh", Some("/nowhere:/bin:/usr/bin")), Ok(()));
+        assert_eq!(
+            runnable("no-such-program-here", Some("/bin")),
+            Err("\"no-such-program-here\" is not found on PATH (/bin): install it, or give its full path".into())
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("server.sh");
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        let shown = script.display().to_string();
+        assert!(runnable(&shown, None).unwrap_err().contains("is not an executable file"));
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(runnable(&shown, None), Ok(()));
+    }
+}
