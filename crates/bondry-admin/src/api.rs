@@ -190,6 +190,7 @@ fn summary(report: &UpstreamReport) -> Value {
         "connected": report.status.connected,
         "revision": report.status.revision,
         "counts": counts,
+        "served": report.served,
         "last_refresh_ms": report.status.last_refresh_ms,
         "last_error": report.status.last_error,
     })
@@ -210,6 +211,7 @@ fn capability_row(report: &CapabilityReport) -> Value {
         "upstream_name": pin.seen.definition.get("name"),
         "exposed": report.exposed.as_ref().map(|exposed| &exposed.id),
         "renamed": report.exposed.as_ref().is_some_and(|exposed| exposed.renamed),
+        "not_served": report.exposed.as_ref().and_then(|exposed| exposed.unserved.as_ref()),
         "state": pin.state.as_str(),
         "pinned_hash": pin.pinned.as_ref().map(|pinned| &pinned.hash),
         "current_hash": pin.seen.hash,

@@ -46,11 +46,13 @@ pub(crate) struct Realm {
     pub(crate) store: Arc<dyn PinStore>,
 }
 
-/// The id an upstream entry is exposed as, and whether naming had to rename it.
+/// The id an upstream entry is exposed as, whether naming had to rename it, and why it is
+/// not served although named (a tool that runs only as a task, say), if it is not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exposed {
     pub id: String,
     pub renamed: bool,
+    pub unserved: Option<String>,
 }
 
 /// Whose pins a naming moves first.
@@ -238,17 +240,38 @@ impl Realm {
             if (listed || matches!(observe, Observe::All)) && upstream.has_listed() {
                 self.observe(member);
             }
-            let (registrations, targets, ids) = name(upstream, relay, &lock(pins), &mut names);
-            *lock(exposed) = ids;
+            let (registrations, targets, mut ids) = name(upstream, relay, &lock(pins), &mut names);
             let served = registrations.len();
             // The targets first, so a call to a new entry finds what to call upstream.
             upstream.set_targets(targets);
             let skipped = self.events.offer(&upstream.owner(), registrations);
             for skipped in &skipped {
                 tracing::warn!(upstream = upstream.name(), entry = %skipped.id, why = skipped.why, "an upstream entry is not served");
+                if let Some(named) = ids.values_mut().find(|named| named.id == skipped.id.as_str()) {
+                    named.unserved = Some(skipped.why.to_string());
+                }
             }
+            *lock(exposed) = ids;
             if listed {
-                tracing::info!("upstream {}: {} capabilities listed", upstream.name(), served - skipped.len());
+                let withheld =
+                    lock(pins).pins().filter(|pin| matches!(pin.state, PinState::Held | PinState::Drifted)).count();
+                let status = upstream.status();
+                let revision = status.revision.as_deref().unwrap_or("not connected");
+                // One line an operator reads at start: what is served, and what waits for them.
+                let review = match withheld {
+                    0 => "none withheld".to_owned(),
+                    count => format!(
+                        "{count} withheld pending review: bondry upstream info {}/{}",
+                        self.name,
+                        upstream.name()
+                    ),
+                };
+                tracing::info!(
+                    "upstream {}: {} capabilities listed ({}, {revision}); {review}",
+                    upstream.name(),
+                    served - skipped.len(),
+                    status.transport
+                );
             }
         }
     }
@@ -356,7 +379,7 @@ fn name(
                     );
                 }
                 let key = uri.unwrap_or(upstream_name).to_owned();
-                exposed.insert((kind, key), Exposed { id: id.clone(), renamed });
+                exposed.insert((kind, key), Exposed { id: id.clone(), renamed, unserved: None });
                 id
             }
             Named::Shadowed => {
@@ -377,6 +400,9 @@ fn name(
             Ok(descriptor) => descriptor,
             Err(why) => {
                 tracing::warn!(upstream = spec.name, entry = upstream_name, why, "an upstream entry is not served");
+                if let Some(named) = exposed.get_mut(&(kind, uri.unwrap_or(upstream_name).to_owned())) {
+                    named.unserved = Some(why);
+                }
                 continue;
             }
         };

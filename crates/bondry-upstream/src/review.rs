@@ -20,6 +20,8 @@ pub struct UpstreamReport {
     pub status: Status,
     /// How many of its pins are in each state.
     pub counts: Vec<(PinState, usize)>,
+    /// How many of its entries callers can see and call now: pinned, named, and served.
+    pub served: usize,
     /// Every pin, by kind then key, with the id its entry is exposed as while listed.
     pub capabilities: Vec<CapabilityReport>,
 }
@@ -135,14 +137,19 @@ fn report(member: &Member, with_capabilities: bool) -> UpstreamReport {
     let book = lock(&member.pins);
     let states = [PinState::Pinned, PinState::Held, PinState::Drifted, PinState::Removed];
     let counts = states.map(|state| (state, book.pins().filter(|pin| pin.state == state).count())).to_vec();
+    let exposed = lock(&member.exposed);
+    let listed = |pin: &Pin| exposed.get(&(pin.kind, pin.key.clone())).filter(|_| pin.state != PinState::Removed);
+    let served = book
+        .pins()
+        .filter(|pin| pin.state == PinState::Pinned && listed(pin).is_some_and(|named| named.unserved.is_none()))
+        .count();
     let capabilities = if with_capabilities {
-        let exposed = lock(&member.exposed);
-        let listed = |pin: &Pin| exposed.get(&(pin.kind, pin.key.clone())).filter(|_| pin.state != PinState::Removed);
         book.pins().map(|pin| CapabilityReport { exposed: listed(pin).cloned(), pin: pin.clone() }).collect()
     } else {
         Vec::new()
     };
-    UpstreamReport { name: member.upstream.name().to_owned(), status: member.upstream.status(), counts, capabilities }
+    let (name, status) = (member.upstream.name().to_owned(), member.upstream.status());
+    UpstreamReport { name, status, counts, served, capabilities }
 }
 
 /// What `approve all` finds held or drifted that `expect` does not name as it is now.

@@ -187,6 +187,58 @@ fn admin_url(bind: &str, data_dir: Option<&Path>) -> Result<String, Failure> {
     Ok(format!("http://{addr}"))
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Align {
+    Left,
+    Right,
+}
+
+/// Columns as wide as their widest cell, measured in the columns a terminal gives each
+/// character, so a name in CJK or with an emoji keeps the next column in line.
+struct Table {
+    columns: Vec<(&'static str, Align)>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(columns: &[(&'static str, Align)]) -> Self {
+        Self { columns: columns.to_vec(), rows: Vec::new() }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// The header and every row, two spaces between columns, no space after the last.
+    fn render(&self) -> String {
+        use unicode_width::UnicodeWidthStr;
+        let header: Vec<String> = self.columns.iter().map(|(name, _)| (*name).to_owned()).collect();
+        let lines: Vec<&Vec<String>> = std::iter::once(&header).chain(&self.rows).collect();
+        let widths: Vec<usize> = (0..self.columns.len())
+            .map(|column| lines.iter().filter_map(|line| line.get(column)).map(|cell| cell.width()).max().unwrap_or(0))
+            .collect();
+        let mut out = String::new();
+        for line in lines {
+            let mut rendered = String::new();
+            for (column, cell) in line.iter().enumerate() {
+                let pad = " ".repeat(widths[column].saturating_sub(cell.width()));
+                let last = column + 1 == line.len();
+                match self.columns[column].1 {
+                    Align::Right => rendered.push_str(&format!("{pad}{cell}")),
+                    Align::Left if last => rendered.push_str(cell),
+                    Align::Left => rendered.push_str(&format!("{cell}{pad}")),
+                }
+                if !last {
+                    rendered.push_str("  ");
+                }
+            }
+            out.push_str(rendered.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
 /// `REALM/NAME` as the API's path to that upstream.
 fn upstream_path(target: &str) -> Result<String, Failure> {
     let (realm, name) = target
@@ -224,27 +276,36 @@ pub fn list(client: &Client, as_json: bool) -> Result<(), Failure> {
         print_json(&all);
         return Ok(());
     }
-    println!(
-        "{:<32} {:<9} {:<9} {:<10} {:>6} {:>5} {:>7} {:>7}  LAST ERROR",
-        "UPSTREAM", "TRANSPORT", "CONNECTED", "REVISION", "PINNED", "HELD", "DRIFTED", "REMOVED"
-    );
+    let mut table = Table::new(&[
+        ("UPSTREAM", Align::Left),
+        ("TRANSPORT", Align::Left),
+        ("CONNECTED", Align::Left),
+        ("REVISION", Align::Left),
+        ("SERVED", Align::Right),
+        ("PINNED", Align::Right),
+        ("HELD", Align::Right),
+        ("DRIFTED", Align::Right),
+        ("REMOVED", Align::Right),
+        ("LAST ERROR", Align::Left),
+    ]);
     for realm in all["realms"].as_array().into_iter().flatten() {
         for upstream in realm["upstreams"].as_array().into_iter().flatten() {
             let counts = &upstream["counts"];
-            println!(
-                "{:<32} {:<9} {:<9} {:<10} {:>6} {:>5} {:>7} {:>7}  {}",
+            table.row(vec![
                 shown(&format!("{}/{}", text(realm, "realm"), text(upstream, "name"))),
-                text(upstream, "transport"),
-                upstream["connected"].as_bool().unwrap_or(false),
-                text(upstream, "revision"),
-                counts["pinned"],
-                counts["held"],
-                counts["drifted"],
-                counts["removed"],
+                text(upstream, "transport").to_owned(),
+                upstream["connected"].as_bool().unwrap_or(false).to_string(),
+                text(upstream, "revision").to_owned(),
+                upstream["served"].to_string(),
+                counts["pinned"].to_string(),
+                counts["held"].to_string(),
+                counts["drifted"].to_string(),
+                counts["removed"].to_string(),
                 shown(text(upstream, "last_error")),
-            );
+            ]);
         }
     }
+    print!("{}", table.render());
     Ok(())
 }
 
@@ -255,32 +316,41 @@ pub fn info(client: &Client, target: &str, as_json: bool) -> Result<(), Failure>
         return Ok(());
     }
     println!(
-        "{}: {}, {}, revision {}",
+        "{}: {}, {}, revision {}, {} served",
         shown(target),
         text(&info, "transport"),
         if info["connected"].as_bool() == Some(true) { "connected" } else { "not connected" },
-        text(&info, "revision")
+        text(&info, "revision"),
+        info["served"]
     );
     if let Some(error) = info["last_error"].as_str() {
         println!("last error: {}", shown(error));
     }
-    println!("{:<9} {:<40} {:<40} {:<8} {:<19} {:<19}", "KIND", "KEY", "EXPOSED AS", "STATE", "PINNED", "CURRENT");
+    let mut table = Table::new(&[
+        ("KIND", Align::Left),
+        ("KEY", Align::Left),
+        ("EXPOSED AS", Align::Left),
+        ("STATE", Align::Left),
+        ("PINNED", Align::Left),
+        ("CURRENT", Align::Left),
+    ]);
     for row in info["capabilities"].as_array().into_iter().flatten() {
-        let exposed = match (row["exposed"].as_str(), row["renamed"].as_bool()) {
-            (Some(id), Some(true)) => format!("{id} (renamed)"),
-            (Some(id), _) => id.to_owned(),
-            (None, _) => "-".to_owned(),
+        let exposed = match (row["exposed"].as_str(), row["renamed"].as_bool(), row["not_served"].as_str()) {
+            (Some(_), _, Some(why)) => format!("- (not served: {why})"),
+            (Some(id), Some(true), _) => format!("{id} (renamed)"),
+            (Some(id), _, _) => id.to_owned(),
+            (None, _, _) => "-".to_owned(),
         };
-        println!(
-            "{:<9} {:<40} {:<40} {:<8} {:<19} {:<19}",
-            text(row, "kind"),
+        table.row(vec![
+            text(row, "kind").to_owned(),
             shown(text(row, "key")),
             shown(&exposed),
-            text(row, "state"),
+            text(row, "state").to_owned(),
             short(&row["pinned_hash"]),
             short(&row["current_hash"]),
-        );
+        ]);
     }
+    print!("{}", table.render());
     Ok(())
 }
 
@@ -406,4 +476,22 @@ pub fn refresh(client: &Client, target: &str, as_json: bool) -> Result<(), Failu
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_line_up_by_display_width_with_wide_characters() {
+        let mut table = Table::new(&[("UPSTREAM", Align::Left), ("PINNED", Align::Right), ("STATE", Align::Left)]);
+        table.row(vec!["default/工具箱".into(), "12".into(), "pinned".into()]);
+        table.row(vec!["default/up".into(), "3".into(), "drifted".into()]);
+        assert_eq!(
+            table.render(),
+            "UPSTREAM        PINNED  STATE\n\
+             default/工具箱      12  pinned\n\
+             default/up           3  drifted\n"
+        );
+    }
 }

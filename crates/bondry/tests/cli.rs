@@ -926,6 +926,9 @@ fn the_data_directory_and_every_file_bondry_writes_there_are_private() {
         assert!(Instant::now() < deadline, "the upstream was not listed:\n{}", server.stderr_so_far());
         std::thread::sleep(Duration::from_millis(20));
     }
+    let listed_line = server.stderr_so_far();
+    assert!(listed_line.contains(" capabilities listed (stdio, "), "{listed_line}");
+    assert!(listed_line.contains("); none withheld"), "{listed_line}");
     let state = dir.path().join("state");
     // The CLI finds the listener on port 0 through the file the server wrote there.
     let listed = run_with(&["upstream", "list", "--config", path.to_str().unwrap()], &[("BONDRY_ADMIN_TOKEN", "")]);

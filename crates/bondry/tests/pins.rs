@@ -488,6 +488,8 @@ async fn the_cli_lists_shows_and_approves_at_the_hash_it_showed() {
     let mut changed = tool("a");
     changed["description"] = json!("Now \u{1b}[2J also deletes files");
     drift.relist(json!({"tools": [changed, tool("b")]})).await;
+    // The listing's log line says what waits for review and the command that reviews it.
+    drift.front().logged("1 withheld pending review: bondry upstream info default/up", 1).await;
 
     let (code, out, err) = cli(&drift, &["list", "--json"], &[]).await;
     assert_eq!(code, 0, "{err}");

@@ -677,3 +677,35 @@ async fn a_session_caller_answers_server_everything_and_hears_its_progress() {
     assert!(progress.iter().all(|p| p["params"]["progressToken"] == "mine"), "{progress:?}");
     assert!(result["result"]["content"].to_string().contains("completed"), "{result}");
 }
+
+#[tokio::test]
+async fn the_cli_counts_what_is_served_and_shows_the_task_only_tool_as_not_served() {
+    let Some(installed) = Installed::find() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = gateway(installed.stdio(&installed.everything(), &["stdio"]))
+        .set("data_dir", dir.path().join("state").to_str().unwrap())
+        .set("admin.bind", "127.0.0.1:0");
+    let front = serve(dir.path(), &config, &[]);
+    front.logged(EVERYTHING_LISTED, 1).await;
+    let path = dir.path().join("gateway.toml");
+    let info = tokio::task::spawn_blocking(move || {
+        Command::new(support::bondry_exe!())
+            .args(["upstream", "info", "default/up", "--config", path.to_str().unwrap()])
+            .env_remove("BONDRY_ADMIN_TOKEN")
+            .env_remove("BONDRY_ADMIN_URL")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let out = String::from_utf8_lossy(&info.stdout);
+    assert!(info.status.success(), "{out}{}", String::from_utf8_lossy(&info.stderr));
+    // What callers are served, as the log's listing line counts it: the task-only tool is not.
+    assert!(out.lines().next().is_some_and(|line| line.ends_with(", 28 served")), "{out}");
+    let row = out
+        .lines()
+        .find(|line| line.split_whitespace().nth(1) == Some("simulate-research-query"))
+        .unwrap_or_else(|| panic!("no row for simulate-research-query: {out}"));
+    assert!(row.contains("- (not served: it runs only as a task, which Bondry does not relay)"), "{row}");
+}
