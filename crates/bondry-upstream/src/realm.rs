@@ -234,17 +234,33 @@ impl Realm {
             own.iter().map(|entry| entry.id().as_str()),
             own.iter().filter_map(|entry| entry.descriptor.uri.as_deref()),
         );
-        for member in read(&self.members).iter() {
-            let Member { upstream, relay, pins, exposed } = member;
+        let members = read(&self.members);
+        let mut named = Vec::with_capacity(members.len());
+        for member in members.iter() {
+            let Member { upstream, relay, pins, .. } = member;
             let listed = matches!(observe, Observe::Listed(name) if name == upstream.name());
             if (listed || matches!(observe, Observe::All)) && upstream.has_listed() {
                 self.observe(member);
             }
-            let (registrations, targets, mut ids) = name(upstream, relay, &lock(pins), &mut names);
-            let served = registrations.len();
+            let (registrations, targets, ids) = name(upstream, relay, &lock(pins), &mut names);
             // The targets first, so a call to a new entry finds what to call upstream.
             upstream.set_targets(targets);
-            let skipped = self.events.offer(&upstream.owner(), registrations);
+            named.push((member, listed, registrations, ids));
+        }
+        // Offered in stanza order. An earlier upstream can claim a name or URI that a later
+        // one still holds from its last offer, until that one's new offer gives it up: an
+        // offer refused in part is made again once every upstream's new set is in.
+        let mut refused: Vec<_> = named
+            .iter()
+            .map(|(member, _, registrations, _)| self.events.offer(&member.upstream.owner(), registrations.clone()))
+            .collect();
+        for ((member, _, registrations, _), skipped) in named.iter().zip(refused.iter_mut()) {
+            if !skipped.is_empty() {
+                *skipped = self.events.offer(&member.upstream.owner(), registrations.clone());
+            }
+        }
+        for ((member, listed, registrations, mut ids), skipped) in named.into_iter().zip(refused) {
+            let Member { upstream, pins, exposed, .. } = member;
             for skipped in &skipped {
                 tracing::warn!(upstream = upstream.name(), entry = %skipped.id, why = skipped.why, "an upstream entry is not served");
                 if let Some(named) = ids.values_mut().find(|named| named.id == skipped.id.as_str()) {
@@ -253,27 +269,26 @@ impl Realm {
             }
             *lock(exposed) = ids;
             if listed {
-                let withheld =
-                    lock(pins).pins().filter(|pin| matches!(pin.state, PinState::Held | PinState::Drifted)).count();
-                let status = upstream.status();
-                let revision = status.revision.as_deref().unwrap_or("not connected");
-                // One line an operator reads at start: what is served, and what waits for them.
-                let review = match withheld {
-                    0 => "none withheld".to_owned(),
-                    count => format!(
-                        "{count} withheld pending review: bondry upstream info {}/{}",
-                        self.name,
-                        upstream.name()
-                    ),
-                };
-                tracing::info!(
-                    "upstream {}: {} capabilities listed ({}, {revision}); {review}",
-                    upstream.name(),
-                    served - skipped.len(),
-                    status.transport
-                );
+                self.log_listing(upstream, &lock(pins), registrations.len() - skipped.len());
             }
         }
+    }
+
+    /// The line an operator reads when an upstream lists: what it serves, and what waits
+    /// for their review and the command that reviews it.
+    fn log_listing(&self, upstream: &Upstream, pins: &PinBook, served: usize) {
+        let withheld = pins.pins().filter(|pin| matches!(pin.state, PinState::Held | PinState::Drifted)).count();
+        let status = upstream.status();
+        let revision = status.revision.as_deref().unwrap_or("not connected");
+        let review = match withheld {
+            0 => "none withheld".to_owned(),
+            count => format!("{count} withheld pending review: bondry upstream info {}/{}", self.name, upstream.name()),
+        };
+        tracing::info!(
+            "upstream {}: {served} capabilities listed ({}, {revision}); {review}",
+            upstream.name(),
+            status.transport
+        );
     }
 
     /// Moves `member`'s pins as its latest listing says, logs what moved and stores it.

@@ -580,3 +580,53 @@ async fn without_a_token_or_a_data_dir_the_admin_listener_is_off_and_says_so() {
     front.logged("admin listener off: no [[admin.tokens]], and no data_dir to keep a generated token in", 1).await;
     assert_eq!(front.admin_port(), None);
 }
+
+/// An upstream named `name` in `dir`, serving the catalogue file `name.json` there.
+fn catalogue_stanza(dir: &Path, name: &str) -> toml::Table {
+    table([
+        ("name", name.into()),
+        ("transport", "stdio".into()),
+        ("command", support::catalogue_upstream_exe().to_str().unwrap().into()),
+        ("args", vec![dir.join(format!("{name}.json")).to_str().unwrap().to_owned()].into()),
+    ])
+}
+
+fn write_catalogue(dir: &Path, name: &str, catalogue: Value) {
+    let partial = dir.join(format!("{name}.json.partial"));
+    std::fs::write(&partial, catalogue.to_string()).unwrap();
+    std::fs::rename(partial, dir.join(format!("{name}.json"))).unwrap();
+}
+
+#[tokio::test]
+async fn an_earlier_upstream_claiming_a_uri_a_later_one_served_costs_neither_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    write_catalogue(dir.path(), "a", json!({"tools": [tool("ta")]}));
+    write_catalogue(dir.path(), "b", json!({"tools": [tool("tb")], "resources": [resource("test://shared")]}));
+    let config = TestConfig::bare()
+        .set("pin_store", "memory")
+        .set("realms.default.anonymous_roles", vec!["caller"])
+        .role("caller", &["a.*", "b.*"])
+        .push("realms.default.upstreams", catalogue_stanza(dir.path(), "a"))
+        .push("realms.default.upstreams", catalogue_stanza(dir.path(), "b"))
+        .written(dir.path(), "gateway.toml");
+    let front = Binary::serve(support::bondry_exe!(), &config, &[]);
+    front.logged("upstream a: ", 1).await;
+    front.logged("upstream b: ", 1).await;
+    let client = reqwest::Client::new();
+    // a, first in stanza order, now lists the URI b serves: a takes it, and b keeps the rest.
+    write_catalogue(dir.path(), "a", json!({"tools": [tool("ta")], "resources": [resource("test://shared")]}));
+    front.logged("upstream a: 2 capabilities listed", 1).await;
+    let listed: Value = front.post(&client, "tools/list", json!({})).await.json().await.unwrap();
+    let mut names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["a.ta", "b.tb"], "{listed}");
+    let resources: Value = front.post(&client, "resources/list", json!({})).await.json().await.unwrap();
+    let served: Vec<&str> = resources["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|resource| resource["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(served, ["a.shared"], "the URI is served once, by the first stanza: {resources}");
+}
