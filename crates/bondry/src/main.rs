@@ -40,11 +40,16 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve MCP over Streamable HTTP until SIGINT or SIGTERM.
+    #[command(after_help = "Examples:\n  \
+        bondry serve                                   # the embedded demo on 127.0.0.1:7373\n  \
+        bondry serve --config bondry.toml\n  \
+        bondry serve --config bondry.toml --listen 127.0.0.1:8080")]
     Serve {
         /// The configuration file; without it, the embedded demo default is served.
+        /// Relative paths in it are resolved against its directory.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
-        /// Overrides the address of the one configured listener.
+        /// Overrides the address of the one configured listener (an IP address and a port).
         #[arg(long, value_name = "ADDR")]
         listen: Option<SocketAddr>,
         /// Makes a new pin store although `data_dir` served before (its realm keys
@@ -56,7 +61,7 @@ enum Command {
     /// line and column, and warnings about what will not work as meant.
     ///
     /// Exit codes: 0 valid (warnings included), 1 refused, or warned about with --strict.
-    /// Example: bondry check --config /etc/bondry/bondry.toml --strict
+    #[command(after_help = "Example:\n  bondry check --config /etc/bondry/bondry.toml --strict")]
     Check {
         /// The configuration file.
         #[arg(long, value_name = "FILE")]
@@ -67,12 +72,20 @@ enum Command {
     },
     /// Hash a password for `password_hash`; the password is read from the terminal
     /// (not echoed) or from standard input, never from the command line.
+    #[command(after_help = "Examples:\n  \
+        bondry hash-password                           # asks for it\n  \
+        printf '%s' \"$PASSWORD\" | bondry hash-password")]
     HashPassword,
     /// Tickets: bearer credentials stored in the configuration only as their hash.
     #[command(subcommand)]
     Ticket(TicketCommand),
     /// Upstreams through the admin API: review and approve their pinned definitions.
     /// Exit codes: 0 done, 1 error, 3 refused (nothing changed), 4 admin unreachable.
+    #[command(after_help = "Examples:\n  \
+        bondry upstream list --config bondry.toml\n  \
+        bondry upstream info default/everything --admin 127.0.0.1:7374\n\n\
+        The variables BONDRY_ADMIN_URL and BONDRY_ADMIN_TOKEN are this client's own, not\n\
+        configuration overrides (those start with BONDRY__).")]
     Upstream {
         #[command(subcommand)]
         command: UpstreamCommand,
@@ -93,17 +106,39 @@ enum Command {
 
 #[derive(Subcommand)]
 enum UpstreamCommand {
-    /// Every realm's upstreams and their pins by state.
+    /// Every realm's upstreams: transport, revision, how many capabilities are served, and
+    /// their pins by state.
+    #[command(after_help = "Example:\n  bondry upstream list --config bondry.toml")]
     List,
-    /// One upstream and every capability's pin: REALM/NAME.
-    Info { upstream: String },
-    /// A capability's pinned and current definitions and what differs: KIND is tool,
-    /// prompt, resource or template; KEY its upstream name or URI.
-    Diff { upstream: String, kind: String, key: String },
-    /// Shows each definition's diff, asks, and approves it at the hash shown.
-    Approve {
+    /// One upstream and every capability's pin: the id it is exposed as, its state, and
+    /// the pinned and current hashes.
+    #[command(after_help = "Example:\n  bondry upstream info default/everything --config bondry.toml")]
+    Info {
+        /// The upstream, as REALM/NAME.
         upstream: String,
+    },
+    /// A capability's pinned and current definitions and what differs.
+    #[command(after_help = "Examples:\n  \
+        bondry upstream diff default/everything tool echo --config bondry.toml\n  \
+        bondry upstream diff default/files resource file:///srv/notes.md --config bondry.toml")]
+    Diff {
+        /// The upstream, as REALM/NAME.
+        upstream: String,
+        /// tool, prompt, resource or template.
+        kind: String,
+        /// The capability's name upstream (a tool or prompt) or its URI (a resource or template).
+        key: String,
+    },
+    /// Shows each definition's diff, asks, and approves it at the hash shown.
+    #[command(after_help = "Examples:\n  \
+        bondry upstream approve default/everything tool echo --config bondry.toml\n  \
+        bondry upstream approve default/everything --all --yes --config bondry.toml")]
+    Approve {
+        /// The upstream, as REALM/NAME.
+        upstream: String,
+        /// tool, prompt, resource or template.
         kind: Option<String>,
+        /// The names or URIs of that kind to approve.
         keys: Vec<String>,
         /// Every held and drifted capability, exactly as shown.
         #[arg(long, conflicts_with_all = ["kind", "keys"])]
@@ -112,16 +147,23 @@ enum UpstreamCommand {
         #[arg(long)]
         yes: bool,
     },
-    /// Lists the upstream now.
-    Refresh { upstream: String },
+    /// Lists the upstream now, instead of at its next refresh_interval_ms.
+    #[command(after_help = "Example:\n  bondry upstream refresh default/everything --config bondry.toml")]
+    Refresh {
+        /// The upstream, as REALM/NAME.
+        upstream: String,
+    },
 }
 
 #[derive(Subcommand)]
 enum TicketCommand {
     /// Mint a ticket: prints it once, and the configuration stanza holding its hash.
+    #[command(after_help = "Example:\n  bondry ticket new --realm default --principal alice --roles reader")]
     New {
+        /// The realm the ticket is for.
         #[arg(long)]
         realm: String,
+        /// The principal (`[[realms.REALM.principals]]` id) the ticket stands for.
         #[arg(long)]
         principal: String,
         /// Caps the holder's roles to these (comma-separated; a subset of the principal's).

@@ -1029,3 +1029,32 @@ command = "./server.sh"
     assert_eq!(strict.stdout, "");
     assert!(strict.stderr.ends_with("bondry: 5 warning(s), refused with --strict"), "{}", strict.stderr);
 }
+
+#[test]
+fn every_subcommands_help_shows_an_example() {
+    let commands: [&[&str]; 10] = [
+        &["serve"],
+        &["check"],
+        &["hash-password"],
+        &["ticket", "new"],
+        &["upstream"],
+        &["upstream", "list"],
+        &["upstream", "info"],
+        &["upstream", "diff"],
+        &["upstream", "approve"],
+        &["upstream", "refresh"],
+    ];
+    for command in commands {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let finished = run(&args);
+        assert_eq!(finished.status.code(), Some(0), "{command:?}: {}", finished.stderr);
+        let example = format!("\n  bondry {}", command.join(" "));
+        assert!(
+            finished.stdout.contains("Example") && finished.stdout.contains(&example),
+            "bondry {} --help has no example:\n{}",
+            command.join(" "),
+            finished.stdout
+        );
+    }
+}
