@@ -178,7 +178,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_follow_the_contract_rules() {
+    fn ids_follow_the_id_rules() {
         assert!(CapabilityId::new("demo.echo").is_ok());
         assert!(CapabilityId::new("a-b_c.D9").is_ok());
         assert!(CapabilityId::new(&"x".repeat(64)).is_ok());

@@ -68,14 +68,14 @@ async fn list_pages_through_the_callers_view_in_id_order() {
     );
     // The content hash is SHA-256 of the RFC 8785 form of the tool's definition (name,
     // schemas, annotations) and its binding.
-    let contract = json!({
+    let hashed = json!({
         "name": "demo.echo",
         "inputSchema": echo["inputSchema"],
         "outputSchema": echo["outputSchema"],
         "annotations": echo["annotations"],
         "binding": {"kind": "builtin", "target": "demo.echo"},
     });
-    assert_eq!(echo["_meta"]["dev.bondry/hash"], format!("sha256:{}", bondry_core::canon::digest(&contract)));
+    assert_eq!(echo["_meta"]["dev.bondry/hash"], format!("sha256:{}", bondry_core::canon::digest(&hashed)));
     let forecast = tools.iter().find(|tool| tool["name"] == "demo.forecast").unwrap();
     assert_eq!(forecast["inputSchema"]["properties"]["region"]["x-mcp-header"], "Region");
     // Listing is deterministic: the same tools in the same order every time.
