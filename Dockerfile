@@ -7,7 +7,8 @@
 # container (docs/install.md). The build stage runs the same release build as CI; the
 # image itself is not built in CI.
 
-FROM rust:1.95-slim-bookworm AS build
+# The full image, not -slim: jemalloc, SQLite and aws-lc build C with make and perl.
+FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p bondry

@@ -29,6 +29,18 @@ pub fn prepare(data_dir: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// Makes the file at `path`, if there is one, readable by its owner only, saying so when
+/// it was not: a pin store or token left by an older Bondry or another umask.
+pub fn keep_private(path: &Path) -> std::io::Result<()> {
+    let Ok(meta) = std::fs::metadata(path) else { return Ok(()) };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        tracing::warn!(path = %path.display(), was = format!("{mode:o}"), "a file of data_dir was open to others; it is 0600 now");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +55,9 @@ mod tests {
         let file = dir.path().join("file");
         std::fs::write(&file, "").unwrap();
         assert!(prepare(&file).unwrap_err().to_string().ends_with("data_dir is not a directory"));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        keep_private(&file).unwrap();
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        keep_private(&dir.path().join("absent")).unwrap();
     }
 }

@@ -221,7 +221,7 @@ fn upstream(command: UpstreamCommand, admin: Option<String>, config: Option<Path
 }
 
 fn check(path: PathBuf, strict: bool) -> anyhow::Result<()> {
-    let loaded = config::load(Some(&path), std::env::vars())?;
+    let loaded = config::load(Some(&path), config::process_environment()?)?;
     let assembled = assemble(&loaded, &Builtins::bundled(), &Overrides::default(), false)?;
     let warnings = bondry::assemble::warnings::warnings(&loaded, &assembled);
     for warning in &warnings {
@@ -262,7 +262,7 @@ fn new_ticket(realm: &str, principal: &str, roles: Option<Vec<String>>) -> anyho
 }
 
 fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store: bool) -> anyhow::Result<()> {
-    let loaded = config::load(path.as_deref(), std::env::vars())?;
+    let loaded = config::load(path.as_deref(), config::process_environment()?)?;
     // One set of handler objects for the start and every reload: a handler's state (and
     // the dynamic capabilities it published) stays with the one instance.
     let builtins = Builtins::bundled();
@@ -290,9 +290,23 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
             .map(|(name, entry)| (name.clone(), Arc::clone(&entry.registry), Arc::clone(&entry.auth)))
             .collect();
         // Every listener binds before any upstream starts: a port in use stops the start
-        // with its address named, before a child process is spawned.
-        let running = bondry_http_server::start(assembled.server).await?;
+        // with its address named, before a child process is spawned. The admin listener
+        // first, so the MCP listeners serve only once the start can no longer fail there.
         let admin = bind_admin(&loaded, &assembled.admin).await?;
+        let running = bondry_http_server::start(assembled.server).await?;
+        // Where `bondry upstream --config` finds the admin listener, written before anything
+        // is announced, so no one reads the last start's.
+        let data_dir = loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir));
+        let address_file = match (&admin, &data_dir) {
+            (Some(bound), Some(data_dir)) => {
+                let addr = bound.addr().context("the admin listener has no address")?;
+                Some(bondry::assemble::admin::write_address(data_dir, addr).with_context(|| {
+                    let path = data_dir.join(bondry::assemble::admin::ADDRESS_FILE);
+                    format!("{}: cannot write the admin address", path.display())
+                })?)
+            }
+            _ => None,
+        };
         // Then every realm's upstreams start connecting in the background: the realm
         // serves at once, and their capabilities appear as their listings land.
         let mut realms: HashMap<String, LiveRealm> = HashMap::new();
@@ -316,14 +330,6 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         }
         if let Some(admin) = &admin {
             eprintln!("admin listening on http://{}", admin.addr);
-            if let Some(data_dir) = loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir)) {
-                bondry::assemble::admin::write_address(&data_dir, admin.addr).with_context(|| {
-                    format!(
-                        "{}: cannot write the admin address",
-                        data_dir.join(bondry::assemble::admin::ADDRESS_FILE).display()
-                    )
-                })?;
-            }
         }
         // Serves until SIGINT or SIGTERM, reloading the file (if there is one) meanwhile.
         watch.run(signal).await;
@@ -333,6 +339,11 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         }
         if let Some(admin) = admin {
             admin.shutdown().await;
+        }
+        // A stopped server's address must not send a later `bondry upstream` (and its
+        // token) to whatever takes the port next.
+        if let Some(path) = address_file {
+            let _ = std::fs::remove_file(path);
         }
         // After the calls drained: none is left to need an upstream, and every child ends.
         for realm in &upstreams {

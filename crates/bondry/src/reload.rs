@@ -47,7 +47,8 @@ impl Reloader {
     /// Reads, checks and applies the file. Returns the realms whose catalogue, grants and
     /// credentials were swapped in.
     pub fn reload(&self) -> Result<Vec<String>, String> {
-        let loaded = config::load(Some(&self.path), std::env::vars()).map_err(|e| e.to_string())?;
+        let environment = config::process_environment().map_err(|e| e.to_string())?;
+        let loaded = config::load(Some(&self.path), environment).map_err(|e| e.to_string())?;
         let mut assembled = assemble(&loaded, &self.builtins, &self.overrides, false).map_err(|e| e.to_string())?;
         let mut applied = Vec::new();
         for (name, entry) in &assembled.server.realms {

@@ -55,9 +55,13 @@ impl Client {
     /// data directory of `--config`.
     pub fn new(admin: Option<&str>, config_file: Option<&Path>) -> Result<Self, Failure> {
         let loaded = config_file
-            .map(|path| config::load(Some(path), std::env::vars()))
+            .map(|path| config::process_environment().and_then(|environment| config::load(Some(path), environment)))
             .transpose()
-            .map_err(|e| Failure::Error(format!("{e:#}")))?;
+            .map_err(|errors| {
+                // One `bondry: ` line per error, as `check` prints them.
+                let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                Failure::Error(lines.join("\nbondry: "))
+            })?;
         let data_dir =
             loaded.as_ref().and_then(|loaded| loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir)));
         let from_env = std::env::var("BONDRY_ADMIN_URL").ok().filter(|url| !url.is_empty());
@@ -118,12 +122,16 @@ impl Client {
             Ok::<_, reqwest::Error>((status, response.text().await?))
         });
         let (status, text) = answered.map_err(|error| {
-            let why = if error.is_connect() {
-                "the connection was refused: is `bondry serve` running, with this admin address?".to_owned()
-            } else if error.is_timeout() {
+            let why = if error.is_timeout() {
                 "no answer within 60 s".to_owned()
             } else {
-                format!("{error}")
+                // The innermost cause says it plainly: "Connection refused", a name that
+                // does not resolve, a TLS failure.
+                let mut cause: &dyn std::error::Error = &error;
+                while let Some(source) = cause.source() {
+                    cause = source;
+                }
+                format!("{cause}; is `bondry serve` running, with this admin address?")
             };
             Failure::Unreachable(format!("cannot reach the admin API at {}: {why}", self.base))
         })?;

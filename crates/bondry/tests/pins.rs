@@ -554,7 +554,7 @@ async fn the_cli_lists_shows_and_approves_at_the_hash_it_showed() {
     assert_eq!(unreachable.status.code(), Some(4), "{}", String::from_utf8_lossy(&unreachable.stderr));
     assert_eq!(
         String::from_utf8_lossy(&unreachable.stderr),
-        "bondry: cannot reach the admin API at http://127.0.0.1:1: the connection was refused: is `bondry serve` running, with this admin address?\n"
+        "bondry: cannot reach the admin API at http://127.0.0.1:1: Connection refused (os error 111); is `bondry serve` running, with this admin address?\n"
     );
 }
 

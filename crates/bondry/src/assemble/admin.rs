@@ -109,16 +109,24 @@ pub fn plan(loaded: &Loaded, stanza: &AdminStanza) -> anyhow::Result<Plan> {
 /// upstream --config` to find a listener that bound port 0.
 pub const ADDRESS_FILE: &str = "admin-address";
 
-/// Writes `addr` to the address file of `data_dir` (0600), replacing the last start's.
-pub fn write_address(data_dir: &Path, addr: SocketAddr) -> std::io::Result<()> {
+/// Writes `addr` to the address file of `data_dir` (0600), replacing the last start's, and
+/// returns its path. Written beside it first and renamed, so a reader sees a whole address;
+/// the temporary name holds the process id, as instances may share a data directory.
+pub fn write_address(data_dir: &Path, addr: SocketAddr) -> std::io::Result<PathBuf> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let path = data_dir.join(ADDRESS_FILE);
-    let fresh = data_dir.join(format!(".{ADDRESS_FILE}.new"));
+    let fresh = data_dir.join(format!(".{ADDRESS_FILE}.{}", std::process::id()));
     let _ = std::fs::remove_file(&fresh);
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&fresh)?;
-    file.write_all(format!("{addr}\n").as_bytes())?;
-    std::fs::rename(&fresh, &path)
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&fresh)?;
+        file.write_all(format!("{addr}\n").as_bytes())?;
+        std::fs::rename(&fresh, &path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&fresh);
+    }
+    written.map(|()| path)
 }
 
 /// Where the generated token of the data directory `data_dir` is kept.
@@ -131,7 +139,10 @@ fn generated(path: &Path) -> std::io::Result<String> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     match std::fs::read_to_string(path) {
-        Ok(secret) if secret.trim().len() >= MIN_SECRET => return Ok(secret.trim().to_owned()),
+        Ok(secret) if secret.trim().len() >= MIN_SECRET => {
+            crate::data_dir::keep_private(path)?;
+            return Ok(secret.trim().to_owned());
+        }
         Ok(_) => return Err(std::io::Error::other(format!("it holds fewer than {MIN_SECRET} bytes"))),
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
         Err(_) => {}

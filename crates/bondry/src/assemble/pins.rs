@@ -53,7 +53,13 @@ pub fn open(loaded: &Loaded, accept_new: bool) -> anyhow::Result<Arc<dyn PinStor
             keys.display()
         );
     }
-    Ok(Arc::new(SqliteStore::open(&path)?))
+    let store = SqliteStore::open(&path)?;
+    for file in [PIN_STORE_FILE, "pins.sqlite3-wal", "pins.sqlite3-shm"] {
+        let file = data_dir.join(file);
+        crate::data_dir::keep_private(&file)
+            .map_err(|e| anyhow::anyhow!("{}: cannot make it private ({e})", file.display()))?;
+    }
+    Ok(Arc::new(store))
 }
 
 /// The directory of realm key files in `data_dir`, if it holds one.

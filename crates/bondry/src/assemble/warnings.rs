@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use bondry_core::policy::{CapabilityPattern, Grant, Subject};
-use bondry_upstream::{TransportSpec, UpstreamSpec};
+use bondry_upstream::TransportSpec;
 
 use super::Assembled;
 use crate::config::{ConfigError, Loaded, RawRealm};
@@ -22,13 +22,13 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
         let place = loaded.places.named(&key).cloned();
         found.push(ConfigError { origin: loaded.origin.clone(), place, key: Some(key), message });
     };
-    for (name, listener) in &loaded.raw.listeners {
-        let open = listener.bind.parse::<std::net::SocketAddr>().is_ok_and(|addr| !addr.ip().is_loopback());
-        if open && listener.trusted_proxies.is_empty() {
+    // The addresses as served, `--listen` applied.
+    for listener in &assembled.server.listeners {
+        if !listener.bind.ip().is_loopback() && listener.trusted_proxies.is_empty() {
             warn(
-                format!("listeners.{name}.bind"),
+                format!("listeners.{}.bind", listener.name),
                 format!(
-                    "{:?} is reachable from the network in plain HTTP, with no trusted_proxies: put a TLS-terminating proxy in front and list its address in trusted_proxies",
+                    "\"{}\" is reachable from the network in plain HTTP, with no trusted_proxies: put a TLS-terminating proxy in front and list its address in trusted_proxies",
                     listener.bind
                 ),
             );
@@ -42,6 +42,7 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
             .get(realm)
             .map(|entry| entry.registry.snapshot().catalogue.iter().map(|entry| entry.id().to_string()).collect())
             .unwrap_or_default();
+        let prefixes: Vec<&str> = upstreams.iter().map(|upstream| upstream.prefix.as_str()).collect();
         for (index, role) in raw.roles.iter().enumerate() {
             if !can_be_given(raw, &role.name) {
                 warn(
@@ -54,7 +55,7 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
             }
             for (at, text) in role.grants.iter().enumerate() {
                 let Ok(grant) = Grant::parse(Subject::Role(role.name.clone()), text, ADAPTER) else { continue };
-                if grant.adapter == ADAPTER && covers_nothing(&grant.pattern, &ids, upstreams) {
+                if grant.adapter == ADAPTER && covers_nothing(&grant.pattern, &ids, &prefixes) {
                     warn(
                         format!("realms.{realm}.roles[{index}].grants[{at}]"),
                         format!(
@@ -83,9 +84,9 @@ fn can_be_given(raw: &RawRealm, role: &str) -> bool {
         || raw.principals.iter().any(|principal| named(&principal.roles))
 }
 
-/// Whether `pattern` matches none of `ids` and no entry an upstream could list: an
-/// upstream's entries are named `PREFIX.NAME`, and one without a prefix could list any.
-fn covers_nothing(pattern: &CapabilityPattern, ids: &[String], upstreams: &[UpstreamSpec]) -> bool {
+/// Whether `pattern` matches none of `ids` and no entry an upstream of one of `prefixes`
+/// could list: its entries are named `PREFIX.NAME`, and one without a prefix could list any.
+fn covers_nothing(pattern: &CapabilityPattern, ids: &[String], prefixes: &[&str]) -> bool {
     let text = match pattern {
         CapabilityPattern::Exact(id) => id.to_string(),
         CapabilityPattern::Prefix(prefix) => prefix.clone(),
@@ -94,9 +95,12 @@ fn covers_nothing(pattern: &CapabilityPattern, ids: &[String], upstreams: &[Upst
         CapabilityPattern::Exact(exact) => exact.as_str() == id,
         CapabilityPattern::Prefix(prefix) => id.len() > prefix.len() && id.starts_with(prefix.as_str()),
     });
-    let could_be_listed = upstreams.iter().any(|upstream| {
-        let under = format!("{}.", upstream.prefix);
-        upstream.prefix.is_empty() || text.starts_with(&under) || under.starts_with(&text)
+    let could_be_listed = prefixes.iter().any(|prefix| {
+        let under = format!("{prefix}.");
+        let below = text.len() > under.len() && text.starts_with(&under);
+        // `a.*` covers the entries of an upstream prefixed `a.b`; an exact id never does.
+        let above = matches!(pattern, CapabilityPattern::Prefix(_)) && under.starts_with(&text);
+        prefix.is_empty() || below || above
     });
     !matches_own && !could_be_listed
 }
@@ -127,6 +131,20 @@ fn runnable(command: &str, path: Option<&str>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grant_covers_nothing_unless_an_id_or_an_upstreams_prefix_can_match_it() {
+        let pattern = |text: &str| Grant::parse(Subject::Role("r".into()), text, ADAPTER).unwrap().pattern;
+        let ids = ["demo.echo".to_owned()];
+        let upstreams = ["ev"];
+        assert!(!covers_nothing(&pattern("demo.echo"), &ids, &upstreams));
+        assert!(covers_nothing(&pattern("demo.ehco"), &ids, &upstreams));
+        assert!(!covers_nothing(&pattern("ev.echo"), &ids, &upstreams));
+        assert!(!covers_nothing(&pattern("ev.*"), &ids, &upstreams));
+        assert!(covers_nothing(&pattern("ev"), &ids, &upstreams), "an exact id is not an upstream's entry");
+        assert!(covers_nothing(&pattern("e"), &ids, &upstreams));
+        assert!(!covers_nothing(&pattern("anything"), &ids, &[""]), "an upstream without a prefix lists any");
+    }
 
     #[test]
     fn a_program_is_runnable_when_found_executable() {

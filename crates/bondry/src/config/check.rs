@@ -51,7 +51,7 @@ impl Walk<'_> {
                     let hint = suggestion(chosen, options.iter().copied())
                         .map(|near| format!("; did you mean \"{near}\"?"))
                         .unwrap_or_default();
-                    let message = format!("\"{chosen}\" is not accepted: expected {}{hint}", shape.expected());
+                    let message = format!("{chosen:?} is not accepted: expected {}{hint}", shape.expected());
                     self.find(self.places.value(path), path, message);
                 }
             }

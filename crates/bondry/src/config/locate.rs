@@ -62,17 +62,41 @@ impl KeyPath {
     }
 }
 
+/// Keys as TOML writes them: bare when they can be, else quoted with `"`, `\` and control
+/// characters escaped, so a key holding a dot names one key and a key holding an escape
+/// sequence cannot drive the terminal an error is printed to.
 impl fmt::Display for KeyPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (position, segment) in self.0.iter().enumerate() {
             match segment {
-                Segment::Key(key) if position == 0 => f.write_str(key)?,
-                Segment::Key(key) => write!(f, ".{key}")?,
+                Segment::Key(key) => {
+                    if position > 0 {
+                        f.write_str(".")?;
+                    }
+                    write_key(f, key)?;
+                }
                 Segment::Index(index) => write!(f, "[{index}]")?,
             }
         }
         Ok(())
     }
+}
+
+fn write_key(f: &mut fmt::Formatter<'_>, key: &str) -> fmt::Result {
+    let bare = !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if bare {
+        return f.write_str(key);
+    }
+    f.write_str("\"")?;
+    for c in key.chars() {
+        match c {
+            '"' => f.write_str("\\\"")?,
+            '\\' => f.write_str("\\\\")?,
+            c if c.is_control() => write!(f, "\\u{:04X}", u32::from(c))?,
+            c => write!(f, "{c}")?,
+        }
+    }
+    f.write_str("\"")
 }
 
 /// Where a value came from.
@@ -101,8 +125,6 @@ impl Places {
     pub fn of_file(text: &str, document: &Spanned<DeTable<'_>>) -> Self {
         let lines = Lines::of(text);
         let mut places = Self::default();
-        let root = lines.place(document.span());
-        places.0.insert(String::new(), Spot { key: root.clone(), value: root });
         places.table(&lines, &KeyPath::default(), document.get_ref());
         places
     }
@@ -157,9 +179,11 @@ impl Places {
         self.value(&KeyPath::parse(path))
     }
 
+    /// The spot of `path` or of its nearest enclosing key; never the file's start, which
+    /// would place a refusal about no key of the file (`--listen`, a default) at line 1.
     fn nearest(&self, path: &KeyPath) -> Option<&Spot> {
         let mut current = Some(path.clone());
-        while let Some(path) = current {
+        while let Some(path) = current.filter(|path| !path.0.is_empty()) {
             if let Some(spot) = self.0.get(&path.to_string()) {
                 return Some(spot);
             }
@@ -190,7 +214,9 @@ impl<'a> Lines<'a> {
         let at = span.start.min(self.text.len());
         let line = self.starts.partition_point(|start| *start <= at);
         let start = self.starts[line - 1];
-        let column = self.text.get(start..at).map_or(1, |before| before.chars().count() + 1);
+        // A byte-order mark is no column an editor shows.
+        let column =
+            self.text.get(start..at).map_or(1, |before| before.trim_start_matches('\u{feff}').chars().count() + 1);
         Place::File { line, column }
     }
 }
@@ -219,7 +245,7 @@ mod tests {
         assert_eq!(places.key(&KeyPath::parse("realms.d.roles[1].ñame")).cloned(), at(7, 3));
         // A key the file lacks is placed at its table.
         assert_eq!(places.named("listeners.main.page_size"), places.named("listeners.main"));
-        assert_eq!(places.named("nothing.here").cloned(), at(1, 1));
+        assert_eq!(places.named("nothing.here"), None, "what the file does not write is not placed at its start");
     }
 
     #[test]
@@ -237,5 +263,7 @@ mod tests {
         assert_eq!(path.to_string(), "realms.default.roles[1].grants[0]");
         assert_eq!(KeyPath::parse("realms.default.roles[1].grants[0]"), path);
         assert_eq!(KeyPath::parse("a[1][2]").to_string(), "a[1][2]");
+        let odd = KeyPath::default().key("listeners").key("a.b").key("say \"\u{1b}[31m\"");
+        assert_eq!(odd.to_string(), "listeners.\"a.b\".\"say \\\"\\u001B[31m\\\"\"");
     }
 }

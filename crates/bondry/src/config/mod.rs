@@ -648,12 +648,7 @@ pub fn parse(
     let document = toml::de::DeTable::parse(text).map_err(not_toml)?;
     let mut places = Places::of_file(text, &document);
     let mut table: toml::Table = text.parse().map_err(not_toml)?;
-    apply_env(&mut table, &env, &mut places).map_err(|(name, message)| ConfigError {
-        origin: origin.to_owned(),
-        place: Some(Place::Env(name)),
-        key: None,
-        message,
-    })?;
+    let unapplied = apply_env(&mut table, &env, &mut places);
     let value = toml::Value::Table(table);
     let findings = check::check(&value, file_shape(), &places);
     let refusal = |place: Option<Place>, key: String, message: String| ConfigError {
@@ -662,8 +657,14 @@ pub fn parse(
         key: Some(key),
         message,
     };
+    let unapplied = unapplied.into_iter().map(|(name, message)| ConfigError {
+        origin: origin.to_owned(),
+        place: Some(Place::Env(name)),
+        key: None,
+        message,
+    });
     let refused = findings.into_iter().map(|finding| refusal(finding.place, finding.key, finding.message));
-    if let Some(errors) = ConfigErrors::new(refused.collect()) {
+    if let Some(errors) = ConfigErrors::new(refused.chain(unapplied).collect()) {
         return Err(errors);
     }
     // What the shape check does not see (a value serde refuses for its own reasons).
@@ -676,42 +677,85 @@ pub fn parse(
 
 /// Applies `BONDRY__SECTION__KEY=value` overrides, recording each as the place of what it
 /// sets. Names are lowercased; values are read as TOML values, falling back to strings.
-/// A variable that cannot apply is refused with its name.
-fn apply_env(table: &mut toml::Table, env: &Environment, places: &mut Places) -> Result<(), (String, String)> {
+/// Returns each variable that cannot apply, by name, with why; the others still apply.
+fn apply_env(table: &mut toml::Table, env: &Environment, places: &mut Places) -> Vec<(String, String)> {
+    let mut unapplied = Vec::new();
     // In name order (the environment is sorted), so that overlapping variables apply in one
     // order whatever the process environment's.
     for (name, raw) in &env.0 {
         let Some(path) = name.strip_prefix(ENV_PREFIX) else { continue };
-        let refuse = |message: String| (name.clone(), message);
-        let segments: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
-        if segments.iter().any(String::is_empty) {
-            return Err(refuse(format!("empty key segment; write {ENV_PREFIX}SECTION__KEY")));
+        if let Err(why) = apply_one(table, name, path, raw, places) {
+            unapplied.push((name.clone(), why));
         }
-        let value = format!("v = {raw}")
-            .parse::<toml::Table>()
-            .ok()
-            .and_then(|mut parsed| parsed.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(raw.clone()));
-        let (last, parents) = segments.split_last().expect("split yields at least one segment");
-        let mut current = &mut *table;
-        let mut key_path = KeyPath::default();
-        for segment in parents {
-            key_path = key_path.key(segment);
-            // A table the file lacks is the variable's making: its errors name the variable.
-            if !current.contains_key(segment) {
-                places.overridden(&key_path, name);
-            }
-            let entry = current.entry(segment.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            current = entry.as_table_mut().ok_or_else(|| {
-                refuse(format!(
-                    "`{key_path}` is not a table (arrays of tables are not addressable from the environment)"
-                ))
-            })?;
-        }
-        current.insert(last.clone(), value);
-        places.overridden(&key_path.key(last), name);
     }
+    unapplied
+}
+
+/// Applies the variable `name`, naming the key path `path`, set to `raw`.
+fn apply_one(table: &mut toml::Table, name: &str, path: &str, raw: &str, places: &mut Places) -> Result<(), String> {
+    let segments: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
+    if segments.iter().any(String::is_empty) {
+        return Err(format!("empty key segment; write {ENV_PREFIX}SECTION__KEY"));
+    }
+    let value = env_value(raw)?;
+    let (last, parents) = segments.split_last().expect("split yields at least one segment");
+    let mut current = &mut *table;
+    let mut key_path = KeyPath::default();
+    for segment in parents {
+        key_path = key_path.key(segment);
+        // A table the file lacks is the variable's making: its errors name the variable.
+        if !current.contains_key(segment) {
+            places.overridden(&key_path, name);
+        }
+        let entry = current.entry(segment.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        current = match entry {
+            toml::Value::Table(table) => table,
+            toml::Value::Array(_) => {
+                return Err(format!(
+                    "`{key_path}` is an array; arrays of tables are not addressable from the environment"
+                ));
+            }
+            _ => return Err(format!("`{key_path}` is not a table")),
+        };
+    }
+    current.insert(last.clone(), value);
+    places.overridden(&key_path.key(last), name);
     Ok(())
+}
+
+/// A variable's value: a TOML value (`50`, `true`, `["a"]`, `"a string"`), else the text
+/// itself as a string. Text that reads as a value followed by more TOML (a newline and a
+/// table, say) is refused, not cut short.
+fn env_value(raw: &str) -> Result<toml::Value, String> {
+    match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(parsed) if parsed.len() == 1 => Ok(parsed.into_iter().next().map(|(_, value)| value).expect("one entry")),
+        Ok(_) => Err("the value holds more than one TOML value; quote it as a TOML string".into()),
+        Err(_) => Ok(toml::Value::String(raw.to_owned())),
+    }
+}
+
+/// The process's environment, for [`load`]. A variable whose name or value is not UTF-8
+/// is left out, since nothing Bondry reads is named so, unless it is an override
+/// (`BONDRY__…`), which is refused by name rather than ignored.
+pub fn process_environment() -> Result<Vec<(String, String)>, ConfigErrors> {
+    let mut variables = Vec::new();
+    let mut refused = Vec::new();
+    for (name, value) in std::env::vars_os() {
+        match (name.into_string(), value.into_string()) {
+            (Ok(name), Ok(value)) => variables.push((name, value)),
+            (Ok(name), Err(_)) if name.starts_with(ENV_PREFIX) => refused.push(ConfigError {
+                origin: "<environment>".into(),
+                place: Some(Place::Env(name)),
+                key: None,
+                message: "the value is not UTF-8".into(),
+            }),
+            _ => {}
+        }
+    }
+    match ConfigErrors::new(refused) {
+        Some(errors) => Err(errors),
+        None => Ok(variables),
+    }
 }
 
 #[cfg(test)]
@@ -764,8 +808,26 @@ mod tests {
             parse("t.toml", roles, PathBuf::new(), env(&[("BONDRY__REALMS__DEFAULT__ROLES__NAME", "b")])).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "environment variable BONDRY__REALMS__DEFAULT__ROLES__NAME: `realms.default.roles` is not a table \
-             (arrays of tables are not addressable from the environment)"
+            "environment variable BONDRY__REALMS__DEFAULT__ROLES__NAME: `realms.default.roles` is an array; \
+             arrays of tables are not addressable from the environment"
+        );
+    }
+
+    #[test]
+    fn every_override_that_cannot_apply_is_named_beside_the_files_errors() {
+        let variables = env(&[
+            ("BONDRY__LISTENERS__MAIN__BIND__X", "1"),
+            ("BONDRY__LISTENERS__MAIN__PAGE_SIZE", "\"5\"\n[zzz]"),
+            ("BONDRY__ZZ", "1"),
+        ]);
+        let error =
+            parse("t.toml", "[listeners.main]\nbind = \"x\"\nbnid = 1\n", PathBuf::new(), variables).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "t.toml:3:1: listeners.main.bnid: unknown key; did you mean `bind`?\n\
+             environment variable BONDRY__ZZ: zz: unknown key; this table takes shutdown_grace_ms, data_dir, pin_store, listeners, realms, audit, admin\n\
+             environment variable BONDRY__LISTENERS__MAIN__BIND__X: `listeners.main.bind` is not a table\n\
+             environment variable BONDRY__LISTENERS__MAIN__PAGE_SIZE: the value holds more than one TOML value; quote it as a TOML string"
         );
     }
 
