@@ -630,3 +630,19 @@ async fn an_earlier_upstream_claiming_a_uri_a_later_one_served_costs_neither_the
         .collect();
     assert_eq!(served, ["a.shared"], "the URI is served once, by the first stanza: {resources}");
 }
+
+#[tokio::test]
+async fn the_cli_lines_up_columns_by_display_width_with_wide_names() {
+    let drift = Drift::start(json!({"tools": [tool("a"), tool("工具箱")]}), &[]).await;
+    let (code, out, err) = cli(&drift, &["info", "default/up"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    // Where the STATE column starts on each line, in terminal columns.
+    let state_column = |line: &str| {
+        let at = line.find("pinned").or_else(|| line.find("STATE")).unwrap_or_else(|| panic!("{line}"));
+        unicode_width::UnicodeWidthStr::width(&line[..at])
+    };
+    let rows: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "a header and two rows: {out}");
+    let columns: Vec<usize> = rows.iter().map(|line| state_column(line)).collect();
+    assert!(columns.iter().all(|column| *column == columns[0]), "{columns:?}\n{out}");
+}
