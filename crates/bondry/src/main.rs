@@ -291,7 +291,7 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
             .collect();
         // Every listener binds before any upstream starts: a port in use stops the start
         // with its address named, before a child process is spawned. The admin listener
-        // first, so the MCP listeners serve only once the start can no longer fail there.
+        // first: a port in use there stops the start before the MCP listeners serve.
         let admin = bind_admin(&loaded, &assembled.admin).await?;
         let running = bondry_http_server::start(assembled.server).await?;
         // Where `bondry upstream --config` finds the admin listener, written before anything
