@@ -296,7 +296,7 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         let running = bondry_http_server::start(assembled.server).await?;
         // Where `bondry upstream --config` finds the admin listener, written before anything
         // is announced, so no one reads the last start's.
-        let data_dir = loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir));
+        let data_dir = loaded.data_dir();
         let address_file = match (&admin, &data_dir) {
             (Some(bound), Some(data_dir)) => {
                 let addr = bound.addr().context("the admin listener has no address")?;

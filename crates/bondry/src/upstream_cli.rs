@@ -62,8 +62,7 @@ impl Client {
                 let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
                 Failure::Error(lines.join("\nbondry: "))
             })?;
-        let data_dir =
-            loaded.as_ref().and_then(|loaded| loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir)));
+        let data_dir = loaded.as_ref().and_then(config::Loaded::data_dir);
         let from_env = std::env::var("BONDRY_ADMIN_URL").ok().filter(|url| !url.is_empty());
         let base = match (admin.or(from_env.as_deref()), &loaded) {
             (Some(url), _) => with_scheme(url),

@@ -96,10 +96,10 @@ pub fn plan(loaded: &Loaded, stanza: &AdminStanza) -> anyhow::Result<Plan> {
     if !stanza.tokens.is_empty() {
         return Ok(Plan::Serve { bind: stanza.bind, tokens: stanza.tokens.clone() });
     }
-    let Some(data_dir) = &loaded.raw.data_dir else {
+    let Some(data_dir) = loaded.data_dir() else {
         return Ok(Plan::Off("no [[admin.tokens]], and no data_dir to keep a generated token in"));
     };
-    let path = token_path(&loaded.base_dir.join(data_dir));
+    let path = token_path(&data_dir);
     let secret =
         generated(&path).map_err(|e| anyhow::anyhow!("{}: cannot make the admin token ({e})", path.display()))?;
     Ok(Plan::Serve { bind: stanza.bind, tokens: vec![("generated".into(), secret)] })

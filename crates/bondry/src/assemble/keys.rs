@@ -27,10 +27,10 @@ pub(super) fn keys(
     if !raw.keys.is_empty() {
         return configured(diagnostics, loaded, name, &raw.keys);
     }
-    let Some(data_dir) = &loaded.raw.data_dir else {
+    let Some(data_dir) = loaded.data_dir() else {
         return Some(generated("k1"));
     };
-    let path = loaded.base_dir.join(data_dir).join("keys").join(format!("{name}.json"));
+    let path = data_dir.join("keys").join(format!("{name}.json"));
     let mut unusable = |why: String| {
         diagnostics.refuse("data_dir", format!("the keys of realm {name} in {:?}: {why}", path.display()));
         None

@@ -31,7 +31,7 @@ pub(super) fn check(diagnostics: &mut Diagnostics, loaded: &Loaded) {
 /// (`--accept-new-pin-store`), a missing store beside realm keys is made anew.
 pub fn open(loaded: &Loaded, accept_new: bool) -> anyhow::Result<Arc<dyn PinStore>> {
     let has_upstreams = loaded.raw.has_upstreams();
-    let data_dir = loaded.raw.data_dir.as_ref().map(|dir| loaded.base_dir.join(dir));
+    let data_dir = loaded.data_dir();
     if let Some(data_dir) = &data_dir {
         crate::data_dir::prepare(data_dir)?;
     }

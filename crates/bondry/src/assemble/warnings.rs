@@ -6,14 +6,13 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use bondry_core::capability::CapabilityId;
 use bondry_core::policy::{CapabilityPattern, Grant, Subject};
+use bondry_mcp_proto::ADAPTER;
 use bondry_upstream::TransportSpec;
 
 use super::Assembled;
 use crate::config::{ConfigError, Loaded, RawRealm};
-
-/// The adapter a grant without one is for, as the realm's policy reads it.
-const ADAPTER: &str = "mcp";
 
 /// Every warning of `loaded`, assembled as `assembled`, placed where its key is written.
 pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
@@ -36,11 +35,11 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
     }
     for (realm, raw) in &loaded.raw.realms {
         let upstreams = assembled.upstreams.get(realm).map(Vec::as_slice).unwrap_or_default();
-        let ids: Vec<String> = assembled
+        let ids: Vec<CapabilityId> = assembled
             .server
             .realms
             .get(realm)
-            .map(|entry| entry.registry.snapshot().catalogue.iter().map(|entry| entry.id().to_string()).collect())
+            .map(|entry| entry.registry.snapshot().catalogue.iter().map(|entry| entry.id().clone()).collect())
             .unwrap_or_default();
         let prefixes: Vec<&str> = upstreams.iter().map(|upstream| upstream.prefix.as_str()).collect();
         for (index, role) in raw.roles.iter().enumerate() {
@@ -86,20 +85,17 @@ fn can_be_given(raw: &RawRealm, role: &str) -> bool {
 
 /// Whether `pattern` matches none of `ids` and no entry an upstream of one of `prefixes`
 /// could list: its entries are named `PREFIX.NAME`, and one without a prefix could list any.
-fn covers_nothing(pattern: &CapabilityPattern, ids: &[String], prefixes: &[&str]) -> bool {
+fn covers_nothing(pattern: &CapabilityPattern, ids: &[CapabilityId], prefixes: &[&str]) -> bool {
     let text = match pattern {
-        CapabilityPattern::Exact(id) => id.to_string(),
-        CapabilityPattern::Prefix(prefix) => prefix.clone(),
+        CapabilityPattern::Exact(id) => id.as_str(),
+        CapabilityPattern::Prefix(prefix) => prefix.as_str(),
     };
-    let matches_own = ids.iter().any(|id| match pattern {
-        CapabilityPattern::Exact(exact) => exact.as_str() == id,
-        CapabilityPattern::Prefix(prefix) => id.len() > prefix.len() && id.starts_with(prefix.as_str()),
-    });
+    let matches_own = ids.iter().any(|id| pattern.matches(id));
     let could_be_listed = prefixes.iter().any(|prefix| {
         let under = format!("{prefix}.");
         let below = text.len() > under.len() && text.starts_with(&under);
         // `a.*` covers the entries of an upstream prefixed `a.b`; an exact id never does.
-        let above = matches!(pattern, CapabilityPattern::Prefix(_)) && under.starts_with(&text);
+        let above = matches!(pattern, CapabilityPattern::Prefix(_)) && under.starts_with(text);
         prefix.is_empty() || below || above
     });
     !matches_own && !could_be_listed
@@ -108,13 +104,12 @@ fn covers_nothing(pattern: &CapabilityPattern, ids: &[String], prefixes: &[&str]
 /// Whether `command` can be started: a path to an executable file, or a name found as one
 /// on `path` (the child's `PATH`).
 fn runnable(command: &str, path: Option<&str>) -> Result<(), String> {
-    let executable = |candidate: &Path| {
-        std::fs::metadata(candidate).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-    };
+    let is_executable = |meta: &std::fs::Metadata| meta.is_file() && meta.permissions().mode() & 0o111 != 0;
+    let executable = |candidate: &Path| std::fs::metadata(candidate).is_ok_and(|meta| is_executable(&meta));
     if command.contains('/') {
         return match std::fs::metadata(command) {
             Err(error) => Err(format!("{command:?} cannot be started: {error}")),
-            Ok(_) if !executable(Path::new(command)) => Err(format!(
+            Ok(meta) if !is_executable(&meta) => Err(format!(
                 "{command:?} is not an executable file: chmod +x it, or name its interpreter as the command"
             )),
             Ok(_) => Ok(()),
@@ -135,7 +130,7 @@ mod tests {
     #[test]
     fn a_grant_covers_nothing_unless_an_id_or_an_upstreams_prefix_can_match_it() {
         let pattern = |text: &str| Grant::parse(Subject::Role("r".into()), text, ADAPTER).unwrap().pattern;
-        let ids = ["demo.echo".to_owned()];
+        let ids = [CapabilityId::new("demo.echo").unwrap()];
         let upstreams = ["ev"];
         assert!(!covers_nothing(&pattern("demo.echo"), &ids, &upstreams));
         assert!(covers_nothing(&pattern("demo.ehco"), &ids, &upstreams));

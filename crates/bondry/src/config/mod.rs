@@ -604,6 +604,13 @@ pub struct Loaded {
     pub places: Arc<Places>,
 }
 
+impl Loaded {
+    /// `data_dir` as the process reaches it: resolved against the configuration's directory.
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        self.raw.data_dir.as_ref().map(|dir| self.base_dir.join(dir))
+    }
+}
+
 /// Reads the file at `path`, or the embedded default, and applies the environment.
 pub fn load(path: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Loaded, ConfigErrors> {
     let (origin, text, base_dir) = match path {
