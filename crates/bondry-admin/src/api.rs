@@ -18,7 +18,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::response::{IntoResponse, Response};
 use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
 use bondry_core::capability::CapabilityKind;
-use bondry_upstream::pins::{Pin, kind_named};
+use bondry_upstream::pins::{Pin, kind_named, kind_of};
 use bondry_upstream::{Approve, CapabilityReport, Conflict, RealmUpstreams, ReviewError, UpstreamReport};
 use http::header::{CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{Method, StatusCode};
@@ -184,6 +184,8 @@ fn upstreams(admin: &Admin) -> Answer {
 fn summary(report: &UpstreamReport) -> Value {
     let counts: serde_json::Map<String, Value> =
         report.counts.iter().map(|(state, count)| (state.as_str().to_owned(), json!(count))).collect();
+    let refused: serde_json::Map<String, Value> =
+        report.status.refused.iter().map(|(kind, why)| (kind_of(*kind).to_owned(), json!(why))).collect();
     json!({
         "name": report.name,
         "transport": report.status.transport,
@@ -191,8 +193,10 @@ fn summary(report: &UpstreamReport) -> Value {
         "revision": report.status.revision,
         "counts": counts,
         "served": report.served,
+        "migrated": report.migrated,
         "last_refresh_ms": report.status.last_refresh_ms,
         "last_error": report.status.last_error,
+        "listing_refused": refused,
     })
 }
 
@@ -215,6 +219,7 @@ fn capability_row(report: &CapabilityReport) -> Value {
         "state": pin.state.as_str(),
         "pinned_hash": pin.pinned.as_ref().map(|pinned| &pinned.hash),
         "current_hash": pin.seen.hash,
+        "migrated": pin.migrated,
     })
 }
 
@@ -250,6 +255,8 @@ fn pin_body(pin: &Pin) -> Value {
         "first_seen_ms": pin.first_seen_ms,
         "approved_by": pin.approval.as_ref().map(|approval| &approval.by),
         "approved_at_ms": pin.approval.as_ref().map(|approval| approval.at_ms),
+        "id": pin.id,
+        "migrated": pin.migrated,
     })
 }
 
@@ -287,7 +294,7 @@ fn approve(realm: &RealmUpstreams, name: &str, body: &[u8], token: &str) -> Answ
 
 fn conflict_row(conflict: &Conflict) -> Value {
     json!({
-        "kind": bondry_upstream::pins::kind_of(conflict.kind),
+        "kind": kind_of(conflict.kind),
         "key": conflict.key,
         "why": conflict.why,
         "current_hash": conflict.current,

@@ -25,8 +25,11 @@ use bondry_test_support::sans_io::{TestRandom, complete};
 use http::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
+mod pins;
 mod wire;
 mod world;
+
+pub use pins::{check_served, upstream_listing};
 
 use world::WORLD;
 

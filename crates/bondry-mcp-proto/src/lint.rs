@@ -151,7 +151,9 @@ fn entry(descriptor: &Descriptor) -> Result<EntryWire, String> {
     if let Some(mime_type) = &descriptor.mime_type {
         entry.insert("mimeType".into(), json!(mime_type));
     }
-    if descriptor.kind == CapabilityKind::Prompt {
+    // A relayed prompt lists its source's arguments as written (completed below), in
+    // its order and with its fields: arguments made from the schema would differ.
+    if descriptor.kind == CapabilityKind::Prompt && descriptor.verbatim.is_none() {
         entry.insert("arguments".into(), Value::Array(prompt_arguments(&descriptor.input_schema)?));
     }
     let mut hashed = entry.clone();
@@ -391,6 +393,18 @@ mod tests {
             tool["_meta"][HASH_KEY].as_str().unwrap().starts_with("sha256:"),
             "Bondry's own hash, not the forged one"
         );
+    }
+
+    #[test]
+    fn a_relayed_prompt_lists_its_sources_arguments_as_written() {
+        let arguments = json!([{"name": "zeta", "x-vendor": 1}, {"name": "alpha", "required": true}]);
+        let upstream = json!({"name": "greet", "arguments": arguments});
+        let wire = McpLint.check(&relayed(CapabilityKind::Prompt, upstream)).unwrap();
+        let entry: Value = serde_json::from_str(wire.downcast_ref::<EntryWire>().unwrap().json.get()).unwrap();
+        assert_eq!(entry["arguments"], arguments, "in the source's order, with its fields");
+        let bare = McpLint.check(&relayed(CapabilityKind::Prompt, json!({"name": "greet"}))).unwrap();
+        let entry: Value = serde_json::from_str(bare.downcast_ref::<EntryWire>().unwrap().json.get()).unwrap();
+        assert_eq!(entry.get("arguments"), None, "none made up for a source that lists none");
     }
 
     #[test]

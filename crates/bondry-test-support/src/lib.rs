@@ -1244,6 +1244,13 @@ pub fn catalogue_upstream_exe() -> PathBuf {
     sibling_exe("catalogue-upstream")
 }
 
+/// The `hostile-upstream` binary of this crate: an MCP server that lists what a JSON
+/// file says byte for byte (repeated names, unknown fields, oversized entries), over
+/// stdio or, with `--http`, Streamable HTTP.
+pub fn hostile_upstream_exe() -> PathBuf {
+    sibling_exe("hostile-upstream")
+}
+
 /// The binary `name` of this crate, found beside the running executable: an integration
 /// test runs from `target/<profile>/deps`, the `bondry` binary from `target/<profile>`.
 fn sibling_exe(name: &str) -> PathBuf {

@@ -28,6 +28,11 @@ pub fn identity(kind: CapabilityKind, entry: &Value) -> Result<(&str, Option<&st
 /// upstream named `upstream`.
 pub fn descriptor(kind: CapabilityKind, id: CapabilityId, upstream: &str, entry: &Value) -> Result<Descriptor, String> {
     let object = entry.as_object().ok_or("it is not an object")?;
+    // Served whole, `_meta` carries Bondry's own keys beside the upstream's: it must be an
+    // object to hold both.
+    if object.get("_meta").is_some_and(|meta| !meta.is_object()) {
+        return Err("its _meta is not an object".into());
+    }
     let binding = Binding { kind: BINDING_KIND.into(), target: upstream.into() };
     let (input_schema, uri) = match kind {
         CapabilityKind::Tool => {
@@ -46,8 +51,9 @@ pub fn descriptor(kind: CapabilityKind, id: CapabilityId, upstream: &str, entry:
         }
     };
     let mut descriptor = Descriptor::new(id, kind, input_schema, binding);
-    descriptor.title =
-        text(entry, "title").or_else(|| entry.pointer("/annotations/title")?.as_str()).map(str::to_owned);
+    // Only its own `title`: a title made from its annotations would be served beside what
+    // the upstream wrote, unpinned.
+    descriptor.title = text(entry, "title").map(str::to_owned);
     descriptor.summary = text(entry, "description").map(str::to_owned);
     descriptor.uri = uri;
     descriptor.mime_type = text(entry, "mimeType").map(str::to_owned);
@@ -118,7 +124,7 @@ mod tests {
             "_meta": {REQUIRES_CLIENT_KEY: {"sampling": {}}}
         });
         let descriptor = descriptor(CapabilityKind::Tool, id("everything.echo"), "everything", &entry).unwrap();
-        assert_eq!(descriptor.title.as_deref(), Some("Echo"), "the annotations' title stands in for a title");
+        assert_eq!(descriptor.title, None, "the annotations' title is served in the annotations only");
         assert_eq!(descriptor.summary.as_deref(), Some("Echoes back"));
         assert_eq!(descriptor.input_schema, entry["inputSchema"]);
         assert_eq!(descriptor.output_schema, Some(json!({"type": "object"})));
@@ -170,6 +176,10 @@ mod tests {
         assert_eq!(
             refused(CapabilityKind::Prompt, json!({"name": "x", "arguments": [{"name": "a"}, {"name": "a"}]})),
             "the argument \"a\" is listed twice"
+        );
+        assert_eq!(
+            refused(CapabilityKind::Tool, json!({"name": "x", "inputSchema": {"type": "object"}, "_meta": 1})),
+            "its _meta is not an object"
         );
         assert_eq!(identity(CapabilityKind::Tool, &json!({"name": ""})).unwrap_err(), "it has no name");
     }

@@ -7,8 +7,10 @@
 //! same path as a builtin one.
 
 mod bridge;
+pub mod catalogue;
 pub mod client;
 pub mod definition;
+pub mod listing;
 pub mod naming;
 pub mod pins;
 mod realm;
@@ -19,8 +21,9 @@ pub mod spec;
 mod subscriptions;
 mod upstream;
 
+pub use catalogue::Exposed;
 pub use client::{ClientError, Connection, Inbox, Notice, Outgoing};
-pub use realm::{Exposed, RealmUpstreams};
+pub use realm::RealmUpstreams;
 pub use review::{Approve, CapabilityReport, Conflict, ReviewError, UpstreamReport};
-pub use spec::{Expose, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
+pub use spec::{Expose, ListingLimits, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
 pub use upstream::Status;

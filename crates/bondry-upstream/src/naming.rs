@@ -13,29 +13,10 @@
 use std::collections::HashSet;
 
 use bondry_core::canon::sha256_hex;
-use bondry_core::capability::{CapabilityKind, MAX_ID_LEN};
+use bondry_core::capability::MAX_ID_LEN;
 
 /// The hex digits of the suffix that makes a renamed id unique.
 const SUFFIX_DIGITS: usize = 8;
-
-/// One entry of an upstream's listing, as far as naming it goes.
-#[derive(Debug, Clone, Copy)]
-pub struct Listed<'a> {
-    pub kind: CapabilityKind,
-    /// The upstream's own name for it.
-    pub name: &'a str,
-    /// A resource's URI or a template's URI template.
-    pub uri: Option<&'a str>,
-}
-
-/// What naming decided for one entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Named {
-    /// Served under this id; `renamed` when it is not the plain `prefix.n`.
-    Id { id: String, renamed: bool },
-    /// Not served: another source declared its URI first.
-    Shadowed,
-}
 
 /// The ids and URIs taken so far in a realm, in the order sources claim them.
 #[derive(Debug, Default)]
@@ -50,30 +31,36 @@ impl Names {
         Self { ids: ids.into_iter().map(str::to_owned).collect(), uris: uris.into_iter().map(str::to_owned).collect() }
     }
 
-    /// Claims the id and URI of `entry` of the upstream `upstream` exposed under `prefix`.
-    pub fn claim(&mut self, upstream: &str, prefix: &str, entry: Listed<'_>) -> Named {
-        if let Some(uri) = entry.uri
-            && !self.uris.insert(uri.to_owned())
-        {
-            return Named::Shadowed;
+    /// Takes `id`, an id named before and kept with its pin; false if it is taken.
+    pub fn reserve(&mut self, id: &str) -> bool {
+        self.ids.insert(id.to_owned())
+    }
+
+    /// Takes `uri` for its source; false if a source declared it first (it is shadowed).
+    pub fn claim_uri(&mut self, uri: &str) -> bool {
+        self.uris.insert(uri.to_owned())
+    }
+
+    /// Names the entry `name` (with the URI or URI template `uri`) of the upstream
+    /// `upstream` exposed under `prefix`: its plain id if free and short enough, else the
+    /// cut and suffixed one; `None` if that is taken too (a 32-bit clash of suffixes).
+    pub fn claim_id(&mut self, upstream: &str, prefix: &str, name: &str, uri: Option<&str>) -> Option<String> {
+        let plain = plain_id(prefix, name);
+        if plain.len() <= MAX_ID_LEN && self.ids.insert(plain.clone()) {
+            return Some(plain);
         }
-        let plain = plain_id(prefix, entry.name);
-        if plain.len() <= MAX_ID_LEN && !self.ids.contains(&plain) {
-            self.ids.insert(plain.clone());
-            return Named::Id { id: plain, renamed: false };
-        }
-        let keyed = format!("{upstream}/{}", entry.uri.unwrap_or(entry.name));
+        let keyed = format!("{upstream}/{}", uri.unwrap_or(name));
         let suffix = &sha256_hex(keyed.as_bytes())[..SUFFIX_DIGITS];
         let mut cut = plain;
         cut.truncate(MAX_ID_LEN - SUFFIX_DIGITS - 1);
         let id = format!("{cut}-{suffix}");
-        // Two names that cut and hash alike are the same entry listed twice: the later
-        // one is shadowed rather than given a third name.
-        if !self.ids.insert(id.clone()) {
-            return Named::Shadowed;
-        }
-        Named::Id { id, renamed: true }
+        self.ids.insert(id.clone()).then_some(id)
     }
+}
+
+/// Whether `id` is the plain id of `name` under `prefix`, not a renamed one.
+pub fn is_plain(id: &str, prefix: &str, name: &str) -> bool {
+    id == plain_id(prefix, name)
 }
 
 /// `prefix.name` with every byte outside the id alphabet replaced by `_`.
@@ -91,53 +78,51 @@ fn plain_id(prefix: &str, name: &str) -> String {
 mod tests {
     use super::*;
 
-    fn tool(name: &str) -> Listed<'_> {
-        Listed { kind: CapabilityKind::Tool, name, uri: None }
-    }
-
-    fn id(named: Named) -> String {
-        match named {
-            Named::Id { id, .. } => id,
-            Named::Shadowed => panic!("shadowed"),
-        }
-    }
-
     #[test]
     fn a_name_is_prefixed_and_made_an_id() {
         let mut names = Names::default();
-        assert_eq!(
-            names.claim("everything", "everything", tool("echo")),
-            Named::Id { id: "everything.echo".into(), renamed: false }
-        );
-        assert_eq!(id(names.claim("fs", "fs", tool("read file/now"))), "fs.read_file_now");
-        assert_eq!(id(names.claim("fs", "", tool("plain"))), "plain");
-        assert_eq!(id(names.claim("fs", "fs", tool("café"))), "fs.caf__", "one `_` per byte");
+        assert_eq!(names.claim_id("everything", "everything", "echo", None).as_deref(), Some("everything.echo"));
+        assert_eq!(names.claim_id("fs", "fs", "read file/now", None).as_deref(), Some("fs.read_file_now"));
+        assert_eq!(names.claim_id("fs", "", "plain", None).as_deref(), Some("plain"));
+        assert_eq!(names.claim_id("fs", "fs", "café", None).as_deref(), Some("fs.caf__"), "one `_` per byte");
+        assert!(is_plain("fs.caf__", "fs", "café") && !is_plain("fs.caf__-1", "fs", "café"));
     }
 
     #[test]
     fn a_clash_or_a_long_name_is_cut_and_suffixed_stably() {
         let suffix = |key: &str| sha256_hex(key.as_bytes())[..8].to_owned();
         let mut names = Names::of_realm(["demo.echo"], []);
-        let renamed = names.claim("up", "demo", tool("echo"));
-        assert_eq!(renamed, Named::Id { id: format!("demo.echo-{}", suffix("up/echo")), renamed: true });
+        let renamed = names.claim_id("up", "demo", "echo", None).unwrap();
+        assert_eq!(renamed, format!("demo.echo-{}", suffix("up/echo")));
         let long = "x".repeat(70);
-        let named = id(names.claim("up", "up", tool(&long)));
+        let named = names.claim_id("up", "up", &long, None).unwrap();
         assert_eq!(named.len(), 64);
         assert_eq!(named, format!("up.{}-{}", "x".repeat(52), suffix(&format!("up/{long}"))));
         // The same listing named again in a fresh realm gives the same ids.
         let mut again = Names::of_realm(["demo.echo"], []);
-        assert_eq!(again.claim("up", "demo", tool("echo")), renamed);
+        assert_eq!(again.claim_id("up", "demo", "echo", None), Some(renamed.clone()));
+        // Named once more in the same realm, the suffixed id is taken too.
+        assert_eq!(again.claim_id("up", "demo", "echo", None), None);
+    }
+
+    #[test]
+    fn a_kept_id_is_reserved_before_new_names() {
+        let mut names = Names::default();
+        assert!(names.reserve("up.a_b"));
+        assert!(!names.reserve("up.a_b"));
+        let later = names.claim_id("up", "up", "a b", None).unwrap();
+        assert_eq!(later, format!("up.a_b-{}", &sha256_hex(b"up/a b")[..8]));
     }
 
     #[test]
     fn the_first_to_declare_a_uri_serves_it() {
-        let resource = |name, uri| Listed { kind: CapabilityKind::Resource, name, uri: Some(uri) };
         let mut names = Names::of_realm(["docs.readme"], ["file:///readme"]);
-        assert_eq!(names.claim("a", "a", resource("readme", "file:///readme")), Named::Shadowed);
-        assert_eq!(id(names.claim("a", "a", resource("guide", "file:///guide"))), "a.guide");
-        assert_eq!(names.claim("b", "b", resource("guide", "file:///guide")), Named::Shadowed);
+        assert!(!names.claim_uri("file:///readme"));
+        assert!(names.claim_uri("file:///guide"));
+        assert!(!names.claim_uri("file:///guide"));
         // A clash of ids is keyed by the URI, which tells two same-named resources apart.
-        let named = id(names.claim("c", "a", resource("guide", "file:///other")));
+        assert_eq!(names.claim_id("a", "a", "guide", Some("file:///guide")).as_deref(), Some("a.guide"));
+        let named = names.claim_id("c", "a", "guide", Some("file:///other")).unwrap();
         assert_eq!(named, format!("a.guide-{}", &sha256_hex(b"c/file:///other")[..8]));
     }
 }

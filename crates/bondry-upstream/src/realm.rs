@@ -9,21 +9,21 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use bondry_core::capability::{CapabilityId, CapabilityKind};
+use bondry_core::capability::CapabilityKind;
 use bondry_core::handler::Handler;
 use bondry_core::realm::RealmEvents;
 use bondry_core::registry::Registration;
-use bondry_mcp_proto::lint;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::bridge::Exchanges;
-use crate::definition::{self, BINDING_KIND};
-use crate::naming::{Listed, Named, Names};
-use crate::pins::{Observed, Pin, PinBook, PinState, PinStore, Policy, Seen, StoreError, definition_hash, kind_of};
+use crate::catalogue::{self, Exposed, Source};
+use crate::definition::BINDING_KIND;
+use crate::naming::Names;
+use crate::pins::{Observed, Pin, PinBook, PinState, PinStore, Policy, StoreError, kind_of};
 use crate::relay::Relay;
 use crate::spec::UpstreamSpec;
-use crate::upstream::{News, Stop, Target, Upstream, lock, now_ms, read, write};
+use crate::upstream::{News, Stop, Upstream, lock, now_ms, read, write};
 
 /// The upstreams of one realm, while they are served.
 pub struct RealmUpstreams {
@@ -44,15 +44,6 @@ pub(crate) struct Realm {
     /// The input exchanges held for the realm's callers, whichever upstream asked.
     exchanges: Arc<Exchanges>,
     pub(crate) store: Arc<dyn PinStore>,
-}
-
-/// The id an upstream entry is exposed as, whether naming had to rename it, and why it is
-/// not served although named (a tool that runs only as a task, say), if it is not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exposed {
-    pub id: String,
-    pub renamed: bool,
-    pub unserved: Option<String>,
 }
 
 /// Whose pins a naming moves first.
@@ -111,7 +102,7 @@ impl RealmUpstreams {
         let exchanges = Arc::new(Exchanges::default());
         let mut members = Vec::new();
         for spec in specs {
-            let pins = Arc::new(Mutex::new(store.load(name, &spec.name)?));
+            let pins = Arc::new(Mutex::new(loaded(&*store, name, &spec)?));
             members.push(Member::new(spec, &exchanges, None, pins));
         }
         events.rank(owners(&members));
@@ -160,7 +151,7 @@ impl RealmUpstreams {
                     // A replacing connection keeps the pins of the one it replaces.
                     let pins = match replaced {
                         Some(member) => Arc::clone(&member.pins),
-                        None => match self.realm.store.load(&self.realm.name, &spec.name) {
+                        None => match loaded(&*self.realm.store, &self.realm.name, &spec) {
                             Ok(pins) => Arc::new(Mutex::new(pins)),
                             Err(error) => {
                                 tracing::error!(upstream = spec.name, %error, "upstream not started: its pins cannot be read");
@@ -230,23 +221,54 @@ impl Realm {
         // The realm's own capabilities keep their ids and URIs whatever upstreams list.
         let own: Vec<_> =
             snapshot.catalogue.iter().filter(|entry| entry.descriptor.binding.kind != BINDING_KIND).collect();
-        let mut names = Names::of_realm(
+        let names = Names::of_realm(
             own.iter().map(|entry| entry.id().as_str()),
             own.iter().filter_map(|entry| entry.descriptor.uri.as_deref()),
         );
         let members = read(&self.members);
-        let mut named = Vec::with_capacity(members.len());
         for member in members.iter() {
-            let Member { upstream, relay, pins, .. } = member;
-            let listed = matches!(observe, Observe::Listed(name) if name == upstream.name());
-            if (listed || matches!(observe, Observe::All)) && upstream.has_listed() {
+            let listed = matches!(observe, Observe::Listed(name) if name == member.upstream.name());
+            if (listed || matches!(observe, Observe::All)) && member.upstream.has_listed() {
                 self.observe(member);
             }
-            let (registrations, targets, ids) = name(upstream, relay, &lock(pins), &mut names);
+        }
+        let specs: Vec<_> = members.iter().map(|member| member.upstream.spec()).collect();
+        let mut books: Vec<_> = members.iter().map(|member| lock(&member.pins)).collect();
+        let mut sources: Vec<Source<'_>> = members
+            .iter()
+            .zip(&specs)
+            .zip(books.iter_mut())
+            .map(|((member, spec), book)| Source {
+                spec,
+                book,
+                order: catalogue::order(&member.upstream.listing()),
+                listed: member.upstream.has_listed(),
+            })
+            .collect();
+        let catalogues = catalogue::name_and_serve(names, &mut sources);
+        drop(sources);
+        let mut named = Vec::with_capacity(members.len());
+        for ((member, book), catalogue) in members.iter().zip(&books).zip(catalogues) {
+            let Member { upstream, relay, .. } = member;
+            if !catalogue.changed.is_empty() {
+                let changed: Vec<&Pin> = catalogue.changed.iter().collect();
+                if let Err(error) = self.store.save(&self.name, upstream.name(), book, &changed) {
+                    tracing::error!(upstream = upstream.name(), %error, "the upstream's ids are not saved: a restart names them again");
+                }
+            }
+            let listed = matches!(observe, Observe::Listed(name) if name == upstream.name());
+            let mut targets = HashMap::new();
+            let mut registrations = Vec::with_capacity(catalogue.served.len());
+            for served in catalogue.served {
+                targets.insert(served.descriptor.id.clone(), served.target);
+                registrations
+                    .push(Registration { descriptor: Arc::new(served.descriptor), handler: Arc::clone(relay) });
+            }
             // The targets first, so a call to a new entry finds what to call upstream.
             upstream.set_targets(targets);
-            named.push((member, listed, registrations, ids));
+            named.push((member, listed, registrations, catalogue.exposed));
         }
+        drop(books);
         // Offered in stanza order. An earlier upstream can claim a name or URI that a later
         // one still holds from its last offer, until that one's new offer gives it up: an
         // offer refused in part is made again once every upstream's new set is in.
@@ -294,29 +316,41 @@ impl Realm {
     /// Moves `member`'s pins as its latest listing says, logs what moved and stores it.
     fn observe(&self, Member { upstream, pins, .. }: &Member) {
         let spec = upstream.spec();
-        let entries: Vec<(CapabilityKind, String, Seen)> = upstream
-            .listing()
-            .into_iter()
-            .filter_map(|(kind, entry)| {
-                let (name, uri) = definition::identity(kind, &entry).ok()?;
-                let key = spec.admits(name).then(|| uri.unwrap_or(name).to_owned())?;
-                let hash = definition_hash(kind, &entry, &spec.pin_ignore_meta);
-                Some((kind, key, Seen { hash, definition: Arc::new(entry) }))
-            })
-            .collect();
+        let (listed_kinds, entries) = catalogue::observation(&spec, &upstream.listing());
         let policy =
             Policy { trust: spec.trust, new_capabilities: spec.new_capabilities, new_resources: spec.new_resources };
         let mut book = lock(pins);
-        let observed = book.observe(entries, &policy, now_ms());
-        if observed.changed.is_empty() && !observed.first {
+        let observed = book.observe(&listed_kinds, entries, &policy, now_ms());
+        if observed.changed.is_empty() && observed.refreshed.is_empty() && !observed.first {
             return;
         }
         log_moves(&spec.name, &observed);
-        let changed: Vec<&Pin> = observed.changed.iter().map(|(_, pin)| pin).collect();
+        let changed: Vec<&Pin> = observed.changed.iter().map(|(_, pin)| pin).chain(&observed.refreshed).collect();
         if let Err(error) = self.store.save(&self.name, &spec.name, &book, &changed) {
             tracing::error!(upstream = spec.name, %error, "the upstream's pins are not saved: a restart forgets what moved");
         }
     }
+}
+
+/// The pins of `spec`'s upstream in `realm` as `store` keeps them, brought to the current
+/// hash form (logged once, and stored).
+fn loaded(store: &dyn PinStore, realm: &str, spec: &UpstreamSpec) -> Result<PinBook, StoreError> {
+    let mut book = store.load(realm, &spec.name)?;
+    let migrated = book.migrate(spec.trust, &spec.pin_ignore_meta);
+    if !migrated.is_empty() {
+        let covering = migrated.iter().filter(|pin| pin.migrated.is_some()).count();
+        let held = migrated.iter().filter(|pin| pin.migrated.is_some() && pin.state == PinState::Held).count();
+        tracing::warn!(
+            upstream = spec.name,
+            pins = migrated.len(),
+            covering_more = covering,
+            held,
+            "pins migrated to the current hash form: those covering more are marked migrated (bondry upstream info)"
+        );
+        let changed: Vec<&Pin> = migrated.iter().collect();
+        store.save(realm, &spec.name, &book, &changed)?;
+    }
+    Ok(book)
 }
 
 /// Logs each pin a listing of `upstream` moved: a warning for what is withheld.
@@ -353,85 +387,6 @@ fn log_moves(upstream: &str, observed: &Observed) {
     }
 }
 
-/// The id each admitted entry is exposed as, by kind and pin key.
-type ExposedIds = HashMap<(CapabilityKind, String), Exposed>;
-
-/// The registrations of `upstream`'s latest listing that `pins` serves, named against
-/// `names`, what each one is called upstream, and every admitted entry's id: every one is
-/// named, served or not, so that no pin's state moves another entry's id.
-fn name(
-    upstream: &Upstream,
-    relay: &Arc<dyn Handler>,
-    pins: &PinBook,
-    names: &mut Names,
-) -> (Vec<Registration>, HashMap<CapabilityId, Target>, ExposedIds) {
-    let spec = upstream.spec();
-    let mut registrations = Vec::new();
-    let mut targets = HashMap::new();
-    let mut exposed = HashMap::new();
-    for (kind, entry) in upstream.listing() {
-        let skip = |why: &str| {
-            tracing::warn!(upstream = spec.name, kind = kind_name(kind), why, "an upstream entry is not served")
-        };
-        let (upstream_name, uri) = match definition::identity(kind, &entry) {
-            Ok(identity) => identity,
-            Err(why) => {
-                skip(&why);
-                continue;
-            }
-        };
-        if !spec.admits(upstream_name) {
-            continue;
-        }
-        let id = match names.claim(&spec.name, &spec.prefix, Listed { kind, name: upstream_name, uri }) {
-            Named::Id { id, renamed } => {
-                if renamed {
-                    tracing::info!(
-                        upstream = spec.name,
-                        entry = upstream_name,
-                        id,
-                        "an upstream entry is renamed: its name is taken or too long"
-                    );
-                }
-                let key = uri.unwrap_or(upstream_name).to_owned();
-                exposed.insert((kind, key), Exposed { id: id.clone(), renamed, unserved: None });
-                id
-            }
-            Named::Shadowed => {
-                tracing::warn!(
-                    upstream = spec.name,
-                    entry = upstream_name,
-                    uri,
-                    "an upstream entry is shadowed: another source serves its URI"
-                );
-                continue;
-            }
-        };
-        if !pins.serves(kind, uri.unwrap_or(upstream_name)) {
-            continue;
-        }
-        let Ok(id) = CapabilityId::new(&id) else { continue };
-        let descriptor = match definition::descriptor(kind, id.clone(), &spec.name, &entry) {
-            Ok(descriptor) => descriptor,
-            Err(why) => {
-                tracing::warn!(upstream = spec.name, entry = upstream_name, why, "an upstream entry is not served");
-                if let Some(named) = exposed.get_mut(&(kind, uri.unwrap_or(upstream_name).to_owned())) {
-                    named.unserved = Some(why);
-                }
-                continue;
-            }
-        };
-        let params = match kind {
-            CapabilityKind::Tool => lint::param_headers(&descriptor.input_schema).unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        let target = Target { kind, name: upstream_name.to_owned(), uri: uri.map(str::to_owned), params };
-        targets.insert(id, target);
-        registrations.push(Registration { descriptor: Arc::new(descriptor), handler: Arc::clone(relay) });
-    }
-    (registrations, targets, exposed)
-}
-
 /// The upstreams' owner keys in stanza order: their templates match a URI in that order,
 /// after the realm's own, so the source declared first serves a URI two of them offer.
 fn owners(members: &[Member]) -> Vec<String> {
@@ -452,13 +407,4 @@ fn promised(specs: &[UpstreamSpec]) -> Vec<CapabilityKind> {
         kinds.extend([CapabilityKind::Resource, CapabilityKind::ResourceTemplate]);
     }
     kinds
-}
-
-fn kind_name(kind: CapabilityKind) -> &'static str {
-    match kind {
-        CapabilityKind::Tool => "tool",
-        CapabilityKind::Prompt => "prompt",
-        CapabilityKind::Resource => "resource",
-        CapabilityKind::ResourceTemplate => "resource template",
-    }
 }

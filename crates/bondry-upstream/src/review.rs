@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use bondry_core::capability::CapabilityKind;
 
+use crate::catalogue::Exposed;
 use crate::pins::{Pin, PinBook, PinState, Refusal};
-use crate::realm::{Exposed, Member, Observe, RealmUpstreams};
+use crate::realm::{Member, Observe, RealmUpstreams};
 use crate::upstream::{Status, lock, now_ms, read};
 
 /// How long an operator's listing may take.
@@ -22,6 +23,9 @@ pub struct UpstreamReport {
     pub counts: Vec<(PinState, usize)>,
     /// How many of its entries callers can see and call now: pinned, named, and served.
     pub served: usize,
+    /// How many of its pins a migration to the current hash form covered more of, not yet
+    /// approved since.
+    pub migrated: usize,
     /// Every pin, by kind then key, with the id its entry is exposed as while listed.
     pub capabilities: Vec<CapabilityReport>,
 }
@@ -143,13 +147,14 @@ fn report(member: &Member, with_capabilities: bool) -> UpstreamReport {
         .pins()
         .filter(|pin| pin.state == PinState::Pinned && listed(pin).is_some_and(|named| named.unserved.is_none()))
         .count();
+    let migrated = book.pins().filter(|pin| pin.migrated.is_some()).count();
     let capabilities = if with_capabilities {
         book.pins().map(|pin| CapabilityReport { exposed: listed(pin).cloned(), pin: pin.clone() }).collect()
     } else {
         Vec::new()
     };
     let (name, status) = (member.upstream.name().to_owned(), member.upstream.status());
-    UpstreamReport { name, status, counts, served, capabilities }
+    UpstreamReport { name, status, counts, served, migrated, capabilities }
 }
 
 /// What `approve all` finds held or drifted that `expect` does not name as it is now.

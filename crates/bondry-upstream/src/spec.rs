@@ -49,9 +49,64 @@ pub struct UpstreamSpec {
     pub input_wait: Duration,
     /// Whether the upstream may ask a caller to open a URL (URL-mode elicitation).
     pub allow_url_elicitation: bool,
+    /// How much one listing of one kind may hold.
+    pub listing: ListingLimits,
+}
+
+/// How much one listing of one kind (its tools, say) may hold: past `max_entries` or
+/// `max_bytes` the listing is refused as a whole and what was pinned before stays
+/// served; an entry over `max_definition_bytes` is skipped, neither stored nor pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListingLimits {
+    /// `max_entries_per_kind`.
+    pub max_entries: usize,
+    /// `max_definition_bytes`: one entry's compact JSON.
+    pub max_definition_bytes: usize,
+    /// `max_listing_bytes`: the compact JSON of every entry of the listing together.
+    pub max_bytes: usize,
+    /// `list_timeout_ms`: each page's deadline.
+    pub page_timeout: Duration,
+}
+
+impl Default for ListingLimits {
+    fn default() -> Self {
+        Self {
+            max_entries: 2000,
+            max_definition_bytes: 64 * 1024,
+            max_bytes: 8 * 1024 * 1024,
+            page_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 impl UpstreamSpec {
+    /// The upstream `name` reached through `transport`, every other key at the default
+    /// of its stanza.
+    pub fn new(name: &str, transport: TransportSpec) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            prefix: name.into(),
+            expose: Expose::default(),
+            include: vec![NameGlob::new("*")],
+            exclude: vec![],
+            protocol_versions: Revision::ALL.to_vec(),
+            roots: vec![],
+            connect_timeout: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(60),
+            max_concurrent_calls: 64,
+            max_response_bytes: 4 * 1024 * 1024,
+            trust: Trust::FirstUse,
+            new_capabilities: NewEntries::Hold,
+            new_resources: NewEntries::Trust,
+            pin_ignore_meta: vec![],
+            refresh_interval: Duration::from_secs(300),
+            input_wait: Duration::from_secs(60),
+            allow_url_elicitation: false,
+            listing: ListingLimits::default(),
+        }
+    }
+
     /// Whether `other` reaches the same server the same way, so a reload from `self` to
     /// `other` keeps the connection: the transport and the versions offered are equal.
     pub fn same_connection(&self, other: &Self) -> bool {
@@ -247,26 +302,7 @@ pub(crate) mod tests {
 
     /// A stdio stanza with every key at its default, for tests of the crate.
     pub(crate) fn example() -> UpstreamSpec {
-        UpstreamSpec {
-            name: "everything".into(),
-            transport: TransportSpec::Stdio { command: "node".into(), args: vec![], env: vec![], cwd: None },
-            prefix: "everything".into(),
-            expose: Expose::default(),
-            include: vec![NameGlob::new("*")],
-            exclude: vec![],
-            protocol_versions: vec![Revision::V2026_07_28, Revision::V2025_11_25, Revision::V2025_06_18],
-            roots: vec![],
-            connect_timeout: Duration::from_secs(10),
-            call_timeout: Duration::from_secs(60),
-            max_concurrent_calls: 64,
-            max_response_bytes: 4 * 1024 * 1024,
-            trust: Trust::FirstUse,
-            new_capabilities: NewEntries::Hold,
-            new_resources: NewEntries::Trust,
-            pin_ignore_meta: vec![],
-            refresh_interval: Duration::from_secs(300),
-            input_wait: Duration::from_secs(60),
-            allow_url_elicitation: false,
-        }
+        let stdio = TransportSpec::Stdio { command: "node".into(), args: vec![], env: vec![], cwd: None };
+        UpstreamSpec::new("everything", stdio)
     }
 }

@@ -2,7 +2,7 @@
 //! backoff), its health, its latest listing, and which of the realm's capabilities it
 //! serves under which upstream name.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, watch};
 
 use crate::client::{ClientError, Connection, Inbox, Notice, Outgoing, Watch};
+use crate::listing::{Collect, KindListing, Listing, Refused};
 use crate::slots::CallSlots;
 use crate::spec::UpstreamSpec;
 use crate::subscriptions::{Followers, Subscribed};
@@ -29,10 +30,6 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// A connection that lived this long resets the backoff.
 const STEADY: Duration = Duration::from_secs(60);
-/// Pages of one listing followed at most, and entries kept at most: an upstream cannot
-/// make Bondry page or hold without end.
-const MAX_PAGES: usize = 50;
-const MAX_ENTRIES: usize = 2_000;
 /// Notices queued from the upstream before new ones are dropped.
 const INBOX: usize = 64;
 
@@ -55,9 +52,6 @@ pub trait News: Send + Sync {
     /// The upstream says the resource at `uri` changed.
     fn resource_updated(&self, uri: &str);
 }
-
-/// The entries of one listing, by kind, as the upstream wrote them.
-pub type Listing = Vec<(CapabilityKind, Value)>;
 
 /// How a supervised upstream is to end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +114,8 @@ pub struct Status {
     pub last_refresh_ms: Option<u64>,
     /// Why the latest attempt to connect or list failed, until one succeeds.
     pub last_error: Option<String>,
+    /// Why a kind's latest listing was refused, by kind: its pins stay as they were.
+    pub refused: Vec<(CapabilityKind, String)>,
 }
 
 #[derive(Debug, Default)]
@@ -234,6 +230,13 @@ impl Upstream {
             revision,
             last_refresh_ms: self.last_listed_ms(),
             last_error: lock(&self.last_error).clone(),
+            refused: read(&self.listing)
+                .iter()
+                .filter_map(|(kind, listed)| match listed {
+                    KindListing::Refused(why) => Some((*kind, why.to_string())),
+                    KindListing::Listed(_) => None,
+                })
+                .collect(),
         }
     }
 
@@ -562,7 +565,8 @@ impl Upstream {
 
     async fn list(&self, connection: &Connection, news: &dyn News) -> bool {
         let announced = connection.server_capabilities();
-        let expose = self.spec().expose;
+        let spec = self.spec();
+        let expose = spec.expose;
         let kinds = [
             (CapabilityKind::Tool, expose.tools && announced.get("tools").is_some(), "tools/list", "tools"),
             (CapabilityKind::Prompt, expose.prompts && announced.get("prompts").is_some(), "prompts/list", "prompts"),
@@ -579,17 +583,30 @@ impl Upstream {
                 "resourceTemplates",
             ),
         ];
-        let previous = self.listing();
-        let mut listing = Vec::new();
+        let mut listing = Listing::new();
         for (kind, served, method, field) in kinds {
             if !served {
+                listing.push((kind, KindListing::Listed(Vec::new())));
                 continue;
             }
-            match list(connection, method, field, MAX_ENTRIES - listing.len().min(MAX_ENTRIES)).await {
-                Ok(entries) => listing.extend(entries.into_iter().map(|entry| (kind, entry))),
-                Err(ClientError::Rpc { code, message, .. }) => {
-                    tracing::warn!(upstream = self.name, method, code, message, "the upstream refused a listing");
-                    listing.extend(previous.iter().filter(|(was, _)| *was == kind).cloned());
+            let collect = Collect::new(kind, spec.listing);
+            match list(connection, method, field, collect, spec.listing.page_timeout).await {
+                Ok(Ok((entries, skipped))) => {
+                    for (key, bytes) in skipped {
+                        tracing::warn!(
+                            upstream = self.name,
+                            method,
+                            entry = key,
+                            bytes,
+                            limit = spec.listing.max_definition_bytes,
+                            "an upstream entry is over max_definition_bytes: skipped, neither stored nor pinned"
+                        );
+                    }
+                    listing.push((kind, KindListing::Listed(entries)));
+                }
+                Ok(Err(refused)) => {
+                    tracing::warn!(upstream = self.name, method, why = %refused, "an upstream listing is refused: what was pinned before stays served");
+                    listing.push((kind, KindListing::Refused(refused)));
                 }
                 Err(error) => {
                     tracing::warn!(upstream = self.name, method, %error, "cannot list the upstream");
@@ -598,7 +615,7 @@ impl Upstream {
                 }
             }
         }
-        if listing != previous || !self.has_listed() {
+        if listing != self.listing() || !self.has_listed() {
             *write(&self.listing) = listing;
             self.listed.store(true, Ordering::Release);
             news.listed(self);
@@ -619,27 +636,46 @@ fn updated_uri(notice: &Notice) -> Option<&str> {
     (notice.method == "notifications/resources/updated").then(|| notice.params.get("uri")?.as_str()).flatten()
 }
 
-/// Every entry of one list method, following `nextCursor` up to [`MAX_PAGES`] pages and
-/// `room` entries, and stopping at a cursor seen before.
-async fn list(connection: &Connection, method: &str, field: &str, room: usize) -> Result<Vec<Value>, ClientError> {
-    let mut entries = Vec::new();
-    let mut cursors = Vec::new();
+/// Every entry of one list method, following `nextCursor` page after page into
+/// `collect` (which refuses the listing past its limits) and stopping at a cursor seen
+/// before; each page within `page_timeout`. A JSON-RPC error refuses the listing; a
+/// failed or timed-out transport fails it.
+async fn list(
+    connection: &Connection,
+    method: &'static str,
+    field: &str,
+    mut collect: Collect,
+    page_timeout: Duration,
+) -> Result<Result<(Vec<Value>, Vec<(String, usize)>), Refused>, ClientError> {
+    let mut cursors = HashSet::new();
     let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
+    loop {
         let mut params = Map::new();
         if let Some(cursor) = &cursor {
             params.insert("cursor".into(), json!(cursor));
         }
-        let page = connection.request(Outgoing::new(method, params)).await?;
-        let listed = page.get(field).and_then(Value::as_array).into_iter().flatten();
-        entries.extend(listed.take(room - entries.len().min(room)).cloned());
+        let page = match tokio::time::timeout(page_timeout, connection.request(Outgoing::new(method, params))).await {
+            Ok(Ok(page)) => page,
+            Ok(Err(ClientError::Rpc { code, message, .. })) => {
+                return Ok(Err(Refused::Failed { method, code, message }));
+            }
+            Ok(Err(error)) => return Err(error),
+            Err(_) => return Err(ClientError::TimedOut("list_timeout_ms")),
+        };
+        let mut page = page;
+        let entries = match page.get_mut(field).map(Value::take) {
+            Some(Value::Array(entries)) => entries,
+            _ => Vec::new(),
+        };
+        if let Err(refused) = collect.page(entries) {
+            return Ok(Err(refused));
+        }
         cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
         match &cursor {
-            Some(next) if entries.len() < room && !cursors.contains(next) => cursors.push(next.clone()),
-            _ => break,
+            Some(next) if cursors.insert(next.clone()) => {}
+            _ => return Ok(Ok(collect.finish())),
         }
     }
-    Ok(entries)
 }
 
 /// The guarded value, also after a panic elsewhere: every write here leaves it whole.

@@ -293,6 +293,7 @@ pub fn list(client: &Client, as_json: bool) -> Result<(), Failure> {
         ("HELD", Align::Right),
         ("DRIFTED", Align::Right),
         ("REMOVED", Align::Right),
+        ("MIGRATED", Align::Right),
         ("LAST ERROR", Align::Left),
     ]);
     for realm in all["realms"].as_array().into_iter().flatten() {
@@ -308,6 +309,7 @@ pub fn list(client: &Client, as_json: bool) -> Result<(), Failure> {
                 counts["held"].to_string(),
                 counts["drifted"].to_string(),
                 counts["removed"].to_string(),
+                upstream["migrated"].to_string(),
                 shown(text(upstream, "last_error")),
             ]);
         }
@@ -333,6 +335,10 @@ pub fn info(client: &Client, target: &str, as_json: bool) -> Result<(), Failure>
     if let Some(error) = info["last_error"].as_str() {
         println!("last error: {}", shown(error));
     }
+    for (kind, why) in info["listing_refused"].as_object().into_iter().flatten() {
+        let why = why.as_str().unwrap_or_default();
+        println!("{} listing refused, what was pinned before stays served: {}", shown(kind), shown(why));
+    }
     let mut table = Table::new(&[
         ("KIND", Align::Left),
         ("KEY", Align::Left),
@@ -348,11 +354,19 @@ pub fn info(client: &Client, target: &str, as_json: bool) -> Result<(), Failure>
             (Some(id), _, _) => id.to_owned(),
             (None, _, _) => "-".to_owned(),
         };
+        let state = match row["migrated"].as_array() {
+            Some(fields) if fields.is_empty() => format!("{} (migrated)", text(row, "state")),
+            Some(fields) => {
+                let fields: Vec<&str> = fields.iter().filter_map(Value::as_str).collect();
+                format!("{} (migrated, now covers {})", text(row, "state"), fields.join(", "))
+            }
+            None => text(row, "state").to_owned(),
+        };
         table.row(vec![
             text(row, "kind").to_owned(),
             shown(text(row, "key")),
             shown(&exposed),
-            text(row, "state").to_owned(),
+            shown(&state),
             short(&row["pinned_hash"]),
             short(&row["current_hash"]),
         ]);

@@ -30,6 +30,9 @@ pub enum ClientError {
     /// The request cannot be sent as given (a method or header that cannot be a header).
     #[error("request cannot be sent: {0}")]
     Invalid(String),
+    /// The upstream did not answer within the deadline the named key sets.
+    #[error("upstream did not answer within {0}")]
+    TimedOut(&'static str),
     /// The upstream broke the protocol (a malformed answer, a revision not offered).
     #[error("upstream protocol violation: {0}")]
     Protocol(String),

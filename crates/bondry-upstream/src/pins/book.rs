@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bondry_core::capability::CapabilityKind;
 use serde_json::Value;
 
-use super::hash::kind_of;
+use super::hash::{HASH_FORM, definition_hash, form_1_hash, kind_of, newly_covered};
 use crate::spec::{NewEntries, Trust};
 
 /// Where a pinned key stands. Only `Pinned` is served; the rest answer as missing.
@@ -66,6 +66,14 @@ pub struct Pin {
     pub seen: Seen,
     pub first_seen_ms: u64,
     pub approval: Option<Approval>,
+    /// The capability id its entry was first named, kept while the pin exists: no later
+    /// listing moves it to another entry.
+    pub id: Option<String>,
+    /// The hash form its hashes are in ([`HASH_FORM`] once migrated).
+    pub form: u32,
+    /// Set when a migration to the current hash form covered more of it than its pin
+    /// did: the fields newly covered. Cleared by an approval.
+    pub migrated: Option<Vec<String>>,
 }
 
 impl Pin {
@@ -106,6 +114,9 @@ pub struct Observed {
     pub first: bool,
     /// The pins it changed, as they are now, with the state each had before (none: new).
     pub changed: Vec<(Option<PinState>, Pin)>,
+    /// The pins whose definition changed only in what the hash leaves out (a resource's
+    /// size): the same state and hash, stored so that what is served is what was listed.
+    pub refreshed: Vec<Pin>,
 }
 
 /// Why an approval changed nothing.
@@ -124,18 +135,87 @@ pub enum Refusal {
 pub struct PinBook {
     /// Whether the upstream was ever listed: its first listing is trusted as `trust` says.
     listed: bool,
+    /// The prefix the pins' ids were named under: ids named under another are named again.
+    prefix: Option<String>,
     pins: BTreeMap<(&'static str, String), Pin>,
 }
 
 impl PinBook {
     /// The book as stored.
-    pub fn restored(listed: bool, pins: impl IntoIterator<Item = Pin>) -> Self {
+    pub fn restored(listed: bool, prefix: Option<String>, pins: impl IntoIterator<Item = Pin>) -> Self {
         let pins = pins.into_iter().map(|pin| ((kind_of(pin.kind), pin.key.clone()), pin)).collect();
-        Self { listed, pins }
+        Self { listed, prefix, pins }
     }
 
     pub fn listed(&self) -> bool {
         self.listed
+    }
+
+    /// The prefix the pins' ids were named under, if they were named.
+    pub fn prefix(&self) -> Option<&str> {
+        self.prefix.as_deref()
+    }
+
+    /// The pins' ids are named under `prefix` from now on: if it is not the one they were
+    /// named under, every id is forgotten (to be named again), and the pins that had one
+    /// are returned, changed.
+    pub fn name_under(&mut self, prefix: &str) -> Vec<Pin> {
+        if self.prefix.as_deref() == Some(prefix) {
+            return Vec::new();
+        }
+        self.prefix = Some(prefix.to_owned());
+        let named = self.pins.values_mut().filter(|pin| pin.id.is_some());
+        named
+            .map(|pin| {
+                pin.id = None;
+                pin.clone()
+            })
+            .collect()
+    }
+
+    /// Names `kind`/`key` `id` (or forgets its id); the pin, if that changed it.
+    pub fn set_id(&mut self, kind: CapabilityKind, key: &str, id: Option<String>) -> Option<Pin> {
+        let pin = self.pins.get_mut(&(kind_of(kind), key.to_owned()))?;
+        (pin.id != id).then(|| {
+            pin.id = id;
+            pin.clone()
+        })
+    }
+
+    /// Brings every pin of an older hash form to [`HASH_FORM`]: a pin whose pinned
+    /// definition the new form covers more of is marked `migrated` (with the fields newly
+    /// covered) and, under `trust = "approve"`, held until approved; one the new form
+    /// covers alike just changes form. Nothing served is withdrawn under `first_use`.
+    /// The pins changed, for the store.
+    pub fn migrate(&mut self, trust: Trust, ignore_meta: &[String]) -> Vec<Pin> {
+        let mut changed = Vec::new();
+        for pin in self.pins.values_mut().filter(|pin| pin.form < HASH_FORM) {
+            let kind = pin.kind;
+            let rehash =
+                |seen: &Seen| Seen { hash: definition_hash(kind, &seen.definition, ignore_meta), ..seen.clone() };
+            // A served pin is re-pinned on what was last listed, which its old-form hash
+            // must match; one that does not is held rather than trusted.
+            let pinned = match &pin.pinned {
+                Some(pinned) if pin.state == PinState::Pinned => {
+                    (form_1_hash(kind, &pin.seen.definition, ignore_meta) == pinned.hash).then(|| rehash(&pin.seen))
+                }
+                Some(pinned) => Some(rehash(pinned)),
+                None => None,
+            };
+            if let Some(pinned) = &pinned
+                && form_1_hash(kind, &pinned.definition, ignore_meta) != pinned.hash
+            {
+                pin.migrated = Some(newly_covered(kind, &pinned.definition));
+            }
+            pin.seen = rehash(&pin.seen);
+            pin.form = HASH_FORM;
+            pin.pinned = if pin.migrated.is_some() && trust == Trust::Approve { None } else { pinned };
+            if pin.pinned.is_none() && pin.state != PinState::Removed {
+                pin.state = PinState::Held;
+            }
+            changed.push(pin.clone());
+        }
+        changed
     }
 
     /// Every pin, by kind then key.
@@ -155,16 +235,24 @@ impl PinBook {
     /// Moves the pins as a listing of `entries` (kind, key, what was seen) says, at
     /// `now_ms`: a new key is pinned or held as `policy` says; a known one is pinned when
     /// it matches its pin, drifted when it does not, held when it never had one; a key
-    /// not listed is removed. A key listed twice counts once, as first listed.
+    /// of a kind in `listed` that is not listed is removed; the pins of other kinds (whose
+    /// listing was refused) stay as they are. A key listed twice counts once, as first
+    /// listed (a listing with a repeated key is refused before it gets here). A listing of
+    /// no kind at all is not a listing.
     pub fn observe(
         &mut self,
+        listed_kinds: &[CapabilityKind],
         entries: impl IntoIterator<Item = (CapabilityKind, String, Seen)>,
         policy: &Policy,
         now_ms: u64,
     ) -> Observed {
         let first = !self.listed;
+        if listed_kinds.is_empty() {
+            return Observed::default();
+        }
         self.listed = true;
         let mut changed = Vec::new();
+        let mut refreshed = Vec::new();
         let mut listed = HashSet::new();
         for (kind, key, seen) in entries {
             let slot = (kind_of(kind), key);
@@ -176,10 +264,20 @@ impl PinBook {
                     let trusted = policy.trusts(kind, first);
                     let state = if trusted { PinState::Pinned } else { PinState::Held };
                     let pinned = trusted.then(|| seen.clone());
-                    (
-                        None,
-                        Pin { kind, key: slot.1.clone(), state, pinned, seen, first_seen_ms: now_ms, approval: None },
-                    )
+                    let key = slot.1.clone();
+                    let pin = Pin {
+                        kind,
+                        key,
+                        state,
+                        pinned,
+                        seen,
+                        first_seen_ms: now_ms,
+                        approval: None,
+                        id: None,
+                        form: HASH_FORM,
+                        migrated: None,
+                    };
+                    (None, pin)
                 }
                 Some(pin) => {
                     let state = match &pin.pinned {
@@ -188,6 +286,11 @@ impl PinBook {
                         None => PinState::Held,
                     };
                     if state == pin.state && seen.hash == pin.seen.hash {
+                        if seen.definition != pin.seen.definition {
+                            let pin = Pin { seen, ..pin.clone() };
+                            self.pins.insert(slot, pin.clone());
+                            refreshed.push(pin);
+                        }
                         continue;
                     }
                     (Some(pin.state), Pin { state, seen, ..pin.clone() })
@@ -197,18 +300,18 @@ impl PinBook {
             changed.push((before, pin));
         }
         for (slot, pin) in &mut self.pins {
-            if pin.state != PinState::Removed && !listed.contains(slot) {
+            if pin.state != PinState::Removed && listed_kinds.contains(&pin.kind) && !listed.contains(slot) {
                 let before = pin.state;
                 pin.state = PinState::Removed;
                 changed.push((Some(before), pin.clone()));
             }
         }
-        Observed { first, changed }
+        Observed { first, changed, refreshed }
     }
 
     /// Pins `kind`/`key` at `hash`, the hash the operator `by` reviewed, at `now_ms`:
     /// refused, changing nothing, unless that is the hash of its current definition.
-    /// Approving what is pinned already changes nothing and succeeds.
+    /// Approving what is pinned already succeeds, and clears a migration's mark.
     pub fn approve(
         &mut self,
         kind: CapabilityKind,
@@ -224,10 +327,11 @@ impl PinBook {
         if pin.seen.hash != hash {
             return Err(Refusal::Stale { current: pin.seen.hash.clone() });
         }
-        if pin.state != PinState::Pinned {
+        if pin.state != PinState::Pinned || pin.migrated.is_some() {
             pin.state = PinState::Pinned;
             pin.pinned = Some(pin.seen.clone());
             pin.approval = Some(Approval { by: by.to_owned(), at_ms: now_ms });
+            pin.migrated = None;
         }
         Ok(pin.clone())
     }
@@ -237,6 +341,9 @@ impl PinBook {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    const ALL: &[CapabilityKind] =
+        &[CapabilityKind::Tool, CapabilityKind::Prompt, CapabilityKind::Resource, CapabilityKind::ResourceTemplate];
 
     const FIRST_USE: Policy =
         Policy { trust: Trust::FirstUse, new_capabilities: NewEntries::Hold, new_resources: NewEntries::Trust };
@@ -256,10 +363,10 @@ mod tests {
     #[test]
     fn the_first_listing_is_pinned_on_first_use_and_later_new_tools_are_held() {
         let mut book = PinBook::default();
-        let first = book.observe([tool("a", "1"), tool("b", "1")], &FIRST_USE, 10);
+        let first = book.observe(ALL, [tool("a", "1"), tool("b", "1")], &FIRST_USE, 10);
         assert!(first.first && first.changed.iter().all(|(before, _)| before.is_none()));
         assert!(book.serves(CapabilityKind::Tool, "a") && book.serves(CapabilityKind::Tool, "b"));
-        let later = book.observe([tool("a", "1"), tool("b", "1"), tool("c", "1")], &FIRST_USE, 20);
+        let later = book.observe(ALL, [tool("a", "1"), tool("b", "1"), tool("c", "1")], &FIRST_USE, 20);
         assert!(!later.first);
         assert_eq!(later.changed.len(), 1);
         assert_eq!(book.pin(CapabilityKind::Tool, "c").unwrap().state, PinState::Held);
@@ -270,8 +377,8 @@ mod tests {
     #[test]
     fn an_empty_first_listing_is_still_the_first() {
         let mut book = PinBook::default();
-        assert!(book.observe([], &FIRST_USE, 1).first);
-        book.observe([tool("a", "1")], &FIRST_USE, 2);
+        assert!(book.observe(ALL, [], &FIRST_USE, 1).first);
+        book.observe(ALL, [tool("a", "1")], &FIRST_USE, 2);
         assert_eq!(states(&book), [("a".to_owned(), PinState::Held)]);
     }
 
@@ -279,63 +386,75 @@ mod tests {
     fn approve_holds_everything_of_the_first_listing() {
         let policy = Policy { trust: Trust::Approve, ..FIRST_USE };
         let mut book = PinBook::default();
-        book.observe([tool("a", "1")], &policy, 1);
+        book.observe(ALL, [tool("a", "1")], &policy, 1);
         assert_eq!(states(&book), [("a".to_owned(), PinState::Held)]);
     }
 
     #[test]
     fn new_resources_follow_their_own_rule() {
         let mut book = PinBook::default();
-        book.observe([], &FIRST_USE, 1);
+        book.observe(ALL, [], &FIRST_USE, 1);
         let resource = (CapabilityKind::Resource, "test://r".to_owned(), seen("1"));
-        book.observe([resource.clone()], &FIRST_USE, 2);
+        book.observe(ALL, [resource.clone()], &FIRST_USE, 2);
         assert!(book.serves(CapabilityKind::Resource, "test://r"));
         let mut held = PinBook::default();
-        held.observe([], &FIRST_USE, 1);
-        held.observe([resource], &Policy { new_resources: NewEntries::Hold, ..FIRST_USE }, 2);
+        held.observe(ALL, [], &FIRST_USE, 1);
+        held.observe(ALL, [resource], &Policy { new_resources: NewEntries::Hold, ..FIRST_USE }, 2);
         assert!(!held.serves(CapabilityKind::Resource, "test://r"));
     }
 
     #[test]
     fn a_changed_definition_drifts_and_its_pin_returns_when_the_upstream_reverts() {
         let mut book = PinBook::default();
-        book.observe([tool("a", "1")], &FIRST_USE, 1);
-        let drift = book.observe([tool("a", "2")], &FIRST_USE, 2);
+        book.observe(ALL, [tool("a", "1")], &FIRST_USE, 1);
+        let drift = book.observe(ALL, [tool("a", "2")], &FIRST_USE, 2);
         assert_eq!(drift.changed[0].0, Some(PinState::Pinned));
         let pin = book.pin(CapabilityKind::Tool, "a").unwrap();
         assert_eq!((pin.state, pin.pinned.as_ref().unwrap().hash.as_str()), (PinState::Drifted, "sha256:1"));
         assert_eq!(pin.seen.hash, "sha256:2");
         assert!(!book.serves(CapabilityKind::Tool, "a"));
         // The same drift listed again changes nothing.
-        assert!(book.observe([tool("a", "2")], &FIRST_USE, 3).changed.is_empty());
-        book.observe([tool("a", "1")], &FIRST_USE, 4);
+        assert!(book.observe(ALL, [tool("a", "2")], &FIRST_USE, 3).changed.is_empty());
+        book.observe(ALL, [tool("a", "1")], &FIRST_USE, 4);
         assert!(book.serves(CapabilityKind::Tool, "a"));
     }
 
     #[test]
     fn a_removed_key_comes_back_pinned_with_its_hash_and_drifted_with_another() {
         let mut book = PinBook::default();
-        book.observe([tool("a", "1"), tool("b", "1")], &FIRST_USE, 1);
-        book.observe([], &FIRST_USE, 2);
+        book.observe(ALL, [tool("a", "1"), tool("b", "1")], &FIRST_USE, 1);
+        book.observe(ALL, [], &FIRST_USE, 2);
         assert_eq!(states(&book), [("a".to_owned(), PinState::Removed), ("b".to_owned(), PinState::Removed)]);
-        book.observe([tool("a", "1"), tool("b", "2")], &FIRST_USE, 3);
+        book.observe(ALL, [tool("a", "1"), tool("b", "2")], &FIRST_USE, 3);
         assert_eq!(states(&book), [("a".to_owned(), PinState::Pinned), ("b".to_owned(), PinState::Drifted)]);
         assert_eq!(book.pin(CapabilityKind::Tool, "a").unwrap().first_seen_ms, 1);
     }
 
     #[test]
+    fn what_the_hash_leaves_out_is_refreshed_without_a_move() {
+        let mut book = PinBook::default();
+        book.observe(ALL, [tool("a", "1")], &FIRST_USE, 1);
+        let same_hash = Seen { hash: "sha256:1".into(), definition: Arc::new(json!({"description": "1", "size": 2})) };
+        let observed = book.observe(ALL, [(CapabilityKind::Tool, "a".to_owned(), same_hash.clone())], &FIRST_USE, 2);
+        assert!(observed.changed.is_empty());
+        assert_eq!(observed.refreshed.len(), 1);
+        assert_eq!(book.pin(CapabilityKind::Tool, "a").unwrap().seen, same_hash);
+        assert!(book.serves(CapabilityKind::Tool, "a"));
+    }
+
+    #[test]
     fn a_rename_is_a_removal_and_a_new_name() {
         let mut book = PinBook::default();
-        book.observe([tool("old", "1")], &FIRST_USE, 1);
-        book.observe([tool("new", "1")], &FIRST_USE, 2);
+        book.observe(ALL, [tool("old", "1")], &FIRST_USE, 1);
+        book.observe(ALL, [tool("new", "1")], &FIRST_USE, 2);
         assert_eq!(states(&book), [("new".to_owned(), PinState::Held), ("old".to_owned(), PinState::Removed)]);
     }
 
     #[test]
     fn approval_names_the_reviewed_hash_and_fails_if_it_changed() {
         let mut book = PinBook::default();
-        book.observe([tool("a", "1")], &FIRST_USE, 1);
-        book.observe([tool("a", "2"), tool("b", "1")], &FIRST_USE, 2);
+        book.observe(ALL, [tool("a", "1")], &FIRST_USE, 1);
+        book.observe(ALL, [tool("a", "2"), tool("b", "1")], &FIRST_USE, 2);
         let before = book.clone();
         assert_eq!(
             book.approve(CapabilityKind::Tool, "a", "sha256:1", "ops", 3),
@@ -347,14 +466,14 @@ mod tests {
         assert_eq!((pin.state, pin.approval), (PinState::Pinned, Some(Approval { by: "ops".into(), at_ms: 3 })));
         assert!(book.approve(CapabilityKind::Tool, "b", "sha256:1", "ops", 4).is_ok());
         assert!(book.serves(CapabilityKind::Tool, "a") && book.serves(CapabilityKind::Tool, "b"));
-        book.observe([], &FIRST_USE, 5);
+        book.observe(ALL, [], &FIRST_USE, 5);
         assert_eq!(book.approve(CapabilityKind::Tool, "a", "sha256:2", "ops", 6), Err(Refusal::Removed));
     }
 
     #[test]
     fn a_key_listed_twice_counts_once() {
         let mut book = PinBook::default();
-        book.observe([tool("a", "1"), tool("a", "2")], &FIRST_USE, 1);
+        book.observe(ALL, [tool("a", "1"), tool("a", "2")], &FIRST_USE, 1);
         assert_eq!(book.pin(CapabilityKind::Tool, "a").unwrap().seen.hash, "sha256:1");
     }
 

@@ -1,43 +1,100 @@
-//! What a pin's hash covers, and the names of the kinds pins are kept under.
+//! What a pin's hash covers (its hash form), what is served of a definition, and the
+//! names of the kinds pins are kept under.
+//!
+//! Everything served of a definition is hashed but for what changes with the data: a
+//! resource's or template's `size` and `annotations.lastModified`. Keys of `_meta` that
+//! are Bondry's own (`dev.bondry/*`) or the protocol's (`io.modelcontextprotocol/*`) are
+//! never served from an upstream and never hashed; keys in `pin_ignore_meta` are stripped
+//! before serving, so they are neither.
 
 use bondry_core::canon;
 use bondry_core::capability::CapabilityKind;
 use serde_json::{Map, Value};
 
-/// The fields of a resource or template that the hash covers: its size and timestamps
-/// change with the data, not with what it tells a model.
-const RESOURCE_FIELDS: [&str; 6] = ["uri", "uriTemplate", "name", "title", "description", "mimeType"];
+/// The hash form this Bondry writes. Form 1 hashed only six fields of a resource or
+/// template and the protocol's `_meta` keys; a store's form-1 pins are migrated at start.
+pub const HASH_FORM: u32 = 2;
 
-/// The `_meta` keys that are Bondry's own, never an upstream's to pin.
-const BONDRY_META: &str = "dev.bondry/";
+/// The fields of a resource or template that form 1 covered.
+const FORM_1_RESOURCE_FIELDS: [&str; 6] = ["uri", "uriTemplate", "name", "title", "description", "mimeType"];
+
+/// `_meta` key prefixes that are never an upstream's to say: Bondry's and the protocol's.
+const OWN_META: [&str; 2] = ["dev.bondry/", "io.modelcontextprotocol/"];
 
 /// `sha256:` and the hex SHA-256 of the RFC 8785 form of what `entry` (an upstream's
-/// list entry of `kind`) tells a model: for a tool or prompt the whole definition, its
-/// `_meta` included except Bondry's keys and `ignore_meta`; for a resource or template
-/// only its URI (or URI template), name, title, description and MIME type.
+/// list entry of `kind`) serves: the whole definition but for a resource's or template's
+/// `size` and `annotations.lastModified`, and for `_meta` keys that are Bondry's, the
+/// protocol's or in `ignore_meta`.
 pub fn definition_hash(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> String {
     format!("sha256:{}", canon::digest(&hashed(kind, entry, ignore_meta)))
 }
 
-fn hashed(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> Value {
-    let Some(object) = entry.as_object() else { return entry.clone() };
-    match kind {
+/// The hash of `entry` in form 1, which a store's older pins hold.
+pub fn form_1_hash(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> String {
+    let Some(object) = entry.as_object() else { return definition_hash(kind, entry, ignore_meta) };
+    let form = match kind {
         CapabilityKind::Resource | CapabilityKind::ResourceTemplate => {
-            let kept = object.iter().filter(|(field, _)| RESOURCE_FIELDS.contains(&field.as_str()));
+            let kept = object.iter().filter(|(field, _)| FORM_1_RESOURCE_FIELDS.contains(&field.as_str()));
             Value::Object(kept.map(|(field, value)| (field.clone(), value.clone())).collect())
         }
         CapabilityKind::Tool | CapabilityKind::Prompt => {
-            let mut object: Map<String, Value> = object.clone();
-            if let Some(Value::Object(meta)) = object.get_mut("_meta") {
-                meta.retain(|key, _| {
-                    !key.starts_with(BONDRY_META) && !ignore_meta.iter().any(|ignored| ignored == key)
-                });
-                // Bondry's keys alone must not make a `_meta` that an upstream without them lacks.
-                if meta.is_empty() {
-                    object.remove("_meta");
-                }
-            }
+            let mut object = object.clone();
+            strip_meta(&mut object, |key| key.starts_with(OWN_META[0]) || ignore_meta.iter().any(|k| k == key));
             Value::Object(object)
+        }
+    };
+    format!("sha256:{}", canon::digest(&form))
+}
+
+/// The fields of `entry` that form 2 covers and form 1 did not: what an operator is shown
+/// of a migrated pin.
+pub fn newly_covered(kind: CapabilityKind, entry: &Value) -> Vec<String> {
+    if !matches!(kind, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) {
+        return Vec::new();
+    }
+    let Value::Object(hashed) = hashed(kind, entry, &[]) else { return Vec::new() };
+    hashed.keys().filter(|field| !FORM_1_RESOURCE_FIELDS.contains(&field.as_str())).cloned().collect()
+}
+
+/// What is served of `entry`: the definition with the `_meta` keys of `ignore_meta`
+/// stripped (they change without changing what the entry is, so they are not pinned and
+/// must not reach a caller unpinned).
+pub fn served(entry: &Value, ignore_meta: &[String]) -> Value {
+    let mut entry = entry.clone();
+    if let Some(object) = entry.as_object_mut()
+        && !ignore_meta.is_empty()
+    {
+        strip_meta(object, |key| ignore_meta.iter().any(|ignored| ignored == key));
+    }
+    entry
+}
+
+fn hashed(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> Value {
+    let Some(object) = entry.as_object() else { return entry.clone() };
+    let mut object: Map<String, Value> = object.clone();
+    strip_meta(&mut object, |key| {
+        OWN_META.iter().any(|own| key.starts_with(own)) || ignore_meta.iter().any(|ignored| ignored == key)
+    });
+    if matches!(kind, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) {
+        object.remove("size");
+        if let Some(Value::Object(annotations)) = object.get_mut("annotations") {
+            annotations.remove("lastModified");
+            // A timestamp alone must not make `annotations` that an entry without it lacks.
+            if annotations.is_empty() {
+                object.remove("annotations");
+            }
+        }
+    }
+    Value::Object(object)
+}
+
+/// Removes the `_meta` keys `strip` names, and `_meta` itself when that empties it:
+/// stripped keys alone must not make a `_meta` that an entry without them lacks.
+fn strip_meta(object: &mut Map<String, Value>, strip: impl Fn(&str) -> bool) {
+    if let Some(Value::Object(meta)) = object.get_mut("_meta") {
+        meta.retain(|key, _| !strip(key));
+        if meta.is_empty() {
+            object.remove("_meta");
         }
     }
 }
@@ -100,17 +157,62 @@ mod tests {
     }
 
     #[test]
-    fn a_resource_counts_only_what_tells_a_model_what_it_is() {
-        let hash = |entry: Value| definition_hash(CapabilityKind::Resource, &entry, &[]);
-        let base = json!({"uri": "test://a", "name": "a", "mimeType": "text/plain"});
+    fn a_resource_counts_everything_served_but_its_size_and_timestamp() {
+        for kind in [CapabilityKind::Resource, CapabilityKind::ResourceTemplate] {
+            let hash = |entry: Value| definition_hash(kind, &entry, &["com.example/etag".to_owned()]);
+            let base = json!({"uri": "test://a", "name": "a", "mimeType": "text/plain",
+                              "annotations": {"audience": ["user"], "priority": 0.5}});
+            let unhashed = json!({"uri": "test://a", "name": "a", "mimeType": "text/plain", "size": 9,
+                                  "annotations": {"audience": ["user"], "priority": 0.5, "lastModified": "2026-01-01"},
+                                  "_meta": {"com.example/etag": "v2", "dev.bondry/x": 1, "io.modelcontextprotocol/y": 2}});
+            assert_eq!(hash(base.clone()), hash(unhashed));
+            let bare = json!({"uri": "test://a", "name": "a"});
+            assert_eq!(
+                hash(bare.clone()),
+                hash(json!({"uri": "test://a", "name": "a", "annotations": {"lastModified": "x"}}))
+            );
+            for (field, value) in [
+                ("description", json!("x")),
+                ("title", json!("T")),
+                ("icons", json!([{"src": "https://example.com/i.png"}])),
+                ("annotations", json!({"audience": ["assistant"], "priority": 0.5})),
+                ("annotations", json!({"audience": ["user"], "priority": 1})),
+                ("_meta", json!({"com.example/owner": "ops"})),
+                ("x-unknown", json!(true)),
+            ] {
+                let mut changed = base.clone();
+                changed[field] = value;
+                assert_ne!(hash(base.clone()), hash(changed.clone()), "{kind:?} {changed}");
+            }
+        }
+    }
+
+    #[test]
+    fn form_1_covered_six_fields_of_a_resource_and_the_protocols_meta_of_a_tool() {
+        let resource = json!({"uri": "test://a", "name": "a", "icons": [], "size": 3});
+        let six = json!({"uri": "test://a", "name": "a"});
         assert_eq!(
-            hash(base.clone()),
-            hash(json!({"uri": "test://a", "name": "a", "mimeType": "text/plain", "size": 9}))
+            form_1_hash(CapabilityKind::Resource, &resource, &[]),
+            definition_hash(CapabilityKind::Resource, &six, &[])
         );
+        assert_eq!(newly_covered(CapabilityKind::Resource, &resource), ["icons"]);
+        assert!(newly_covered(CapabilityKind::Resource, &six).is_empty());
+        let tool = json!({"name": "t", "inputSchema": {"type": "object"}});
+        assert_eq!(form_1_hash(CapabilityKind::Tool, &tool, &[]), definition_hash(CapabilityKind::Tool, &tool, &[]));
+        let protocol =
+            json!({"name": "t", "inputSchema": {"type": "object"}, "_meta": {"io.modelcontextprotocol/x": 1}});
         assert_ne!(
-            hash(base),
-            hash(json!({"uri": "test://a", "name": "a", "mimeType": "text/plain", "description": "x"}))
+            form_1_hash(CapabilityKind::Tool, &protocol, &[]),
+            definition_hash(CapabilityKind::Tool, &protocol, &[])
         );
+    }
+
+    #[test]
+    fn ignored_meta_keys_are_not_served() {
+        let ignore = ["com.example/etag".to_owned()];
+        let entry = json!({"name": "t", "_meta": {"com.example/etag": "v1", "other": 1}});
+        assert_eq!(served(&entry, &ignore), json!({"name": "t", "_meta": {"other": 1}}));
+        assert_eq!(served(&json!({"name": "t", "_meta": {"com.example/etag": "v1"}}), &ignore), json!({"name": "t"}));
     }
 
     #[test]

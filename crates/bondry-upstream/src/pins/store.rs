@@ -46,7 +46,8 @@ impl PinStore for MemoryStore {
 
 /// Each step from one schema version to the next; a store is at the version of the
 /// number of steps it has taken.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE upstreams (
         realm TEXT NOT NULL,
         upstream TEXT NOT NULL,
@@ -68,7 +69,14 @@ const MIGRATIONS: &[&str] = &["
         approved_at_ms INTEGER,
         PRIMARY KEY (realm, upstream, kind, key)
     ) WITHOUT ROWID;
-"];
+",
+    "
+    ALTER TABLE upstreams ADD COLUMN prefix TEXT;
+    ALTER TABLE pins ADD COLUMN exposed_id TEXT;
+    ALTER TABLE pins ADD COLUMN hash_form INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE pins ADD COLUMN migrated TEXT;
+",
+];
 
 /// Pins in an SQLite file (WAL), with a schema version and migrations.
 #[derive(Debug)]
@@ -145,17 +153,20 @@ fn unreadable(error: rusqlite::Error) -> String {
 impl PinStore for SqliteStore {
     fn load(&self, realm: &str, upstream: &str) -> Result<PinBook, StoreError> {
         let connection = lock(&self.connection);
-        let listed = connection
-            .query_row("SELECT 1 FROM upstreams WHERE realm = ?1 AND upstream = ?2", params![realm, upstream], |_| {
-                Ok(())
-            })
+        let upstream_row = connection
+            .query_row(
+                "SELECT prefix FROM upstreams WHERE realm = ?1 AND upstream = ?2",
+                params![realm, upstream],
+                |row| row.get::<_, Option<String>>(0),
+            )
             .optional()
-            .map_err(|e| self.fail(e))?
-            .is_some();
+            .map_err(|e| self.fail(e))?;
+        let listed = upstream_row.is_some();
+        let prefix = upstream_row.flatten();
         let mut query = connection
             .prepare(
                 "SELECT kind, key, state, pinned_hash, pinned_definition, seen_hash, seen_definition,
-                        first_seen_ms, approved_by, approved_at_ms
+                        first_seen_ms, approved_by, approved_at_ms, exposed_id, hash_form, migrated
                  FROM pins WHERE realm = ?1 AND upstream = ?2",
             )
             .map_err(|e| self.fail(e))?;
@@ -172,6 +183,9 @@ impl PinStore for SqliteStore {
                     first_seen_ms: row.get(7)?,
                     approved_by: row.get(8)?,
                     approved_at_ms: row.get(9)?,
+                    exposed_id: row.get(10)?,
+                    hash_form: row.get(11)?,
+                    migrated: row.get(12)?,
                 })
             })
             .map_err(|e| self.fail(e))?;
@@ -181,22 +195,26 @@ impl PinStore for SqliteStore {
             let what = format!("the pin of {realm}/{upstream} {} {:?}", row.kind, row.key);
             pins.push(row.pin().map_err(|why| self.fail(format!("{what} is unreadable: {why}")))?);
         }
-        Ok(PinBook::restored(listed, pins))
+        Ok(PinBook::restored(listed, prefix, pins))
     }
 
-    fn save(&self, realm: &str, upstream: &str, _book: &PinBook, changed: &[&Pin]) -> Result<(), StoreError> {
+    fn save(&self, realm: &str, upstream: &str, book: &PinBook, changed: &[&Pin]) -> Result<(), StoreError> {
         let mut connection = lock(&self.connection);
         let save = connection.transaction().map_err(|e| self.fail(e))?;
-        save.execute(
-            "INSERT OR IGNORE INTO upstreams (realm, upstream, first_listed_ms) VALUES (?1, ?2, ?3)",
-            params![realm, upstream, to_sql(now_ms())],
-        )
-        .map_err(|e| self.fail(e))?;
+        if book.listed() {
+            save.execute(
+                "INSERT INTO upstreams (realm, upstream, first_listed_ms, prefix) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (realm, upstream) DO UPDATE SET prefix = excluded.prefix",
+                params![realm, upstream, to_sql(now_ms()), book.prefix()],
+            )
+            .map_err(|e| self.fail(e))?;
+        }
         for pin in changed {
             save.execute(
                 "INSERT INTO pins (realm, upstream, kind, key, state, pinned_hash, pinned_definition,
-                                   seen_hash, seen_definition, first_seen_ms, approved_by, approved_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                                   seen_hash, seen_definition, first_seen_ms, approved_by, approved_at_ms,
+                                   exposed_id, hash_form, migrated)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
                  ON CONFLICT (realm, upstream, kind, key) DO UPDATE SET
                      state = excluded.state,
                      pinned_hash = excluded.pinned_hash,
@@ -204,7 +222,10 @@ impl PinStore for SqliteStore {
                      seen_hash = excluded.seen_hash,
                      seen_definition = excluded.seen_definition,
                      approved_by = excluded.approved_by,
-                     approved_at_ms = excluded.approved_at_ms",
+                     approved_at_ms = excluded.approved_at_ms,
+                     exposed_id = excluded.exposed_id,
+                     hash_form = excluded.hash_form,
+                     migrated = excluded.migrated",
                 params![
                     realm,
                     upstream,
@@ -218,6 +239,9 @@ impl PinStore for SqliteStore {
                     to_sql(pin.first_seen_ms),
                     pin.approval.as_ref().map(|approval| &approval.by),
                     pin.approval.as_ref().map(|approval| to_sql(approval.at_ms)),
+                    pin.id,
+                    pin.form,
+                    pin.migrated.as_ref().map(|fields| serde_json::Value::from(fields.clone()).to_string()),
                 ],
             )
             .map_err(|e| self.fail(e))?;
@@ -243,6 +267,9 @@ struct Row {
     first_seen_ms: i64,
     approved_by: Option<String>,
     approved_at_ms: Option<i64>,
+    exposed_id: Option<String>,
+    hash_form: u32,
+    migrated: Option<String>,
 }
 
 impl Row {
@@ -267,6 +294,14 @@ impl Row {
             seen: Seen { hash: self.seen_hash, definition: definition(&self.seen_definition)? },
             first_seen_ms: u64::try_from(self.first_seen_ms).unwrap_or_default(),
             approval,
+            id: self.exposed_id,
+            form: self.hash_form,
+            migrated: match self.migrated {
+                Some(text) => {
+                    Some(serde_json::from_str(&text).map_err(|e| format!("its migration mark is not a list ({e})"))?)
+                }
+                None => None,
+            },
         })
     }
 }
@@ -289,7 +324,7 @@ mod tests {
     }
 
     fn observe_and_save(store: &dyn PinStore, book: &mut PinBook, description: &str, now: u64) {
-        let observed = book.observe(listing(description), &POLICY, now);
+        let observed = book.observe(&[CapabilityKind::Tool], listing(description), &POLICY, now);
         let changed: Vec<&Pin> = observed.changed.iter().map(|(_, pin)| pin).collect();
         store.save("default", "up", book, &changed).unwrap();
     }
@@ -318,7 +353,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pins.sqlite3");
         let mut book = PinBook::default();
-        book.observe([], &POLICY, 1);
+        book.observe(&[CapabilityKind::Tool], [], &POLICY, 1);
         SqliteStore::open(&path).unwrap().save("default", "up", &book, &[]).unwrap();
         assert!(SqliteStore::open(&path).unwrap().load("default", "up").unwrap().listed());
     }
@@ -353,6 +388,28 @@ mod tests {
         Connection::open(&path).unwrap().execute("UPDATE pins SET seen_definition = '{'", []).unwrap();
         let error = store.load("default", "up").unwrap_err().to_string();
         assert!(error.contains("default/up tool \"a\"") && error.contains("not JSON"), "{error}");
+    }
+
+    #[test]
+    fn a_store_of_the_previous_schema_opens_with_its_pins_in_their_old_hash_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pins.sqlite3");
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../bondry/tests/fixtures/pins-v1/pins.sqlite3");
+        std::fs::copy(fixture, &path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        let mut book = store.load("default", "up").unwrap();
+        assert!(book.listed());
+        assert_eq!(book.prefix(), None);
+        assert_eq!(book.pins().count(), 8);
+        assert!(book.pins().all(|pin| pin.form == 1 && pin.id.is_none() && pin.state == PinState::Pinned));
+        let migrated = book.migrate(Trust::FirstUse, &[]);
+        assert_eq!(migrated.len(), 8);
+        let changed: Vec<&Pin> = migrated.iter().collect();
+        store.save("default", "up", &book, &changed).unwrap();
+        assert_eq!(SqliteStore::open(&path).unwrap().load("default", "up").unwrap(), book);
+        let marked: Vec<&str> = book.pins().filter(|pin| pin.migrated.is_some()).map(|pin| pin.key.as_str()).collect();
+        assert_eq!(marked, ["test://annotated", "test://iconic", "test://meta", "test://files/{path}"]);
+        assert!(book.pins().all(|pin| pin.state == PinState::Pinned && pin.form == super::super::HASH_FORM));
     }
 
     #[test]

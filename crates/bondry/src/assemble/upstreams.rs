@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bondry_mcp_proto::Revision;
-use bondry_upstream::{Expose, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
+use bondry_upstream::{Expose, ListingLimits, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
@@ -102,6 +102,12 @@ fn spec(
     let max_concurrent_calls = bounded("max_concurrent_calls", raw.max_concurrent_calls, 1..=1024, "calls");
     let max_response_bytes =
         bounded("max_response_bytes", raw.max_response_bytes, 1024..=64 * 1024 * 1024, "bytes (64 MiB)");
+    let max_entries = bounded("max_entries_per_kind", raw.max_entries_per_kind, 1..=100_000, "entries");
+    let max_definition_bytes =
+        bounded("max_definition_bytes", raw.max_definition_bytes, 1024..=16 * 1024 * 1024, "bytes (16 MiB)");
+    let max_listing_bytes =
+        bounded("max_listing_bytes", raw.max_listing_bytes, 64 * 1024..=1024 * 1024 * 1024, "bytes (1 GiB)");
+    let list_timeout = bounded("list_timeout_ms", raw.list_timeout_ms, 1..=ONE_HOUR_MS, "milliseconds (an hour)");
     let trust = diagnostics.ok(at("trust"), trust(&raw.trust));
     let new_capabilities = diagnostics.ok(at("new_capabilities"), new_entries(&raw.new_capabilities));
     let new_resources = diagnostics.ok(at("new_resources"), new_entries(&raw.new_resources));
@@ -113,6 +119,12 @@ fn spec(
     let input_wait =
         diagnostics.ok(at("input_wait_ms"), within(raw.input_wait_ms, 1..=ONE_HOUR_MS, "milliseconds (an hour)"));
     let count = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
+    let listing = ListingLimits {
+        max_entries: count(max_entries?),
+        max_definition_bytes: count(max_definition_bytes?),
+        max_bytes: count(max_listing_bytes?),
+        page_timeout: Duration::from_millis(list_timeout?),
+    };
     Some(UpstreamSpec {
         name: name?,
         transport: transport?,
@@ -133,6 +145,7 @@ fn spec(
         refresh_interval: Duration::from_millis(refresh_interval?),
         input_wait: Duration::from_millis(input_wait?),
         allow_url_elicitation: raw.allow_url_elicitation,
+        listing,
     })
 }
 
@@ -682,27 +695,7 @@ mod tests {
     }
 
     fn spec_with(name: &str, transport: TransportSpec) -> UpstreamSpec {
-        UpstreamSpec {
-            name: name.into(),
-            transport,
-            prefix: name.into(),
-            expose: Expose { tools: true, prompts: true, resources: true },
-            include: vec![NameGlob::new("*")],
-            exclude: vec![],
-            protocol_versions: vec![Revision::V2026_07_28, Revision::V2025_11_25, Revision::V2025_06_18],
-            roots: vec![],
-            connect_timeout: Duration::from_secs(10),
-            call_timeout: Duration::from_secs(60),
-            max_concurrent_calls: 64,
-            max_response_bytes: 4 * 1024 * 1024,
-            trust: Trust::FirstUse,
-            new_capabilities: NewEntries::Hold,
-            new_resources: NewEntries::Trust,
-            pin_ignore_meta: vec![],
-            refresh_interval: Duration::from_secs(300),
-            input_wait: Duration::from_secs(60),
-            allow_url_elicitation: false,
-        }
+        UpstreamSpec::new(name, transport)
     }
 
     #[test]
@@ -780,6 +773,10 @@ pin_ignore_meta = ["com.example/etag"]
 refresh_interval_ms = 1000
 input_wait_ms = 1
 allow_url_elicitation = true
+max_entries_per_kind = 100000
+max_definition_bytes = 1024
+max_listing_bytes = 65536
+list_timeout_ms = 3600000
 "#;
         let mut specs = checked_in(dir.path(), stanza, &[("EVERYTHING_API_KEY", "k3y")]).unwrap();
         let expected = UpstreamSpec {
@@ -810,6 +807,12 @@ allow_url_elicitation = true
             refresh_interval: Duration::from_secs(1),
             input_wait: Duration::from_millis(1),
             allow_url_elicitation: true,
+            listing: ListingLimits {
+                max_entries: 100_000,
+                max_definition_bytes: 1024,
+                max_bytes: 65536,
+                page_timeout: Duration::from_secs(3600),
+            },
             ..spec_with(
                 "everything",
                 TransportSpec::Stdio { command: String::new(), args: vec![], env: vec![], cwd: None },
@@ -1128,7 +1131,7 @@ allow_url_elicitation = true
     #[test]
     fn durations_and_sizes_are_bounded() {
         let stanza = format!(
-            "{STDIO}connect_timeout_ms = 0\ncall_timeout_ms = 3600001\nmax_concurrent_calls = 1025\nmax_response_bytes = 1023\nrefresh_interval_ms = 999\ninput_wait_ms = 0\n"
+            "{STDIO}connect_timeout_ms = 0\ncall_timeout_ms = 3600001\nmax_concurrent_calls = 1025\nmax_response_bytes = 1023\nmax_entries_per_kind = 0\nmax_definition_bytes = 1023\nmax_listing_bytes = 65535\nlist_timeout_ms = 0\nrefresh_interval_ms = 999\ninput_wait_ms = 0\n"
         );
         assert_eq!(
             refused(&stanza, &[]),
@@ -1137,6 +1140,10 @@ allow_url_elicitation = true
                 "call_timeout_ms: 3600001 must be between 1 and 3600000 milliseconds (an hour)",
                 "max_concurrent_calls: 1025 must be between 1 and 1024 calls",
                 "max_response_bytes: 1023 must be between 1024 and 67108864 bytes (64 MiB)",
+                "max_entries_per_kind: 0 must be between 1 and 100000 entries",
+                "max_definition_bytes: 1023 must be between 1024 and 16777216 bytes (16 MiB)",
+                "max_listing_bytes: 65535 must be between 65536 and 1073741824 bytes (1 GiB)",
+                "list_timeout_ms: 0 must be between 1 and 3600000 milliseconds (an hour)",
                 "refresh_interval_ms: 999 must be between 1000 and 86400000 milliseconds (a second to a day)",
                 "input_wait_ms: 0 must be between 1 and 3600000 milliseconds (an hour)",
             ]

@@ -367,6 +367,14 @@ pub struct RawUpstream {
     pub input_wait_ms: u64,
     #[serde(default)]
     pub allow_url_elicitation: bool,
+    #[serde(default = "default_max_entries_per_kind")]
+    pub max_entries_per_kind: u64,
+    #[serde(default = "default_max_definition_bytes")]
+    pub max_definition_bytes: u64,
+    #[serde(default = "default_max_listing_bytes")]
+    pub max_listing_bytes: u64,
+    #[serde(default = "default_list_timeout")]
+    pub list_timeout_ms: u64,
 }
 
 /// One root Bondry answers an upstream's `roots/list` with.
@@ -403,6 +411,22 @@ fn default_max_concurrent_calls() -> u64 {
 
 fn default_max_response_bytes() -> u64 {
     4 * 1024 * 1024
+}
+
+fn default_max_entries_per_kind() -> u64 {
+    2000
+}
+
+fn default_max_definition_bytes() -> u64 {
+    64 * 1024
+}
+
+fn default_max_listing_bytes() -> u64 {
+    8 * 1024 * 1024
+}
+
+fn default_list_timeout() -> u64 {
+    30_000
 }
 
 fn first_use() -> String {

@@ -1,0 +1,320 @@
+//! What a realm's upstreams serve, and under which ids: decided from their pins alone.
+//! Pure: the realm gives the pin books and stores what changed.
+//!
+//! Two rules hold by construction:
+//! - An entry is served only as its pin's last listed definition, and only when the pin
+//!   hash recomputed from exactly what is served (the `pin_ignore_meta` keys stripped)
+//!   equals the hash that was pinned: nothing an upstream lists reaches a caller unless
+//!   that form was trusted.
+//! - An id, once named, is kept with the pin and claimed before any new entry is named:
+//!   it always maps to the (upstream, kind, key) it was first served under, whatever
+//!   order later listings use.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::definition;
+use crate::listing::{KindListing, Listing};
+use crate::naming::{self, Names};
+use crate::pins::{Pin, PinBook, PinState, Seen, definition_hash, kind_of, served};
+use crate::spec::UpstreamSpec;
+use crate::upstream::Target;
+use bondry_core::capability::{CapabilityId, CapabilityKind, Descriptor};
+use bondry_mcp_proto::lint;
+
+/// The id an upstream entry is exposed as, whether naming had to rename it, and why it is
+/// not served although named (a tool that runs only as a task, say), if it is not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exposed {
+    pub id: String,
+    pub renamed: bool,
+    pub unserved: Option<String>,
+}
+
+/// One upstream as naming sees it.
+pub struct Source<'a> {
+    pub spec: &'a UpstreamSpec,
+    pub book: &'a mut PinBook,
+    /// The keys its latest listing holds, in the upstream's order: new ids are named in it.
+    pub order: Vec<(CapabilityKind, String)>,
+    /// Whether it listed since it started: until then its kept ids are held for it, but
+    /// nothing of it is served, as nothing of it is known to be there.
+    pub listed: bool,
+}
+
+/// One entry served: what the registry serves and what is called upstream.
+#[derive(Debug)]
+pub struct Served {
+    pub descriptor: Descriptor,
+    pub target: Target,
+}
+
+/// What naming decided for one upstream.
+#[derive(Debug, Default)]
+pub struct Catalogue {
+    pub served: Vec<Served>,
+    /// The id of each entry named, served or not, by kind and pin key.
+    pub exposed: HashMap<(CapabilityKind, String), Exposed>,
+    /// The pins whose id changed, for the store.
+    pub changed: Vec<Pin>,
+}
+
+/// Names every source's entries, in stanza order, against `names` (the realm's own ids
+/// and URIs), and decides what each one serves.
+pub fn name_and_serve(mut names: Names, sources: &mut [Source<'_>]) -> Vec<Catalogue> {
+    let mut catalogues: Vec<Catalogue> = sources.iter().map(|_| Catalogue::default()).collect();
+    for (source, catalogue) in sources.iter_mut().zip(&mut catalogues) {
+        catalogue.changed.extend(source.book.name_under(&source.spec.prefix));
+    }
+    // Kept ids first, in stanza order: a later listing's new entry never takes one.
+    for (source, catalogue) in sources.iter_mut().zip(&mut catalogues) {
+        let kept: Vec<(CapabilityKind, String, String)> =
+            source.book.pins().filter_map(|pin| Some((pin.kind, pin.key.clone(), pin.id.clone()?))).collect();
+        for (kind, key, id) in kept {
+            if !names.reserve(&id) {
+                tracing::warn!(
+                    upstream = source.spec.name,
+                    kind = kind_of(kind),
+                    key,
+                    id,
+                    "an upstream entry's id is taken by another capability: it is named again"
+                );
+                catalogue.changed.extend(source.book.set_id(kind, &key, None));
+            }
+        }
+    }
+    for (source, catalogue) in sources.iter_mut().zip(&mut catalogues).filter(|(source, _)| source.listed) {
+        name_source(source, &mut names, catalogue);
+    }
+    catalogues
+}
+
+/// Names and serves one source's entries: its listing's keys in order, then the pins its
+/// listing did not hold (of a kind whose listing was refused).
+fn name_source(source: &mut Source<'_>, names: &mut Names, catalogue: &mut Catalogue) {
+    let spec = source.spec;
+    let listed: HashSet<&(CapabilityKind, String)> = source.order.iter().collect();
+    let unlisted = source
+        .book
+        .pins()
+        .filter(|pin| pin.state != PinState::Removed && !listed.contains(&(pin.kind, pin.key.clone())))
+        .map(|pin| (pin.kind, pin.key.clone()));
+    let keys: Vec<(CapabilityKind, String)> =
+        source.order.iter().cloned().chain(unlisted.collect::<Vec<_>>()).collect();
+    for (kind, key) in keys {
+        let Some(pin) = source.book.pin(kind, &key) else { continue };
+        if pin.state == PinState::Removed {
+            continue;
+        }
+        let definition = Arc::clone(&pin.seen.definition);
+        let Ok((name, uri)) = definition::identity(kind, &definition) else { continue };
+        if !spec.admits(name) {
+            continue;
+        }
+        if let Some(uri) = uri
+            && !names.claim_uri(uri)
+        {
+            tracing::warn!(
+                upstream = spec.name,
+                entry = name,
+                uri,
+                "an upstream entry is shadowed: another source serves its URI"
+            );
+            continue;
+        }
+        let id = match pin.id.clone() {
+            Some(id) => id,
+            None => {
+                let Some(id) = names.claim_id(&spec.name, &spec.prefix, name, uri) else {
+                    tracing::warn!(
+                        upstream = spec.name,
+                        entry = name,
+                        "an upstream entry is not served: its id clashes"
+                    );
+                    continue;
+                };
+                if !naming::is_plain(&id, &spec.prefix, name) {
+                    tracing::info!(
+                        upstream = spec.name,
+                        entry = name,
+                        id,
+                        "an upstream entry is renamed: its name is taken or too long"
+                    );
+                }
+                catalogue.changed.extend(source.book.set_id(kind, &key, Some(id.clone())));
+                id
+            }
+        };
+        let renamed = !naming::is_plain(&id, &spec.prefix, name);
+        let pin = source.book.pin(kind, &key).expect("named above");
+        let unserved = match serve(spec, pin, &id, name, uri) {
+            Ok(Some(entry)) => {
+                catalogue.served.push(entry);
+                None
+            }
+            Ok(None) => None,
+            Err(why) => {
+                tracing::warn!(upstream = spec.name, entry = name, why, "an upstream entry is not served");
+                Some(why)
+            }
+        };
+        catalogue.exposed.insert((kind, key), Exposed { id, renamed, unserved });
+    }
+}
+
+/// What `pin`, named `id`, serves: nothing unless it is pinned, and then exactly its last
+/// listed definition, checked against its pin; why not when Bondry cannot serve it.
+fn serve(spec: &UpstreamSpec, pin: &Pin, id: &str, name: &str, uri: Option<&str>) -> Result<Option<Served>, String> {
+    let Some(pinned) = pin.pinned.as_ref().filter(|_| pin.state == PinState::Pinned) else { return Ok(None) };
+    let entry = served(&pin.seen.definition, &spec.pin_ignore_meta);
+    if definition_hash(pin.kind, &entry, &spec.pin_ignore_meta) != pinned.hash {
+        return Err("it differs from its pin under this pin_ignore_meta: it is served once listed again".into());
+    }
+    let id = CapabilityId::new(id).map_err(|error| error.to_string())?;
+    let descriptor = definition::descriptor(pin.kind, id, &spec.name, &entry)?;
+    let params = match pin.kind {
+        CapabilityKind::Tool => lint::param_headers(&descriptor.input_schema).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let target = Target { kind: pin.kind, name: name.to_owned(), uri: uri.map(str::to_owned), params };
+    Ok(Some(Served { descriptor, target }))
+}
+
+/// What a listing shows the pin book: the kinds it listed (a refused kind's pins stay as
+/// they are) and each admitted entry of those with its key and hash.
+pub fn observation(
+    spec: &UpstreamSpec,
+    listing: &Listing,
+) -> (Vec<CapabilityKind>, Vec<(CapabilityKind, String, Seen)>) {
+    let mut kinds = Vec::new();
+    let mut entries = Vec::new();
+    for (kind, listed) in listing {
+        let KindListing::Listed(listed) = listed else { continue };
+        kinds.push(*kind);
+        entries.extend(listed.iter().filter_map(|entry| {
+            let (name, uri) = definition::identity(*kind, entry).ok()?;
+            let key = spec.admits(name).then(|| uri.unwrap_or(name).to_owned())?;
+            let hash = definition_hash(*kind, entry, &spec.pin_ignore_meta);
+            Some((*kind, key, Seen { hash, definition: Arc::new(entry.clone()) }))
+        }));
+    }
+    (kinds, entries)
+}
+
+/// The keys `listing` holds, in the upstream's order: what new ids are named in.
+pub fn order(listing: &Listing) -> Vec<(CapabilityKind, String)> {
+    let mut keys = Vec::new();
+    for (kind, listed) in listing {
+        if let KindListing::Listed(entries) = listed {
+            keys.extend(entries.iter().filter_map(|entry| {
+                definition::identity(*kind, entry).ok().map(|(name, uri)| (*kind, uri.unwrap_or(name).to_owned()))
+            }));
+        }
+    }
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pins::Policy;
+    use crate::spec::{NewEntries, TransportSpec, Trust};
+    use serde_json::{Value, json};
+
+    fn spec(name: &str, prefix: &str) -> UpstreamSpec {
+        let stdio = TransportSpec::Stdio { command: "true".into(), args: vec![], env: vec![], cwd: None };
+        UpstreamSpec { prefix: prefix.into(), ..UpstreamSpec::new(name, stdio) }
+    }
+
+    fn tools(names: &[&str]) -> Listing {
+        let entries = names.iter().map(|name| json!({"name": name, "inputSchema": {"type": "object"}})).collect();
+        vec![(CapabilityKind::Tool, KindListing::Listed(entries))]
+    }
+
+    const TRUSTING: Policy =
+        Policy { trust: Trust::FirstUse, new_capabilities: NewEntries::Trust, new_resources: NewEntries::Trust };
+
+    /// Observes `listing` into `book`, then names every source: the ids served, by source.
+    fn serve(sources: &mut [(&UpstreamSpec, &mut PinBook, &Listing, bool)]) -> Vec<Vec<(String, String)>> {
+        for (spec, book, listing, listed) in sources.iter_mut() {
+            if *listed {
+                let (kinds, entries) = observation(spec, listing);
+                book.observe(&kinds, entries, &TRUSTING, 1);
+            }
+        }
+        let mut named: Vec<Source<'_>> = sources
+            .iter_mut()
+            .map(|(spec, book, listing, listed)| Source { spec, book, order: order(listing), listed: *listed })
+            .collect();
+        name_and_serve(Names::of_realm(["x.own"], []), &mut named)
+            .into_iter()
+            .map(|catalogue| {
+                let served = catalogue.served.into_iter();
+                served.map(|served| (served.descriptor.id.as_str().to_owned(), served.target.name)).collect()
+            })
+            .collect()
+    }
+
+    fn pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(id, name)| (id.to_string(), name.to_string())).collect()
+    }
+
+    #[test]
+    fn a_kept_id_stays_with_its_entry_whatever_the_order_and_across_upstreams() {
+        let (a, b) = (spec("a", "x"), spec("b", "x"));
+        let (mut book_a, mut book_b) = (PinBook::default(), PinBook::default());
+        let suffixed = |upstream: &str, name: &str| {
+            format!("x.t-{}", &bondry_core::canon::sha256_hex(format!("{upstream}/{name}").as_bytes())[..8])
+        };
+        // The later upstream lists `t` first: it takes `x.t`; the earlier one, listing it
+        // later, gets the suffixed id rather than moving the kept one.
+        let empty: Listing = tools(&[]);
+        let served = serve(&mut [(&a, &mut book_a, &empty, true), (&b, &mut book_b, &tools(&["t"]), true)]);
+        assert_eq!(served, [pairs(&[]), pairs(&[("x.t", "t")])]);
+        let served =
+            serve(&mut [(&a, &mut book_a, &tools(&["t", "own"]), true), (&b, &mut book_b, &tools(&["t"]), true)]);
+        let own = format!("x.own-{}", &bondry_core::canon::sha256_hex(b"a/own")[..8]);
+        assert_eq!(served[0], pairs(&[(&suffixed("a", "t"), "t"), (&own, "own")]));
+        assert_eq!(served[1], pairs(&[("x.t", "t")]));
+        // Names meeting after the alphabet rule, in both orders: neither id moves.
+        let first = serve(&mut [(&a, &mut book_a, &tools(&["t u", "t_u"]), true), (&b, &mut book_b, &empty, true)]);
+        let again = serve(&mut [(&a, &mut book_a, &tools(&["t_u", "t u"]), true), (&b, &mut book_b, &empty, true)]);
+        let sorted = |mut served: Vec<(String, String)>| {
+            served.sort();
+            served
+        };
+        assert_eq!(sorted(first[0].clone()), sorted(again[0].clone()));
+        // An upstream that has not listed since it started serves nothing, but its kept
+        // ids are held for it.
+        let mut fresh = PinBook::default();
+        let c = spec("c", "x");
+        let served = serve(&mut [(&b, &mut book_b, &empty, false), (&c, &mut fresh, &tools(&["t"]), true)]);
+        assert_eq!(served, [pairs(&[]), pairs(&[(&suffixed("c", "t"), "t")])]);
+    }
+
+    #[test]
+    fn an_entry_is_served_only_as_pinned_under_the_ignore_list_it_was_pinned_under() {
+        let mut up = spec("a", "x");
+        up.pin_ignore_meta = vec!["etag".into()];
+        let mut book = PinBook::default();
+        let listing: Listing = vec![(
+            CapabilityKind::Tool,
+            KindListing::Listed(vec![json!({"name": "t", "inputSchema": {}, "_meta": {"etag": "1", "k": 2}})]),
+        )];
+        let mut sources = [(&up, &mut book, &listing, true)];
+        let served = serve(&mut sources);
+        assert_eq!(served, [pairs(&[("x.t", "t")])]);
+        let mut named = [Source { spec: &up, book: &mut book, order: order(&listing), listed: true }];
+        let catalogue = name_and_serve(Names::default(), &mut named).remove(0);
+        let verbatim = catalogue.served[0].descriptor.verbatim.as_deref().cloned().unwrap();
+        assert_eq!(verbatim["_meta"], json!({"k": 2}), "the ignored key is not served");
+        // The ignore list changed without a new listing: the pin no longer covers what
+        // would be served, so nothing is.
+        let changed = spec("a", "x");
+        let mut named = [Source { spec: &changed, book: &mut book, order: order(&listing), listed: true }];
+        let catalogue = name_and_serve(Names::default(), &mut named).remove(0);
+        assert!(catalogue.served.is_empty());
+        let why: Vec<Value> = catalogue.exposed.values().map(|exposed| json!(exposed.unserved)).collect();
+        assert_eq!(why, [json!("it differs from its pin under this pin_ignore_meta: it is served once listed again")]);
+    }
+}
