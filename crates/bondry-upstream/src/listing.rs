@@ -36,6 +36,8 @@ pub enum Refused {
     TooManyBytes { limit: usize },
     /// More pages than entries allowed (and one): an upstream paging without end.
     TooManyPages { limit: usize },
+    /// A page larger than `max_response_bytes`, which was dropped unread.
+    PageTooLarge { limit: usize },
     /// A key listed twice.
     Repeated { key: &'static str, value: String },
     /// The upstream answered the list request with an error.
@@ -48,6 +50,7 @@ impl fmt::Display for Refused {
             Self::TooManyEntries { limit } => write!(f, "it lists more than {limit} entries (max_entries_per_kind)"),
             Self::TooManyBytes { limit } => write!(f, "it lists more than {limit} bytes (max_listing_bytes)"),
             Self::TooManyPages { limit } => write!(f, "it takes more than {limit} pages (max_entries_per_kind)"),
+            Self::PageTooLarge { limit } => write!(f, "a page is larger than {limit} bytes (max_response_bytes)"),
             Self::Repeated { key, value } => write!(f, "it lists the {key} {value:?} more than once"),
             Self::Failed { method, code, message } => write!(f, "{method} answered error {code}: {message:?}"),
         }

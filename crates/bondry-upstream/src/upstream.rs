@@ -654,15 +654,17 @@ async fn list(
         if let Some(cursor) = &cursor {
             params.insert("cursor".into(), json!(cursor));
         }
-        let page = match tokio::time::timeout(page_timeout, connection.request(Outgoing::new(method, params))).await {
+        let mut page = match tokio::time::timeout(page_timeout, connection.request(Outgoing::new(method, params))).await
+        {
             Ok(Ok(page)) => page,
             Ok(Err(ClientError::Rpc { code, message, .. })) => {
                 return Ok(Err(Refused::Failed { method, code, message }));
             }
+            // The page was dropped unread, and the connection is still good.
+            Ok(Err(ClientError::TooLarge { limit })) => return Ok(Err(Refused::PageTooLarge { limit })),
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(ClientError::TimedOut("list_timeout_ms")),
         };
-        let mut page = page;
         let entries = match page.get_mut(field).map(Value::take) {
             Some(Value::Array(entries)) => entries,
             _ => Vec::new(),

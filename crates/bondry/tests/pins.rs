@@ -1134,7 +1134,11 @@ async fn a_listing_past_its_limits_is_refused_and_costs_neither_memory_nor_store
 
 #[tokio::test]
 async fn a_listing_past_max_entries_per_kind_is_refused_naming_the_limit() {
-    let few = [("max_entries_per_kind", 2.into()), ("new_capabilities", "trust".into())];
+    let few = [
+        ("max_entries_per_kind", 2.into()),
+        ("new_capabilities", "trust".into()),
+        ("max_response_bytes", 1_048_576.into()),
+    ];
     let drift = Drift::start_on(Upstream::HostileHttp, json!({"tools": [tool("a"), tool("b")], "page": 1}), &few).await;
     assert_eq!(drift.served().await[0], ["up.a", "up.b"]);
     drift.relist(json!({"tools": [tool("a"), tool("b"), tool("c")], "page": 1})).await;
@@ -1143,6 +1147,16 @@ async fn a_listing_past_max_entries_per_kind_is_refused_naming_the_limit() {
         json!({"tool": "it lists more than 2 entries (max_entries_per_kind)"})
     );
     assert_eq!(drift.served().await[0], ["up.a", "up.b"]);
+    // A page over max_response_bytes is dropped unread: the listing is refused, and the
+    // connection stays.
+    let big = json!({"tools": [tool("a")], "generate": {"kind": "tools", "count": 20, "bytes": 100_000}});
+    drift.relist(big).await;
+    assert_eq!(
+        drift.info().await["listing_refused"],
+        json!({"tool": "a page is larger than 1048576 bytes (max_response_bytes)"})
+    );
+    assert_eq!(drift.served().await[0], ["up.a", "up.b"]);
+    assert_eq!(drift.info().await["connected"], true);
 }
 
 /// A copy of the pin store Bondry 0.1 wrote (hash form 1) for the fixture's catalogue.
