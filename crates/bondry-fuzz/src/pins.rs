@@ -62,6 +62,7 @@ pub fn upstream_listing(data: &[u8]) {
     let mut books = [PinBook::default(), PinBook::default()];
     let mut listings: [Listing; 2] = [Vec::new(), Vec::new()];
     let mut first_served: HashMap<String, (usize, CapabilityKind, String)> = HashMap::new();
+    let mut owners = HashMap::new();
     for (now, step) in steps.iter().take(16).enumerate() {
         let up = usize::from(step.get("up").and_then(Value::as_u64) == Some(1));
         let spec = &specs[up];
@@ -69,7 +70,11 @@ pub fn upstream_listing(data: &[u8]) {
         let (kinds, entries) = catalogue::observation(spec, &listings[up]);
         let policy =
             Policy { trust: spec.trust, new_capabilities: spec.new_capabilities, new_resources: spec.new_resources };
+        let before = books[up].clone();
+        let accepted = entries.len();
         books[up].observe(&kinds, entries, &policy, now as u64);
+        // The book never grows by more than the accepted listing.
+        assert!(books[up].pins().count() <= before.pins().count() + accepted, "the book grew past the listing");
         if step.get("approve") == Some(&Value::Bool(true)) {
             let waiting: Vec<_> = books[up]
                 .pins()
@@ -80,13 +85,22 @@ pub fn upstream_listing(data: &[u8]) {
                 books[up].approve(kind, &key, &hash, "fuzz", now as u64).expect("what waits is approvable");
             }
         }
-        let names = Names::of_realm(["x.own"], ["test://own"]);
+        let mut names = Names::of_realm(["x.own"], ["test://own"]).with_owners(std::mem::take(&mut owners));
         let [book_a, book_b] = &mut books;
         let mut sources = [
             Source { spec: &specs[0], book: book_a, order: catalogue::order(&listings[0]), listed: true },
             Source { spec: &specs[1], book: book_b, order: catalogue::order(&listings[1]), listed: true },
         ];
-        let catalogues = catalogue::name_and_serve(names, &mut sources);
+        let catalogues = catalogue::name_and_serve(&mut names, &mut sources);
+        owners = names.into_owners();
+        let approved = step.get("approve") == Some(&Value::Bool(true));
+        for served in catalogues[up].served.iter().filter(|served| !kinds.contains(&served.target.kind) && !approved) {
+            // A refused kind serves nothing that was not pinned as it is before the listing.
+            let key = served.target.uri.as_deref().unwrap_or(&served.target.name);
+            let was = before.pin(served.target.kind, key).and_then(|pin| pin.pinned.as_ref()).map(|seen| &seen.hash);
+            let now = books[up].pin(served.target.kind, key).and_then(|pin| pin.pinned.as_ref()).map(|seen| &seen.hash);
+            assert_eq!(was, now, "{key} of a refused listing is served under a new pin");
+        }
         for (up, catalogue) in catalogues.iter().enumerate() {
             for served in &catalogue.served {
                 check_served(&specs[up], &books[up], served);
@@ -124,7 +138,8 @@ fn listing(step: &Value) -> Listing {
 }
 
 /// Asserts the first rule for `served`, an entry of the upstream of `spec` whose pins
-/// are `book`, in every era's list entry.
+/// are `book`, in every era's list entry: what a caller receives, adjusted exactly as the
+/// rule allows, is the pinned definition (compared as JSON values, not only by hash).
 pub fn check_served(spec: &UpstreamSpec, book: &PinBook, served: &Served) {
     let target = &served.target;
     let key = target.uri.as_deref().unwrap_or(&target.name);
@@ -132,33 +147,75 @@ pub fn check_served(spec: &UpstreamSpec, book: &PinBook, served: &Served) {
     assert_eq!(pin.state, PinState::Pinned, "{key} is served but {}", pin.state.as_str());
     assert_eq!(pin.id.as_deref(), Some(served.descriptor.id.as_str()), "{key} is served under an id not its pin's");
     let pinned = pin.pinned.as_ref().expect("a pinned pin has its pinned definition");
+    let expected = comparable(target.kind, &pinned.definition, &spec.pin_ignore_meta);
     let wire = McpLint.check(&served.descriptor).expect("a served entry compiles");
-    let rendered: Vec<&str> = match target.kind {
+    let rendered: Vec<(Era, &str)> = match target.kind {
         CapabilityKind::Tool => {
             let tool = wire.downcast_ref::<ToolWire>().expect("a tool's wire");
-            vec![tool.rendered(Era::Modern).get(), tool.rendered(Era::Handshake).get()]
+            vec![(Era::Modern, tool.rendered(Era::Modern).get()), (Era::Handshake, tool.rendered(Era::Handshake).get())]
         }
-        _ => vec![wire.downcast_ref::<EntryWire>().expect("an entry's wire").json.get()],
+        _ => vec![(Era::Modern, wire.downcast_ref::<EntryWire>().expect("an entry's wire").json.get())],
     };
-    for text in rendered {
+    for (era, text) in rendered {
         let Ok(Value::Object(mut received)) = serde_json::from_str::<Value>(text) else {
             panic!("{key}: a list entry that is not an object: {text}");
         };
         // 1. The upstream's name restored (a URI is never rewritten).
         received.insert("name".into(), Value::String(target.name.clone()));
-        // 2. Bondry's own `_meta` keys removed.
+        // 2. Bondry's own `_meta` key removed (the clients a tool requires is the
+        //    upstream's, served as it says).
         if let Some(Value::Object(meta)) = received.get_mut("_meta") {
-            meta.retain(|key, _| !key.starts_with("dev.bondry/"));
-            if meta.is_empty() {
-                received.remove("_meta");
-            }
+            meta.remove("dev.bondry/hash");
         }
-        // 4. What an era leaves out, taken from the pin.
-        if let Some(output) = pinned.definition.get("outputSchema") {
+        // 4. What the handshake era leaves out of a tool, taken from the pin.
+        if era == Era::Handshake
+            && target.kind == CapabilityKind::Tool
+            && let Some(output) = pinned.definition.get("outputSchema")
+            && output.get("type").and_then(Value::as_str) != Some("object")
+        {
             received.entry("outputSchema").or_insert_with(|| output.clone());
         }
-        // 3. The unhashed fields are left out by the hash itself.
-        let recomputed = definition_hash(target.kind, &Value::Object(received), &spec.pin_ignore_meta);
-        assert_eq!(recomputed, pinned.hash, "{key}: what a caller receives is not what was pinned: {text}");
+        // 3. The unhashed fields removed, on both sides.
+        let received = Value::Object(received);
+        assert_eq!(
+            comparable(target.kind, &received, &[]),
+            expected,
+            "{key}: what a caller receives is not what was pinned: {text}"
+        );
+        let recomputed = definition_hash(target.kind, &received, &spec.pin_ignore_meta);
+        assert_eq!(recomputed, pinned.hash, "{key}: what a caller receives does not hash to its pin: {text}");
     }
+}
+
+/// `definition` as the rule compares it, written here apart from the code under test:
+/// without the `_meta` keys never served (`ignore_meta`, the protocol's, Bondry's but the
+/// clients a tool requires), without a resource's integer `size` and string
+/// `annotations.lastModified`, and without a `_meta` or `annotations` left empty.
+fn comparable(kind: CapabilityKind, definition: &Value, ignore_meta: &[String]) -> Value {
+    let mut definition = definition.clone();
+    let Some(object) = definition.as_object_mut() else { return definition };
+    if let Some(Value::Object(meta)) = object.get_mut("_meta") {
+        meta.retain(|key, _| {
+            !ignore_meta.contains(key)
+                && !key.starts_with("io.modelcontextprotocol/")
+                && (!key.starts_with("dev.bondry/") || key == "dev.bondry/requiresClient")
+        });
+    }
+    if matches!(kind, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) {
+        if object.get("size").is_some_and(|size| size.as_u64().is_some()) {
+            object.remove("size");
+        }
+        if let Some(Value::Object(annotations)) = object.get_mut("annotations")
+            && annotations.get("lastModified").is_some_and(Value::is_string)
+        {
+            annotations.remove("lastModified");
+            if annotations.is_empty() {
+                object.remove("annotations");
+            }
+        }
+    }
+    if object.get("_meta").is_some_and(|meta| meta.as_object().is_some_and(|meta| meta.is_empty())) {
+        object.remove("_meta");
+    }
+    definition
 }

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use crate::definition;
 use crate::listing::{KindListing, Listing};
-use crate::naming::{self, Names};
-use crate::pins::{Pin, PinBook, PinState, Seen, definition_hash, kind_of, served};
+use crate::naming::{self, Names, Owner};
+use crate::pins::{HASH_FORM, Pin, PinBook, PinState, Seen, definition_hash, hashed_form, kind_of, served};
 use crate::spec::UpstreamSpec;
 use crate::upstream::Target;
 use bondry_core::capability::{CapabilityId, CapabilityKind, Descriptor};
@@ -61,7 +61,7 @@ pub struct Catalogue {
 
 /// Names every source's entries, in stanza order, against `names` (the realm's own ids
 /// and URIs), and decides what each one serves.
-pub fn name_and_serve(mut names: Names, sources: &mut [Source<'_>]) -> Vec<Catalogue> {
+pub fn name_and_serve(names: &mut Names, sources: &mut [Source<'_>]) -> Vec<Catalogue> {
     let mut catalogues: Vec<Catalogue> = sources.iter().map(|_| Catalogue::default()).collect();
     for (source, catalogue) in sources.iter_mut().zip(&mut catalogues) {
         catalogue.changed.extend(source.book.name_under(&source.spec.prefix));
@@ -71,20 +71,21 @@ pub fn name_and_serve(mut names: Names, sources: &mut [Source<'_>]) -> Vec<Catal
         let kept: Vec<(CapabilityKind, String, String)> =
             source.book.pins().filter_map(|pin| Some((pin.kind, pin.key.clone(), pin.id.clone()?))).collect();
         for (kind, key, id) in kept {
-            if !names.reserve(&id) {
+            let owner = Owner { upstream: source.spec.name.clone(), kind, key: key.clone() };
+            if !names.reserve(&id, &owner) {
                 tracing::warn!(
                     upstream = source.spec.name,
                     kind = kind_of(kind),
                     key,
                     id,
-                    "an upstream entry's id is taken by another capability: it is named again"
+                    "an upstream entry's id is taken by a configured capability: it is named again"
                 );
                 catalogue.changed.extend(source.book.set_id(kind, &key, None));
             }
         }
     }
     for (source, catalogue) in sources.iter_mut().zip(&mut catalogues).filter(|(source, _)| source.listed) {
-        name_source(source, &mut names, catalogue);
+        name_source(source, names, catalogue);
     }
     catalogues
 }
@@ -108,24 +109,15 @@ fn name_source(source: &mut Source<'_>, names: &mut Names, catalogue: &mut Catal
         }
         let definition = Arc::clone(&pin.seen.definition);
         let Ok((name, uri)) = definition::identity(kind, &definition) else { continue };
-        if !spec.admits(name) {
-            continue;
-        }
-        if let Some(uri) = uri
-            && !names.claim_uri(uri)
-        {
-            tracing::warn!(
-                upstream = spec.name,
-                entry = name,
-                uri,
-                "an upstream entry is shadowed: another source serves its URI"
-            );
+        // A reload that narrows `expose`, `include` or `exclude` withdraws at once.
+        if !spec.expose.covers(kind) || !spec.admits(name) {
             continue;
         }
         let id = match pin.id.clone() {
             Some(id) => id,
             None => {
-                let Some(id) = names.claim_id(&spec.name, &spec.prefix, name, uri) else {
+                let owner = Owner { upstream: spec.name.clone(), kind, key: key.clone() };
+                let Some(id) = names.claim_id(&owner, &spec.prefix, name, uri) else {
                     tracing::warn!(
                         upstream = spec.name,
                         entry = name,
@@ -148,6 +140,16 @@ fn name_source(source: &mut Source<'_>, names: &mut Names, catalogue: &mut Catal
         let renamed = !naming::is_plain(&id, &spec.prefix, name);
         let pin = source.book.pin(kind, &key).expect("named above");
         let unserved = match serve(spec, pin, &id, name, uri) {
+            // Only what is served claims its URI: a held entry shadows nothing.
+            Ok(Some(_)) if uri.is_some_and(|uri| !names.claim_uri(uri)) => {
+                tracing::warn!(
+                    upstream = spec.name,
+                    entry = name,
+                    uri,
+                    "an upstream entry is shadowed: another source serves its URI"
+                );
+                Some("shadowed: another source serves its URI".to_owned())
+            }
             Ok(Some(entry)) => {
                 catalogue.served.push(entry);
                 None
@@ -167,8 +169,18 @@ fn name_source(source: &mut Source<'_>, names: &mut Names, catalogue: &mut Catal
 fn serve(spec: &UpstreamSpec, pin: &Pin, id: &str, name: &str, uri: Option<&str>) -> Result<Option<Served>, String> {
     let Some(pinned) = pin.pinned.as_ref().filter(|_| pin.state == PinState::Pinned) else { return Ok(None) };
     let entry = served(&pin.seen.definition, &spec.pin_ignore_meta);
+    if pin.form < HASH_FORM {
+        return Err("its pin is of an earlier hash form: it is served once listed again".into());
+    }
     if definition_hash(pin.kind, &entry, &spec.pin_ignore_meta) != pinned.hash {
         return Err("it differs from its pin under this pin_ignore_meta: it is served once listed again".into());
+    }
+    // Equal hashes, and yet what would be served is not what was pinned: a number spelt
+    // otherwise (`1.0` for `1`), which RFC 8785 hashes alike.
+    if hashed_form(pin.kind, &entry, &spec.pin_ignore_meta)
+        != hashed_form(pin.kind, &pinned.definition, &spec.pin_ignore_meta)
+    {
+        return Err("it differs from its pin in a way its hash does not show: approve it to serve it".into());
     }
     let id = CapabilityId::new(id).map_err(|error| error.to_string())?;
     let descriptor = definition::descriptor(pin.kind, id, &spec.name, &entry)?;
@@ -246,7 +258,7 @@ mod tests {
             .iter_mut()
             .map(|(spec, book, listing, listed)| Source { spec, book, order: order(listing), listed: *listed })
             .collect();
-        name_and_serve(Names::of_realm(["x.own"], []), &mut named)
+        name_and_serve(&mut Names::of_realm(["x.own"], []), &mut named)
             .into_iter()
             .map(|catalogue| {
                 let served = catalogue.served.into_iter();
@@ -305,14 +317,14 @@ mod tests {
         let served = serve(&mut sources);
         assert_eq!(served, [pairs(&[("x.t", "t")])]);
         let mut named = [Source { spec: &up, book: &mut book, order: order(&listing), listed: true }];
-        let catalogue = name_and_serve(Names::default(), &mut named).remove(0);
+        let catalogue = name_and_serve(&mut Names::default(), &mut named).remove(0);
         let verbatim = catalogue.served[0].descriptor.verbatim.as_deref().cloned().unwrap();
         assert_eq!(verbatim["_meta"], json!({"k": 2}), "the ignored key is not served");
         // The ignore list changed without a new listing: the pin no longer covers what
         // would be served, so nothing is.
         let changed = spec("a", "x");
         let mut named = [Source { spec: &changed, book: &mut book, order: order(&listing), listed: true }];
-        let catalogue = name_and_serve(Names::default(), &mut named).remove(0);
+        let catalogue = name_and_serve(&mut Names::default(), &mut named).remove(0);
         assert!(catalogue.served.is_empty());
         let why: Vec<Value> = catalogue.exposed.values().map(|exposed| json!(exposed.unserved)).collect();
         assert_eq!(why, [json!("it differs from its pin under this pin_ignore_meta: it is served once listed again")]);

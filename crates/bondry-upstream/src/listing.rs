@@ -38,6 +38,10 @@ pub enum Refused {
     TooManyPages { limit: usize },
     /// A page larger than `max_response_bytes`, which was dropped unread.
     PageTooLarge { limit: usize },
+    /// A page whose answer has no array of entries where the kind's are.
+    Malformed { field: &'static str },
+    /// A `nextCursor` longer than [`MAX_CURSOR_BYTES`].
+    CursorTooLong,
     /// A key listed twice.
     Repeated { key: &'static str, value: String },
     /// The upstream answered the list request with an error.
@@ -51,11 +55,17 @@ impl fmt::Display for Refused {
             Self::TooManyBytes { limit } => write!(f, "it lists more than {limit} bytes (max_listing_bytes)"),
             Self::TooManyPages { limit } => write!(f, "it takes more than {limit} pages (max_entries_per_kind)"),
             Self::PageTooLarge { limit } => write!(f, "a page is larger than {limit} bytes (max_response_bytes)"),
+            Self::Malformed { field } => write!(f, "a page has no {field} array"),
+            Self::CursorTooLong => write!(f, "a nextCursor is longer than {MAX_CURSOR_BYTES} bytes"),
             Self::Repeated { key, value } => write!(f, "it lists the {key} {value:?} more than once"),
             Self::Failed { method, code, message } => write!(f, "{method} answered error {code}: {message:?}"),
         }
     }
 }
+
+/// The longest `nextCursor` followed. Cursors are opaque tokens; each one kept (to stop
+/// at a repeated one) also counts toward `max_listing_bytes`.
+pub const MAX_CURSOR_BYTES: usize = 4096;
 
 /// One kind's listing being collected.
 #[derive(Debug)]
@@ -114,6 +124,18 @@ impl Collect {
                 continue;
             }
             self.entries.push(entry);
+        }
+        Ok(())
+    }
+
+    /// Takes a page's `nextCursor`, counted toward `max_listing_bytes`.
+    pub fn cursor(&mut self, cursor: &str) -> Result<(), Refused> {
+        if cursor.len() > MAX_CURSOR_BYTES {
+            return Err(Refused::CursorTooLong);
+        }
+        self.bytes = self.bytes.saturating_add(cursor.len());
+        if self.bytes > self.limits.max_bytes {
+            return Err(Refused::TooManyBytes { limit: self.limits.max_bytes });
         }
         Ok(())
     }
@@ -203,6 +225,14 @@ mod tests {
         let (entries, skipped) = skipping.finish();
         assert_eq!(entries, [tool("a")]);
         assert_eq!(skipped, [("big".to_owned(), compact_size(&big))]);
+    }
+
+    #[test]
+    fn cursors_count_toward_the_listing_and_are_bounded() {
+        let mut cursors = Collect::new(CapabilityKind::Tool, limits(10, 1000, 5000));
+        assert_eq!(cursors.cursor(&"c".repeat(MAX_CURSOR_BYTES + 1)), Err(Refused::CursorTooLong));
+        cursors.cursor(&"c".repeat(MAX_CURSOR_BYTES)).unwrap();
+        assert_eq!(cursors.cursor(&"c".repeat(1000)), Err(Refused::TooManyBytes { limit: 5000 }));
     }
 
     #[test]

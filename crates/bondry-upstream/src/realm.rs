@@ -19,7 +19,7 @@ use tokio::task::JoinSet;
 use crate::bridge::Exchanges;
 use crate::catalogue::{self, Exposed, Source};
 use crate::definition::BINDING_KIND;
-use crate::naming::Names;
+use crate::naming::{Names, Owner};
 use crate::pins::{Observed, Pin, PinBook, PinState, PinStore, Policy, StoreError, kind_of};
 use crate::relay::Relay;
 use crate::spec::UpstreamSpec;
@@ -44,6 +44,8 @@ pub(crate) struct Realm {
     /// The input exchanges held for the realm's callers, whichever upstream asked.
     exchanges: Arc<Exchanges>,
     pub(crate) store: Arc<dyn PinStore>,
+    /// The owner of every id ever named in the realm: an id is never given to another.
+    owners: Mutex<HashMap<String, Owner>>,
 }
 
 /// Whose pins a naming moves first.
@@ -102,10 +104,11 @@ impl RealmUpstreams {
         let exchanges = Arc::new(Exchanges::default());
         let mut members = Vec::new();
         for spec in specs {
-            let pins = Arc::new(Mutex::new(loaded(&*store, name, &spec)?));
+            let pins = Arc::new(Mutex::new(store.load(name, &spec.name)?));
             members.push(Member::new(spec, &exchanges, None, pins));
         }
         events.rank(owners(&members));
+        let named = store.owners(name)?;
         let realm = Arc::new(Realm {
             name: name.to_owned(),
             events,
@@ -113,6 +116,7 @@ impl RealmUpstreams {
             naming: Mutex::new(()),
             exchanges,
             store,
+            owners: Mutex::new(named),
         });
         let started = Self { realm, stops: Mutex::new(HashMap::new()), tasks: Mutex::new(JoinSet::new()) };
         for member in &members {
@@ -151,7 +155,7 @@ impl RealmUpstreams {
                     // A replacing connection keeps the pins of the one it replaces.
                     let pins = match replaced {
                         Some(member) => Arc::clone(&member.pins),
-                        None => match loaded(&*self.realm.store, &self.realm.name, &spec) {
+                        None => match self.realm.store.load(&self.realm.name, &spec.name) {
                             Ok(pins) => Arc::new(Mutex::new(pins)),
                             Err(error) => {
                                 tracing::error!(upstream = spec.name, %error, "upstream not started: its pins cannot be read");
@@ -221,10 +225,11 @@ impl Realm {
         // The realm's own capabilities keep their ids and URIs whatever upstreams list.
         let own: Vec<_> =
             snapshot.catalogue.iter().filter(|entry| entry.descriptor.binding.kind != BINDING_KIND).collect();
-        let names = Names::of_realm(
+        let mut names = Names::of_realm(
             own.iter().map(|entry| entry.id().as_str()),
             own.iter().filter_map(|entry| entry.descriptor.uri.as_deref()),
-        );
+        )
+        .with_owners(std::mem::take(&mut *lock(&self.owners)));
         let members = read(&self.members);
         for member in members.iter() {
             let listed = matches!(observe, Observe::Listed(name) if name == member.upstream.name());
@@ -245,8 +250,9 @@ impl Realm {
                 listed: member.upstream.has_listed(),
             })
             .collect();
-        let catalogues = catalogue::name_and_serve(names, &mut sources);
+        let catalogues = catalogue::name_and_serve(&mut names, &mut sources);
         drop(sources);
+        *lock(&self.owners) = names.into_owners();
         let mut named = Vec::with_capacity(members.len());
         for ((member, book), catalogue) in members.iter().zip(&books).zip(catalogues) {
             let Member { upstream, relay, .. } = member;
@@ -320,37 +326,27 @@ impl Realm {
         let policy =
             Policy { trust: spec.trust, new_capabilities: spec.new_capabilities, new_resources: spec.new_resources };
         let mut book = lock(pins);
+        let migrated = book.migrate(&entries, spec.trust, &spec.pin_ignore_meta);
+        if !migrated.is_empty() {
+            let marked = migrated.iter().filter(|pin| pin.migrated.is_some()).count();
+            tracing::warn!(
+                upstream = spec.name,
+                pins = migrated.len(),
+                marked,
+                "pins migrated to the current hash form: those it covers more of are marked migrated (bondry upstream info)"
+            );
+        }
         let observed = book.observe(&listed_kinds, entries, &policy, now_ms());
-        if observed.changed.is_empty() && observed.refreshed.is_empty() && !observed.first {
+        if observed.changed.is_empty() && observed.refreshed.is_empty() && migrated.is_empty() && !observed.first {
             return;
         }
         log_moves(&spec.name, &observed);
-        let changed: Vec<&Pin> = observed.changed.iter().map(|(_, pin)| pin).chain(&observed.refreshed).collect();
+        let changed: Vec<&Pin> =
+            migrated.iter().chain(observed.changed.iter().map(|(_, pin)| pin)).chain(&observed.refreshed).collect();
         if let Err(error) = self.store.save(&self.name, &spec.name, &book, &changed) {
             tracing::error!(upstream = spec.name, %error, "the upstream's pins are not saved: a restart forgets what moved");
         }
     }
-}
-
-/// The pins of `spec`'s upstream in `realm` as `store` keeps them, brought to the current
-/// hash form (logged once, and stored).
-fn loaded(store: &dyn PinStore, realm: &str, spec: &UpstreamSpec) -> Result<PinBook, StoreError> {
-    let mut book = store.load(realm, &spec.name)?;
-    let migrated = book.migrate(spec.trust, &spec.pin_ignore_meta);
-    if !migrated.is_empty() {
-        let covering = migrated.iter().filter(|pin| pin.migrated.is_some()).count();
-        let held = migrated.iter().filter(|pin| pin.migrated.is_some() && pin.state == PinState::Held).count();
-        tracing::warn!(
-            upstream = spec.name,
-            pins = migrated.len(),
-            covering_more = covering,
-            held,
-            "pins migrated to the current hash form: those covering more are marked migrated (bondry upstream info)"
-        );
-        let changed: Vec<&Pin> = migrated.iter().collect();
-        store.save(realm, &spec.name, &book, &changed)?;
-    }
-    Ok(book)
 }
 
 /// Logs each pin a listing of `upstream` moved: a warning for what is withheld.

@@ -174,6 +174,18 @@ pub struct Expose {
     pub resources: bool,
 }
 
+impl Expose {
+    /// Whether entries of `kind` are served.
+    pub fn covers(&self, kind: bondry_core::capability::CapabilityKind) -> bool {
+        use bondry_core::capability::CapabilityKind;
+        match kind {
+            CapabilityKind::Tool => self.tools,
+            CapabilityKind::Prompt => self.prompts,
+            CapabilityKind::Resource | CapabilityKind::ResourceTemplate => self.resources,
+        }
+    }
+}
+
 impl Default for Expose {
     fn default() -> Self {
         Self { tools: true, prompts: true, resources: true }

@@ -643,7 +643,7 @@ fn updated_uri(notice: &Notice) -> Option<&str> {
 async fn list(
     connection: &Connection,
     method: &'static str,
-    field: &str,
+    field: &'static str,
     mut collect: Collect,
     page_timeout: Duration,
 ) -> Result<Result<(Vec<Value>, Vec<(String, usize)>), Refused>, ClientError> {
@@ -665,16 +665,22 @@ async fn list(
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(ClientError::TimedOut("list_timeout_ms")),
         };
-        let entries = match page.get_mut(field).map(Value::take) {
-            Some(Value::Array(entries)) => entries,
-            _ => Vec::new(),
+        // A page without its kind's array is not an empty listing: taken as one, it
+        // would remove every pin of the kind.
+        let Some(Value::Array(entries)) = page.get_mut(field).map(Value::take) else {
+            return Ok(Err(Refused::Malformed { field }));
         };
         if let Err(refused) = collect.page(entries) {
             return Ok(Err(refused));
         }
         cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
         match &cursor {
-            Some(next) if cursors.insert(next.clone()) => {}
+            Some(next) if !cursors.contains(next) => {
+                if let Err(refused) = collect.cursor(next) {
+                    return Ok(Err(refused));
+                }
+                cursors.insert(next.clone());
+            }
             _ => return Ok(Ok(collect.finish())),
         }
     }

@@ -266,8 +266,8 @@ async fn any_change_to_what_a_tool_tells_a_model_withholds_it_until_it_is_listed
     changed[3]["_meta"] = json!({"com.example/hint": "run me first"});
     changed[4]["title"] = json!("A friendlier title");
     changed[5]["outputSchema"] = json!({"type": "object"});
-    // Bondry's own _meta keys are not the upstream's to pin: no drift.
-    changed[7]["_meta"] = json!({"dev.bondry/requiresClient": ["sampling"]});
+    // Bondry's own _meta keys are not the upstream's to say: never served, no drift.
+    changed[7]["_meta"] = json!({"dev.bondry/hash": "sha256:forged", "io.modelcontextprotocol/x": 1});
     drift.relist(json!({"tools": changed})).await;
     for name in &names[..6] {
         drift.assert_missing(&format!("up.{name}")).await;
@@ -703,6 +703,15 @@ async fn an_earlier_upstream_claiming_a_uri_a_later_one_served_costs_neither_the
         .map(|resource| resource["name"].as_str().unwrap())
         .collect();
     assert_eq!(served, ["a.shared"], "the URI is served once, by the first stanza: {resources}");
+}
+
+/// The tools `front` lists: each id and description.
+async fn tools_served(front: &Binary) -> Vec<(String, String)> {
+    let listed: Value = front.post(&reqwest::Client::new(), "tools/list", json!({})).await.json().await.unwrap();
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let pair =
+        |tool: &Value| (tool["name"].as_str().unwrap().to_owned(), tool["description"].as_str().unwrap().to_owned());
+    tools.iter().map(pair).collect()
 }
 
 #[tokio::test]
@@ -1246,4 +1255,63 @@ async fn a_store_of_the_previous_release_holds_what_a_migration_covers_more_of_u
     assert_eq!(status, 200, "{body}");
     assert!(drift.served().await[2].contains(&"test://iconic".to_owned()));
     assert_eq!(drift.info().await["migrated"], 3);
+}
+
+#[tokio::test]
+async fn an_id_stays_with_its_entry_across_upstreams_restarts_and_an_upstream_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let described = |from: &str| json!({"name": "t", "description": from, "inputSchema": {"type": "object"}});
+    write_catalogue(dir.path(), "a", json!({"tools": []}));
+    write_catalogue(dir.path(), "b", json!({"tools": [described("from b")]}));
+    let stanza = |name: &str| {
+        let mut stanza = table([
+            ("name", name.into()),
+            ("transport", "stdio".into()),
+            ("command", support::hostile_upstream_exe().to_str().unwrap().into()),
+            ("args", vec![dir.path().join(format!("{name}.json")).to_str().unwrap().to_owned()].into()),
+            ("prefix", "x".into()),
+            ("new_capabilities", "trust".into()),
+        ]);
+        stanza.insert("trust".into(), "first_use".into());
+        stanza
+    };
+    let config = |upstreams: &[&str]| {
+        let mut config = TestConfig::bare()
+            .set("data_dir", dir.path().join("state").to_str().unwrap())
+            .set("realms.default.anonymous_roles", vec!["caller"])
+            .role("caller", &["x.*"]);
+        for name in upstreams {
+            config = config.push("realms.default.upstreams", stanza(name));
+        }
+        config.written(dir.path(), "gateway.toml")
+    };
+    let suffixed = format!("x.t-{}", &bondry_core::canon::sha256_hex(b"a/t")[..8]);
+    let both = [("x.t".to_owned(), "from b".to_owned()), (suffixed.clone(), "from a".to_owned())];
+
+    let front = Binary::serve(support::bondry_exe!(), &config(&["a", "b"]), &[]);
+    front.logged("upstream a: ", 1).await;
+    front.logged("upstream b: ", 1).await;
+    assert_eq!(tools_served(&front).await, [("x.t".to_owned(), "from b".to_owned())]);
+    // a, first in stanza order, lists `t` after b took `x.t`: b keeps it.
+    write_catalogue(dir.path(), "a", json!({"tools": [described("from a")]}));
+    front.logged("upstream a: ", 2).await;
+    assert_eq!(tools_served(&front).await, both);
+    drop(front);
+
+    // Restarted without b, and with c listing `t`: `x.t` stays b's, served by no one.
+    write_catalogue(dir.path(), "c", json!({"tools": [described("from c")]}));
+    let front = Binary::serve(support::bondry_exe!(), &config(&["a", "c"]), &[]);
+    front.logged("upstream a: ", 1).await;
+    front.logged("upstream c: ", 1).await;
+    let of_c = format!("x.t-{}", &bondry_core::canon::sha256_hex(b"c/t")[..8]);
+    let mut expected = vec![(suffixed.clone(), "from a".to_owned()), (of_c, "from c".to_owned())];
+    expected.sort();
+    assert_eq!(tools_served(&front).await, expected);
+    drop(front);
+
+    // With b back, each entry has its own id again.
+    let front = Binary::serve(support::bondry_exe!(), &config(&["a", "b"]), &[]);
+    front.logged("upstream a: ", 1).await;
+    front.logged("upstream b: ", 1).await;
+    assert_eq!(tools_served(&front).await, both);
 }

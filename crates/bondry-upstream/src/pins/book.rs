@@ -182,36 +182,45 @@ impl PinBook {
         })
     }
 
-    /// Brings every pin of an older hash form to [`HASH_FORM`]: a pin whose pinned
-    /// definition the new form covers more of is marked `migrated` (with the fields newly
-    /// covered) and, under `trust = "approve"`, held until approved; one the new form
-    /// covers alike just changes form. Nothing served is withdrawn under `first_use`.
-    /// The pins changed, for the store.
-    pub fn migrate(&mut self, trust: Trust, ignore_meta: &[String]) -> Vec<Pin> {
+    /// Brings the pins of an older hash form that `listed` (a listing's entries, hashed in
+    /// the current form) names to [`HASH_FORM`], before [`PinBook::observe`] takes the
+    /// listing: a pin whose old-form hash matches what is listed now is re-pinned on it in
+    /// the current form, so an upgrade withdraws nothing; one the current form covers more
+    /// of is marked `migrated` (with the fields newly covered) and, under `trust =
+    /// "approve"`, held until approved. A pin that does not match keeps what it pinned,
+    /// in the current form: the listing finds it drifted. The pins changed.
+    pub fn migrate(
+        &mut self,
+        listed: &[(CapabilityKind, String, Seen)],
+        trust: Trust,
+        ignore_meta: &[String],
+    ) -> Vec<Pin> {
         let mut changed = Vec::new();
-        for pin in self.pins.values_mut().filter(|pin| pin.form < HASH_FORM) {
-            let kind = pin.kind;
-            let rehash =
-                |seen: &Seen| Seen { hash: definition_hash(kind, &seen.definition, ignore_meta), ..seen.clone() };
-            // A served pin is re-pinned on what was last listed, which its old-form hash
-            // must match; one that does not is held rather than trusted.
-            let pinned = match &pin.pinned {
-                Some(pinned) if pin.state == PinState::Pinned => {
-                    (form_1_hash(kind, &pin.seen.definition, ignore_meta) == pinned.hash).then(|| rehash(&pin.seen))
-                }
-                Some(pinned) => Some(rehash(pinned)),
-                None => None,
+        for (kind, key, seen) in listed {
+            let Some(pin) = self.pins.get_mut(&(kind_of(*kind), key.clone())).filter(|pin| pin.form < HASH_FORM) else {
+                continue;
             };
-            if let Some(pinned) = &pinned
-                && form_1_hash(kind, &pinned.definition, ignore_meta) != pinned.hash
-            {
-                pin.migrated = Some(newly_covered(kind, &pinned.definition));
-            }
-            pin.seen = rehash(&pin.seen);
             pin.form = HASH_FORM;
-            pin.pinned = if pin.migrated.is_some() && trust == Trust::Approve { None } else { pinned };
-            if pin.pinned.is_none() && pin.state != PinState::Removed {
-                pin.state = PinState::Held;
+            pin.seen = Seen { hash: definition_hash(*kind, &pin.seen.definition, ignore_meta), ..pin.seen.clone() };
+            let Some(pinned) = &pin.pinned else {
+                changed.push(pin.clone());
+                continue;
+            };
+            if form_1_hash(*kind, &seen.definition, ignore_meta) != pinned.hash {
+                pin.pinned =
+                    Some(Seen { hash: definition_hash(*kind, &pinned.definition, ignore_meta), ..pinned.clone() });
+                changed.push(pin.clone());
+                continue;
+            }
+            let covered = newly_covered(*kind, &seen.definition);
+            if covered.is_empty() {
+                pin.pinned = Some(seen.clone());
+            } else {
+                pin.migrated = Some(covered);
+                pin.pinned = (trust == Trust::FirstUse).then(|| seen.clone());
+                if pin.pinned.is_none() && pin.state != PinState::Removed {
+                    pin.state = PinState::Held;
+                }
             }
             changed.push(pin.clone());
         }
@@ -327,7 +336,9 @@ impl PinBook {
         if pin.seen.hash != hash {
             return Err(Refusal::Stale { current: pin.seen.hash.clone() });
         }
-        if pin.state != PinState::Pinned || pin.migrated.is_some() {
+        // Pinned already, it is pinned again when what it pinned is not what is listed
+        // (spelt otherwise, or marked by a migration).
+        if pin.state != PinState::Pinned || pin.migrated.is_some() || pin.pinned.as_ref() != Some(&pin.seen) {
             pin.state = PinState::Pinned;
             pin.pinned = Some(pin.seen.clone());
             pin.approval = Some(Approval { by: by.to_owned(), at_ms: now_ms });

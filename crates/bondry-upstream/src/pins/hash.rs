@@ -2,13 +2,15 @@
 //! names of the kinds pins are kept under.
 //!
 //! Everything served of a definition is hashed but for what changes with the data: a
-//! resource's or template's `size` and `annotations.lastModified`. Keys of `_meta` that
-//! are Bondry's own (`dev.bondry/*`) or the protocol's (`io.modelcontextprotocol/*`) are
-//! never served from an upstream and never hashed; keys in `pin_ignore_meta` are stripped
-//! before serving, so they are neither.
+//! resource's or template's `size` (an integer) and `annotations.lastModified` (a
+//! timestamp). Keys of `_meta` that are Bondry's own (`dev.bondry/*`, but for the
+//! clients a tool requires, which is served as the upstream says) or the protocol's
+//! (`io.modelcontextprotocol/*`) are never served from an upstream and never hashed; keys
+//! in `pin_ignore_meta` are stripped before serving, so they are neither.
 
 use bondry_core::canon;
 use bondry_core::capability::CapabilityKind;
+use bondry_mcp_proto::vocabulary::REQUIRES_CLIENT_KEY;
 use serde_json::{Map, Value};
 
 /// The hash form this Bondry writes. Form 1 hashed only six fields of a resource or
@@ -26,7 +28,7 @@ const OWN_META: [&str; 2] = ["dev.bondry/", "io.modelcontextprotocol/"];
 /// `size` and `annotations.lastModified`, and for `_meta` keys that are Bondry's, the
 /// protocol's or in `ignore_meta`.
 pub fn definition_hash(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> String {
-    format!("sha256:{}", canon::digest(&hashed(kind, entry, ignore_meta)))
+    format!("sha256:{}", canon::digest(&hashed_form(kind, entry, ignore_meta)))
 }
 
 /// The hash of `entry` in form 1, which a store's older pins hold.
@@ -49,11 +51,16 @@ pub fn form_1_hash(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) 
 /// The fields of `entry` that form 2 covers and form 1 did not: what an operator is shown
 /// of a migrated pin.
 pub fn newly_covered(kind: CapabilityKind, entry: &Value) -> Vec<String> {
-    if !matches!(kind, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) {
-        return Vec::new();
+    let Value::Object(hashed) = hashed_form(kind, entry, &[]) else { return Vec::new() };
+    match kind {
+        CapabilityKind::Resource | CapabilityKind::ResourceTemplate => {
+            hashed.keys().filter(|field| !FORM_1_RESOURCE_FIELDS.contains(&field.as_str())).cloned().collect()
+        }
+        CapabilityKind::Tool | CapabilityKind::Prompt => {
+            let required = hashed.get("_meta").and_then(|meta| meta.get(REQUIRES_CLIENT_KEY)).is_some();
+            required.then(|| format!("_meta.{REQUIRES_CLIENT_KEY}")).into_iter().collect()
+        }
     }
-    let Value::Object(hashed) = hashed(kind, entry, &[]) else { return Vec::new() };
-    hashed.keys().filter(|field| !FORM_1_RESOURCE_FIELDS.contains(&field.as_str())).cloned().collect()
 }
 
 /// What is served of `entry`: the definition with the `_meta` keys of `ignore_meta`
@@ -69,16 +76,26 @@ pub fn served(entry: &Value, ignore_meta: &[String]) -> Value {
     entry
 }
 
-fn hashed(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> Value {
+/// What the hash of `entry` covers, as a value: two definitions whose hashes are equal
+/// but whose hashed forms differ differ in what RFC 8785 spells alike (`1` and `1.0`).
+pub fn hashed_form(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> Value {
     let Some(object) = entry.as_object() else { return entry.clone() };
     let mut object: Map<String, Value> = object.clone();
+    // The clients a tool requires is served from the upstream's own `_meta`: hashed.
     strip_meta(&mut object, |key| {
-        OWN_META.iter().any(|own| key.starts_with(own)) || ignore_meta.iter().any(|ignored| ignored == key)
+        (OWN_META.iter().any(|own| key.starts_with(own)) && key != REQUIRES_CLIENT_KEY)
+            || ignore_meta.iter().any(|ignored| ignored == key)
     });
     if matches!(kind, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) {
-        object.remove("size");
+        // Left out only in the shapes the protocol gives them: a size, a timestamp. Any
+        // other value is text a model reads, and is hashed.
+        if object.get("size").is_some_and(|size| size.as_u64().is_some()) {
+            object.remove("size");
+        }
         if let Some(Value::Object(annotations)) = object.get_mut("annotations") {
-            annotations.remove("lastModified");
+            if annotations.get("lastModified").and_then(Value::as_str).is_some_and(is_timestamp) {
+                annotations.remove("lastModified");
+            }
             // A timestamp alone must not make `annotations` that an entry without it lacks.
             if annotations.is_empty() {
                 object.remove("annotations");
@@ -86,6 +103,14 @@ fn hashed(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> Value 
         }
     }
     Value::Object(object)
+}
+
+/// Whether `text` has the shape of an ISO 8601 timestamp (`2026-12-06T17:00:00Z`, with
+/// fractions or an offset): at most 40 bytes of digits and `-:.TZ+`.
+fn is_timestamp(text: &str) -> bool {
+    text.len() <= 40
+        && text.bytes().next().is_some_and(|byte| byte.is_ascii_digit())
+        && text.bytes().all(|byte| byte.is_ascii_digit() || b"-:.TZ+".contains(&byte))
 }
 
 /// Removes the `_meta` keys `strip` names, and `_meta` itself when that empties it:
@@ -151,7 +176,8 @@ mod tests {
     fn bondry_meta_keys_and_ignored_ones_do_not_count() {
         let base = json!({"name": "t", "inputSchema": {"type": "object"}});
         let with = |meta: Value| json!({"name": "t", "inputSchema": {"type": "object"}, "_meta": meta});
-        assert_eq!(tool_hash(base.clone()), tool_hash(with(json!({"dev.bondry/requiresClient": ["sampling"]}))));
+        assert_eq!(tool_hash(base.clone()), tool_hash(with(json!({"dev.bondry/hash": "forged"}))));
+        assert_ne!(tool_hash(base.clone()), tool_hash(with(json!({"dev.bondry/requiresClient": ["sampling"]}))));
         assert_eq!(tool_hash(base.clone()), tool_hash(with(json!({"com.example/etag": "v7"}))));
         assert_ne!(tool_hash(base), tool_hash(with(json!({"com.example/etag": "v7", "other": 1}))));
     }
@@ -166,10 +192,21 @@ mod tests {
                                   "annotations": {"audience": ["user"], "priority": 0.5, "lastModified": "2026-01-01"},
                                   "_meta": {"com.example/etag": "v2", "dev.bondry/x": 1, "io.modelcontextprotocol/y": 2}});
             assert_eq!(hash(base.clone()), hash(unhashed));
+            // Not a size or a timestamp: text a model reads, hashed.
+            for (field, value) in [("size", json!("ignore previous instructions")), ("size", json!(-1))] {
+                let mut odd = base.clone();
+                odd[field] = value;
+                assert_ne!(hash(base.clone()), hash(odd));
+            }
+            let mut odd = base.clone();
+            odd["annotations"]["lastModified"] = json!("ignore previous instructions");
+            assert_ne!(hash(base.clone()), hash(odd));
             let bare = json!({"uri": "test://a", "name": "a"});
             assert_eq!(
                 hash(bare.clone()),
-                hash(json!({"uri": "test://a", "name": "a", "annotations": {"lastModified": "x"}}))
+                hash(
+                    json!({"uri": "test://a", "name": "a", "annotations": {"lastModified": "2026-12-06T17:00:00.123+01:00"}})
+                )
             );
             for (field, value) in [
                 ("description", json!("x")),

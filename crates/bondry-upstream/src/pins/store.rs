@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::book::{Approval, Pin, PinBook, PinState, Seen};
 use super::hash::{kind_named, kind_of};
+use crate::naming::Owner;
 use crate::upstream::{lock, now_ms};
 
 /// What keeps each upstream's pins.
@@ -17,8 +18,12 @@ pub trait PinStore: Send + Sync {
     fn load(&self, realm: &str, upstream: &str) -> Result<PinBook, StoreError>;
 
     /// Saves `book`, of `upstream` in `realm`, in which `changed` are what changed since
-    /// the last save.
+    /// the last save; the id of each is remembered as its entry's for good.
     fn save(&self, realm: &str, upstream: &str, book: &PinBook, changed: &[&Pin]) -> Result<(), StoreError>;
+
+    /// The owner of every id ever named in `realm`, whether its upstream is still
+    /// configured or not.
+    fn owners(&self, realm: &str) -> Result<HashMap<String, Owner>, StoreError>;
 }
 
 /// A store that cannot be read or written, naming its file.
@@ -31,17 +36,36 @@ pub struct StoreError {
 
 /// Pins kept by this process only: every start trusts anew.
 #[derive(Debug, Default)]
-pub struct MemoryStore(Mutex<HashMap<(String, String), PinBook>>);
+pub struct MemoryStore {
+    books: Mutex<HashMap<(String, String), PinBook>>,
+    owners: Mutex<HashMap<String, HashMap<String, Owner>>>,
+}
 
 impl PinStore for MemoryStore {
     fn load(&self, realm: &str, upstream: &str) -> Result<PinBook, StoreError> {
-        Ok(lock(&self.0).get(&(realm.to_owned(), upstream.to_owned())).cloned().unwrap_or_default())
+        Ok(lock(&self.books).get(&(realm.to_owned(), upstream.to_owned())).cloned().unwrap_or_default())
     }
 
-    fn save(&self, realm: &str, upstream: &str, book: &PinBook, _changed: &[&Pin]) -> Result<(), StoreError> {
-        lock(&self.0).insert((realm.to_owned(), upstream.to_owned()), book.clone());
+    fn save(&self, realm: &str, upstream: &str, book: &PinBook, changed: &[&Pin]) -> Result<(), StoreError> {
+        lock(&self.books).insert((realm.to_owned(), upstream.to_owned()), book.clone());
+        let mut owners = lock(&self.owners);
+        let owners = owners.entry(realm.to_owned()).or_default();
+        for pin in changed {
+            if let Some(id) = &pin.id {
+                owners.entry(id.clone()).or_insert_with(|| owner(upstream, pin));
+            }
+        }
         Ok(())
     }
+
+    fn owners(&self, realm: &str) -> Result<HashMap<String, Owner>, StoreError> {
+        Ok(lock(&self.owners).get(realm).cloned().unwrap_or_default())
+    }
+}
+
+/// The owner of `pin`'s entry, of `upstream`.
+fn owner(upstream: &str, pin: &Pin) -> Owner {
+    Owner { upstream: upstream.to_owned(), kind: pin.kind, key: pin.key.clone() }
 }
 
 /// Each step from one schema version to the next; a store is at the version of the
@@ -75,6 +99,14 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE pins ADD COLUMN exposed_id TEXT;
     ALTER TABLE pins ADD COLUMN hash_form INTEGER NOT NULL DEFAULT 1;
     ALTER TABLE pins ADD COLUMN migrated TEXT;
+    CREATE TABLE ids (
+        realm TEXT NOT NULL,
+        id TEXT NOT NULL,
+        upstream TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        PRIMARY KEY (realm, id)
+    ) WITHOUT ROWID;
 ",
 ];
 
@@ -245,8 +277,33 @@ impl PinStore for SqliteStore {
                 ],
             )
             .map_err(|e| self.fail(e))?;
+            if let Some(id) = &pin.id {
+                save.execute(
+                    "INSERT OR IGNORE INTO ids (realm, id, upstream, kind, key) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![realm, id, upstream, kind_of(pin.kind), pin.key],
+                )
+                .map_err(|e| self.fail(e))?;
+            }
         }
         save.commit().map_err(|e| self.fail(e))
+    }
+
+    fn owners(&self, realm: &str) -> Result<HashMap<String, Owner>, StoreError> {
+        let connection = lock(&self.connection);
+        let mut query =
+            connection.prepare("SELECT id, upstream, kind, key FROM ids WHERE realm = ?1").map_err(|e| self.fail(e))?;
+        let rows = query
+            .query_map(params![realm], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, String>(2)?, row.get(3)?))
+            })
+            .map_err(|e| self.fail(e))?;
+        let mut owners = HashMap::new();
+        for row in rows {
+            let (id, upstream, kind, key) = row.map_err(|e| self.fail(e))?;
+            let kind = kind_named(&kind).ok_or_else(|| self.fail(format!("the id {id:?} names no kind ({kind:?})")))?;
+            owners.insert(id, Owner { upstream, kind, key });
+        }
+        Ok(owners)
     }
 }
 
@@ -349,6 +406,29 @@ mod tests {
     }
 
     #[test]
+    fn every_id_named_is_remembered_with_its_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pins.sqlite3");
+        let store = SqliteStore::open(&path).unwrap();
+        let memory = MemoryStore::default();
+        let mut book = PinBook::default();
+        book.observe(&[CapabilityKind::Tool], listing("one"), &POLICY, 1);
+        let named = book.set_id(CapabilityKind::Tool, "a", Some("up.a".into())).unwrap();
+        let renamed = {
+            let mut again = book.clone();
+            again.set_id(CapabilityKind::Tool, "a", Some("x.a".into())).unwrap()
+        };
+        let owner = Owner { upstream: "up".into(), kind: CapabilityKind::Tool, key: "a".into() };
+        for store in [&store as &dyn PinStore, &memory] {
+            store.save("default", "up", &book, &[&named]).unwrap();
+            store.save("default", "up", &book, &[&renamed]).unwrap();
+            let owners = store.owners("default").unwrap();
+            assert_eq!(owners, HashMap::from([("up.a".into(), owner.clone()), ("x.a".into(), owner.clone())]));
+            assert!(store.owners("other").unwrap().is_empty());
+        }
+    }
+
+    #[test]
     fn an_empty_first_listing_is_remembered() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pins.sqlite3");
@@ -402,7 +482,15 @@ mod tests {
         assert_eq!(book.prefix(), None);
         assert_eq!(book.pins().count(), 8);
         assert!(book.pins().all(|pin| pin.form == 1 && pin.id.is_none() && pin.state == PinState::Pinned));
-        let migrated = book.migrate(Trust::FirstUse, &[]);
+        // The upstream lists again what it listed before the upgrade.
+        let listed: Vec<(CapabilityKind, String, Seen)> = book
+            .pins()
+            .map(|pin| {
+                let hash = crate::pins::definition_hash(pin.kind, &pin.seen.definition, &[]);
+                (pin.kind, pin.key.clone(), Seen { hash, definition: Arc::clone(&pin.seen.definition) })
+            })
+            .collect();
+        let migrated = book.migrate(&listed, Trust::FirstUse, &[]);
         assert_eq!(migrated.len(), 8);
         let changed: Vec<&Pin> = migrated.iter().collect();
         store.save("default", "up", &book, &changed).unwrap();
