@@ -68,8 +68,12 @@ pub fn upstream_listing(data: &[u8]) {
         let spec = &specs[up];
         listings[up] = listing(step);
         let (kinds, entries) = catalogue::observation(spec, &listings[up]);
-        let policy =
-            Policy { trust: spec.trust, new_capabilities: spec.new_capabilities, new_resources: spec.new_resources };
+        let policy = Policy {
+            trust: spec.trust,
+            new_capabilities: spec.new_capabilities,
+            new_resources: spec.new_resources,
+            kept_removed: 4,
+        };
         let before = books[up].clone();
         let accepted = entries.len();
         books[up].observe(&kinds, entries, &policy, now as u64);

@@ -243,8 +243,12 @@ mod tests {
         vec![(CapabilityKind::Tool, KindListing::Listed(entries))]
     }
 
-    const TRUSTING: Policy =
-        Policy { trust: Trust::FirstUse, new_capabilities: NewEntries::Trust, new_resources: NewEntries::Trust };
+    const TRUSTING: Policy = Policy {
+        trust: Trust::FirstUse,
+        new_capabilities: NewEntries::Trust,
+        new_resources: NewEntries::Trust,
+        kept_removed: 2000,
+    };
 
     /// Observes `listing` into `book`, then names every source: the ids served, by source.
     fn serve(sources: &mut [(&UpstreamSpec, &mut PinBook, &Listing, bool)]) -> Vec<Vec<(String, String)>> {

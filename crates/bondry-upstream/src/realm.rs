@@ -323,8 +323,12 @@ impl Realm {
     fn observe(&self, Member { upstream, pins, .. }: &Member) {
         let spec = upstream.spec();
         let (listed_kinds, entries) = catalogue::observation(&spec, &upstream.listing());
-        let policy =
-            Policy { trust: spec.trust, new_capabilities: spec.new_capabilities, new_resources: spec.new_resources };
+        let policy = Policy {
+            trust: spec.trust,
+            new_capabilities: spec.new_capabilities,
+            new_resources: spec.new_resources,
+            kept_removed: spec.listing.max_entries,
+        };
         let mut book = lock(pins);
         let migrated = book.migrate(&entries, spec.trust, &spec.pin_ignore_meta);
         if !migrated.is_empty() {
@@ -337,6 +341,11 @@ impl Realm {
             );
         }
         let observed = book.observe(&listed_kinds, entries, &policy, now_ms());
+        if !observed.forgotten.is_empty()
+            && let Err(error) = self.store.forget(&self.name, &spec.name, &book, &observed.forgotten)
+        {
+            tracing::error!(upstream = spec.name, %error, "the upstream's pins no longer listed are not forgotten");
+        }
         if observed.changed.is_empty() && observed.refreshed.is_empty() && migrated.is_empty() && !observed.first {
             return;
         }

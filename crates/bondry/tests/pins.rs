@@ -1315,3 +1315,38 @@ async fn an_id_stays_with_its_entry_across_upstreams_restarts_and_an_upstream_re
     front.logged("upstream b: ", 1).await;
     assert_eq!(tools_served(&front).await, both);
 }
+
+#[tokio::test]
+async fn an_upstream_listing_new_names_every_time_cannot_grow_its_pins_without_bound() {
+    let round = |round: usize| {
+        let resources: Vec<Value> = (0..3).map(|n| resource(&format!("test://up/{round}-{n}"))).collect();
+        json!({"resources": resources, "tools": [tool(&format!("t{round}"))]})
+    };
+    let drift = Drift::start_on(Upstream::HostileStdio, round(0), &[("max_entries_per_kind", 3.into())]).await;
+    for n in 1..=4 {
+        drift.relist(round(n)).await;
+    }
+    // Resources (trusted when new): the three listed and the three removed seen last.
+    // Tools (held when new): t0, pinned by the first listing and removed, and t4, held;
+    // t1 to t3, held and then gone, are forgotten.
+    let keys = |info: &Value, kind: &str| -> Vec<(String, String)> {
+        let rows = info["capabilities"].as_array().unwrap().iter().filter(|row| row["kind"] == kind);
+        rows.map(|row| (row["key"].as_str().unwrap().to_owned(), row["state"].as_str().unwrap().to_owned())).collect()
+    };
+    let pair = |key: &str, state: &str| (key.to_owned(), state.to_owned());
+    let resources = [
+        pair("test://up/3-0", "removed"),
+        pair("test://up/3-1", "removed"),
+        pair("test://up/3-2", "removed"),
+        pair("test://up/4-0", "pinned"),
+        pair("test://up/4-1", "pinned"),
+        pair("test://up/4-2", "pinned"),
+    ];
+    let tools = [pair("t0", "removed"), pair("t4", "held")];
+    let info = drift.info().await;
+    assert_eq!((keys(&info, "resource"), keys(&info, "tool")), (resources.to_vec(), tools.to_vec()));
+    // The store keeps exactly that.
+    let drift = drift.restart().await;
+    let info = drift.info().await;
+    assert_eq!((keys(&info, "resource"), keys(&info, "tool")), (resources.to_vec(), tools.to_vec()));
+}

@@ -92,6 +92,9 @@ pub struct Policy {
     pub new_capabilities: NewEntries,
     /// A later listing's new resources and templates.
     pub new_resources: NewEntries,
+    /// The pins of one kind kept once no longer listed: past it the oldest are forgotten.
+    /// One never pinned is forgotten at once: it held no trust, and its id stays its own.
+    pub kept_removed: usize,
 }
 
 impl Policy {
@@ -117,6 +120,9 @@ pub struct Observed {
     /// The pins whose definition changed only in what the hash leaves out (a resource's
     /// size): the same state and hash, stored so that what is served is what was listed.
     pub refreshed: Vec<Pin>,
+    /// The pins forgotten, by kind and key: no longer listed, and never pinned or past
+    /// [`Policy::kept_removed`].
+    pub forgotten: Vec<(CapabilityKind, String)>,
 }
 
 /// Why an approval changed nothing.
@@ -315,7 +321,27 @@ impl PinBook {
                 changed.push((Some(before), pin.clone()));
             }
         }
-        Observed { first, changed, refreshed }
+        let forgotten = self.forget(listed_kinds, policy.kept_removed);
+        changed.retain(|(_, pin)| !forgotten.contains(&(pin.kind, pin.key.clone())));
+        Observed { first, changed, refreshed, forgotten }
+    }
+
+    /// Forgets, of `kinds`, the removed pins never pinned and, past `kept` per kind, the
+    /// removed ones seen first longest ago: an upstream listing new names on every listing
+    /// cannot grow its pins without bound.
+    fn forget(&mut self, kinds: &[CapabilityKind], kept: usize) -> Vec<(CapabilityKind, String)> {
+        let mut forgotten = Vec::new();
+        for kind in kinds {
+            let removed = self.pins.values().filter(|pin| pin.kind == *kind && pin.state == PinState::Removed);
+            let (mut pinned, never): (Vec<&Pin>, Vec<&Pin>) = removed.partition(|pin| pin.pinned.is_some());
+            pinned.sort_by_key(|pin| pin.first_seen_ms);
+            let past = pinned.len().saturating_sub(kept);
+            forgotten.extend(never.iter().chain(&pinned[..past]).map(|pin| (pin.kind, pin.key.clone())));
+        }
+        for (kind, key) in &forgotten {
+            self.pins.remove(&(kind_of(*kind), key.clone()));
+        }
+        forgotten
     }
 
     /// Pins `kind`/`key` at `hash`, the hash the operator `by` reviewed, at `now_ms`:
@@ -356,8 +382,12 @@ mod tests {
     const ALL: &[CapabilityKind] =
         &[CapabilityKind::Tool, CapabilityKind::Prompt, CapabilityKind::Resource, CapabilityKind::ResourceTemplate];
 
-    const FIRST_USE: Policy =
-        Policy { trust: Trust::FirstUse, new_capabilities: NewEntries::Hold, new_resources: NewEntries::Trust };
+    const FIRST_USE: Policy = Policy {
+        trust: Trust::FirstUse,
+        new_capabilities: NewEntries::Hold,
+        new_resources: NewEntries::Trust,
+        kept_removed: 2000,
+    };
 
     fn seen(text: &str) -> Seen {
         Seen { hash: format!("sha256:{text}"), definition: Arc::new(json!({"description": text})) }
@@ -459,6 +489,32 @@ mod tests {
         book.observe(ALL, [tool("old", "1")], &FIRST_USE, 1);
         book.observe(ALL, [tool("new", "1")], &FIRST_USE, 2);
         assert_eq!(states(&book), [("new".to_owned(), PinState::Held), ("old".to_owned(), PinState::Removed)]);
+    }
+
+    #[test]
+    fn removed_pins_never_pinned_are_forgotten_and_the_rest_are_bounded() {
+        let keep_two = Policy { new_capabilities: NewEntries::Trust, kept_removed: 2, ..FIRST_USE };
+        let mut book = PinBook::default();
+        book.observe(ALL, [tool("a", "1")], &keep_two, 1);
+        for (now, name) in [(2, "b"), (3, "c"), (4, "d")] {
+            book.observe(ALL, [tool(name, "1")], &keep_two, now);
+        }
+        // a, b and c are removed, pinned: the two seen last are kept.
+        assert_eq!(
+            states(&book),
+            [
+                ("b".to_owned(), PinState::Removed),
+                ("c".to_owned(), PinState::Removed),
+                ("d".to_owned(), PinState::Pinned)
+            ]
+        );
+        let mut held = PinBook::default();
+        held.observe(ALL, [tool("a", "1")], &FIRST_USE, 1);
+        held.observe(ALL, [tool("a", "1"), tool("h", "1")], &FIRST_USE, 2);
+        let observed = held.observe(ALL, [tool("a", "1")], &FIRST_USE, 3);
+        assert_eq!(observed.forgotten, [(CapabilityKind::Tool, "h".to_owned())]);
+        assert!(observed.changed.is_empty(), "a forgotten pin is not stored as removed");
+        assert_eq!(states(&held), [("a".to_owned(), PinState::Pinned)]);
     }
 
     #[test]

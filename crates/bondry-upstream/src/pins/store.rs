@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::book::{Approval, Pin, PinBook, PinState, Seen};
+use bondry_core::capability::CapabilityKind;
+
 use super::hash::{kind_named, kind_of};
 use crate::naming::Owner;
 use crate::upstream::{lock, now_ms};
@@ -24,6 +26,16 @@ pub trait PinStore: Send + Sync {
     /// The owner of every id ever named in `realm`, whether its upstream is still
     /// configured or not.
     fn owners(&self, realm: &str) -> Result<HashMap<String, Owner>, StoreError>;
+
+    /// Forgets the pins `forgotten` (by kind and key) of `upstream` in `realm`, whose book
+    /// is now `book`; their ids stay their entries'.
+    fn forget(
+        &self,
+        realm: &str,
+        upstream: &str,
+        book: &PinBook,
+        forgotten: &[(CapabilityKind, String)],
+    ) -> Result<(), StoreError>;
 }
 
 /// A store that cannot be read or written, naming its file.
@@ -60,6 +72,17 @@ impl PinStore for MemoryStore {
 
     fn owners(&self, realm: &str) -> Result<HashMap<String, Owner>, StoreError> {
         Ok(lock(&self.owners).get(realm).cloned().unwrap_or_default())
+    }
+
+    fn forget(
+        &self,
+        realm: &str,
+        upstream: &str,
+        book: &PinBook,
+        _: &[(CapabilityKind, String)],
+    ) -> Result<(), StoreError> {
+        lock(&self.books).insert((realm.to_owned(), upstream.to_owned()), book.clone());
+        Ok(())
     }
 }
 
@@ -305,6 +328,26 @@ impl PinStore for SqliteStore {
         }
         Ok(owners)
     }
+
+    fn forget(
+        &self,
+        realm: &str,
+        upstream: &str,
+        _book: &PinBook,
+        forgotten: &[(CapabilityKind, String)],
+    ) -> Result<(), StoreError> {
+        let mut connection = lock(&self.connection);
+        let forget = connection.transaction().map_err(|e| self.fail(e))?;
+        for (kind, key) in forgotten {
+            forget
+                .execute(
+                    "DELETE FROM pins WHERE realm = ?1 AND upstream = ?2 AND kind = ?3 AND key = ?4",
+                    params![realm, upstream, kind_of(*kind), key],
+                )
+                .map_err(|e| self.fail(e))?;
+        }
+        forget.commit().map_err(|e| self.fail(e))
+    }
 }
 
 /// Milliseconds as SQLite stores integers.
@@ -371,8 +414,12 @@ mod tests {
     use bondry_core::capability::CapabilityKind;
     use serde_json::json;
 
-    const POLICY: Policy =
-        Policy { trust: Trust::FirstUse, new_capabilities: NewEntries::Hold, new_resources: NewEntries::Trust };
+    const POLICY: Policy = Policy {
+        trust: Trust::FirstUse,
+        new_capabilities: NewEntries::Hold,
+        new_resources: NewEntries::Trust,
+        kept_removed: 2000,
+    };
 
     fn listing(description: &str) -> Vec<(CapabilityKind, String, Seen)> {
         let definition = Arc::new(json!({"name": "a", "description": description}));
@@ -425,6 +472,15 @@ mod tests {
             let owners = store.owners("default").unwrap();
             assert_eq!(owners, HashMap::from([("up.a".into(), owner.clone()), ("x.a".into(), owner.clone())]));
             assert!(store.owners("other").unwrap().is_empty());
+        }
+        // Forgotten, a pin is gone from the store; its id stays its entry's.
+        let mut forgetting = book.clone();
+        let forgotten = forgetting.observe(&[CapabilityKind::Tool], [], &Policy { kept_removed: 0, ..POLICY }, 2).forgotten;
+        assert_eq!(forgotten, [(CapabilityKind::Tool, "a".to_owned())]);
+        for store in [&store as &dyn PinStore, &memory] {
+            store.forget("default", "up", &forgetting, &forgotten).unwrap();
+            assert_eq!(store.load("default", "up").unwrap().pins().count(), 0);
+            assert_eq!(store.owners("default").unwrap().len(), 2);
         }
     }
 
