@@ -192,8 +192,8 @@ pub fn check_served(spec: &UpstreamSpec, book: &PinBook, served: &Served) {
 }
 
 /// `definition` as the rule compares it, written here apart from the code under test:
-/// without the `_meta` keys never served (`ignore_meta`, the protocol's, Bondry's but the
-/// clients a tool requires), without a resource's integer `size` and string
+/// without the `_meta` keys never served (`ignore_meta`, the protocol's, Bondry's but a
+/// tool's `dev.bondry/requiresClient`), without a resource's integer `size` and string
 /// `annotations.lastModified`, and without a `_meta` or `annotations` left empty.
 fn comparable(kind: CapabilityKind, definition: &Value, ignore_meta: &[String]) -> Value {
     let mut definition = definition.clone();
@@ -202,7 +202,8 @@ fn comparable(kind: CapabilityKind, definition: &Value, ignore_meta: &[String]) 
         meta.retain(|key, _| {
             !ignore_meta.contains(key)
                 && !key.starts_with("io.modelcontextprotocol/")
-                && (!key.starts_with("dev.bondry/") || key == "dev.bondry/requiresClient")
+                && (!key.starts_with("dev.bondry/")
+                    || (kind == CapabilityKind::Tool && key == "dev.bondry/requiresClient"))
         });
     }
     if matches!(kind, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) {

@@ -81,9 +81,11 @@ pub fn served(entry: &Value, ignore_meta: &[String]) -> Value {
 pub fn hashed_form(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> Value {
     let Some(object) = entry.as_object() else { return entry.clone() };
     let mut object: Map<String, Value> = object.clone();
-    // The clients a tool requires is served from the upstream's own `_meta`: hashed.
+    // The clients a tool requires is served from the upstream's own `_meta`: hashed. Of
+    // any other kind it is not served, and not hashed.
+    let served_own = |key: &str| kind == CapabilityKind::Tool && key == REQUIRES_CLIENT_KEY;
     strip_meta(&mut object, |key| {
-        (OWN_META.iter().any(|own| key.starts_with(own)) && key != REQUIRES_CLIENT_KEY)
+        (OWN_META.iter().any(|own| key.starts_with(own)) && !served_own(key))
             || ignore_meta.iter().any(|ignored| ignored == key)
     });
     if matches!(kind, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) {
@@ -178,6 +180,14 @@ mod tests {
         let with = |meta: Value| json!({"name": "t", "inputSchema": {"type": "object"}, "_meta": meta});
         assert_eq!(tool_hash(base.clone()), tool_hash(with(json!({"dev.bondry/hash": "forged"}))));
         assert_ne!(tool_hash(base.clone()), tool_hash(with(json!({"dev.bondry/requiresClient": ["sampling"]}))));
+        // Of a resource it is not served, so not hashed.
+        let resource = json!({"uri": "test://a", "name": "a"});
+        let required =
+            json!({"uri": "test://a", "name": "a", "_meta": {"dev.bondry/requiresClient": {"sampling": {}}}});
+        assert_eq!(
+            definition_hash(CapabilityKind::Resource, &resource, &[]),
+            definition_hash(CapabilityKind::Resource, &required, &[])
+        );
         assert_eq!(tool_hash(base.clone()), tool_hash(with(json!({"com.example/etag": "v7"}))));
         assert_ne!(tool_hash(base), tool_hash(with(json!({"com.example/etag": "v7", "other": 1}))));
     }

@@ -475,7 +475,8 @@ mod tests {
         }
         // Forgotten, a pin is gone from the store; its id stays its entry's.
         let mut forgetting = book.clone();
-        let forgotten = forgetting.observe(&[CapabilityKind::Tool], [], &Policy { kept_removed: 0, ..POLICY }, 2).forgotten;
+        let forgotten =
+            forgetting.observe(&[CapabilityKind::Tool], [], &Policy { kept_removed: 0, ..POLICY }, 2).forgotten;
         assert_eq!(forgotten, [(CapabilityKind::Tool, "a".to_owned())]);
         for store in [&store as &dyn PinStore, &memory] {
             store.forget("default", "up", &forgetting, &forgotten).unwrap();
