@@ -185,7 +185,7 @@ fn serve(spec: &UpstreamSpec, pin: &Pin, id: &str, name: &str, uri: Option<&str>
     let id = CapabilityId::new(id).map_err(|error| error.to_string())?;
     let descriptor = definition::descriptor(pin.kind, id, &spec.name, &entry)?;
     let params = match pin.kind {
-        CapabilityKind::Tool => lint::param_headers(&descriptor.input_schema).unwrap_or_default(),
+        CapabilityKind::Tool => lint::param_headers(&descriptor.input_schema)?,
         _ => Vec::new(),
     };
     let target = Target { kind: pin.kind, name: name.to_owned(), uri: uri.map(str::to_owned), params };
