@@ -11,9 +11,10 @@
 //! A call of tool `t` answers the text `called t`; a read of `u`, `contents of u`; a
 //! prompt `p`, one user message `prompt p`.
 //!
-//! Over stdio (the default) it says `notifications/*/list_changed` when the file
-//! changes. With `--http` it serves Streamable HTTP on an ephemeral loopback port,
-//! printing `listening on PORT` first, with JSON answers only and no GET stream (405):
+//! Over stdio (the default) it says `notifications/tools/list_changed` when the file
+//! changes (Bondry lists every kind on it). With `--http` it serves Streamable HTTP on an
+//! ephemeral loopback port, printing `listening on PORT` first, with JSON answers only
+//! and no GET stream (405):
 //! a test relists it through the admin API.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -123,12 +124,11 @@ fn serve_stdio(file: &Path) {
             loop {
                 std::thread::sleep(Duration::from_millis(50));
                 let now = std::fs::read(&file).ok();
+                // One notice per change: Bondry lists every kind on any, and a second notice
+                // could start a listing that reads pages of two versions of the file.
                 if now != last {
                     last = now;
-                    for kind in ["tools", "prompts", "resources"] {
-                        let method = format!("notifications/{kind}/list_changed");
-                        send(&out, &json!({"jsonrpc": "2.0", "method": method}));
-                    }
+                    send(&out, &json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
                 }
             }
         });
