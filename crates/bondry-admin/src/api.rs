@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::body::{Body, to_bytes};
@@ -38,6 +38,8 @@ pub struct Admin {
     pub realms: BTreeMap<String, Arc<RealmUpstreams>>,
     pub audit: Arc<dyn AuditSink>,
     pub gate: Arc<Gate>,
+    /// How long a client may take to send a request's body.
+    pub body_read_timeout: Duration,
 }
 
 pub fn router(admin: Admin) -> Router {
@@ -75,10 +77,13 @@ async fn handle(State(admin): State<Admin>, ConnectInfo(peer): ConnectInfo<Socke
     };
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let body = to_bytes(request.into_body(), MAX_BODY).await;
+    let body = tokio::time::timeout(admin.body_read_timeout, to_bytes(request.into_body(), MAX_BODY)).await;
     let answer = match body {
-        Ok(body) => route(&admin, &method, &path, &body, &token).await,
-        Err(_) => Answer::error(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the body is over 1 MiB"),
+        Ok(Ok(body)) => route(&admin, &method, &path, &body, &token).await,
+        Ok(Err(_)) => Answer::error(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the body is over 1 MiB"),
+        Err(_) => {
+            Answer::error(StatusCode::REQUEST_TIMEOUT, "timeout", "the body did not arrive within body_read_timeout_ms")
+        }
     };
     let mut record = AuditRecord::unauthenticated(started, "", "admin");
     record.principal = Some(token);
@@ -109,18 +114,20 @@ fn refusal(refused: Refused) -> Response {
                 .insert(WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer realm=\"bondry-admin\""));
             response
         }
-        Refused::TooMany(wait) => {
-            let mut response = json_response(
-                StatusCode::TOO_MANY_REQUESTS,
-                &json!({"error": {"code": "too_many_failures", "message": "too many failed attempts from this address"}}),
-            );
-            let seconds = wait.as_secs().max(1).to_string();
-            if let Ok(value) = http::HeaderValue::from_str(&seconds) {
-                response.headers_mut().insert(RETRY_AFTER, value);
-            }
-            response
-        }
+        Refused::TooMany(wait) => too_many(wait, "too many failed attempts from this address"),
+        Refused::Spent(wait) => too_many(wait, "too many failed attempts from all addresses"),
     }
+}
+
+/// 429 with `Retry-After` in whole seconds, never 0.
+fn too_many(wait: Duration, message: &str) -> Response {
+    let mut response = json_response(
+        StatusCode::TOO_MANY_REQUESTS,
+        &json!({"error": {"code": "too_many_failures", "message": message}}),
+    );
+    let seconds = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+    response.headers_mut().insert(RETRY_AFTER, http::HeaderValue::from(seconds));
+    response
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
@@ -197,6 +204,7 @@ fn summary(report: &UpstreamReport) -> Value {
         "last_refresh_ms": report.status.last_refresh_ms,
         "last_error": report.status.last_error,
         "listing_refused": refused,
+        "retry": report.status.retry.map(|retry| json!({"failed": retry.failed, "next_at_ms": retry.next_at_ms})),
     })
 }
 

@@ -10,12 +10,14 @@ mod gate;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use bondry_core::audit::AuditSink;
+use bondry_http_server::{ConnectionLimits, Overflow};
 use bondry_upstream::RealmUpstreams;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 pub use gate::AdminToken;
 
@@ -24,19 +26,23 @@ pub struct AdminConfig {
     pub bind: SocketAddr,
     /// At least one: the listener is off without a token.
     pub tokens: Vec<AdminToken>,
+    /// Failed attempts verified per minute across all addresses.
+    pub max_failed_attempts_per_minute: NonZeroU32,
+    /// Its own connections, counted apart from every MCP listener's.
+    pub connections: ConnectionLimits,
 }
 
 /// The admin listener while it serves.
 pub struct RunningAdmin {
     pub addr: SocketAddr,
-    stop: watch::Sender<bool>,
+    stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl RunningAdmin {
     /// Stops accepting and ends the connections it serves.
     pub async fn shutdown(self) {
-        self.stop.send_replace(true);
+        self.stop.cancel();
         let _ = self.task.await;
     }
 }
@@ -45,7 +51,7 @@ impl RunningAdmin {
 /// starts any upstream, and serves the API once the upstreams it reports on exist.
 pub struct BoundAdmin {
     listener: TcpListener,
-    tokens: Vec<AdminToken>,
+    config: AdminConfig,
 }
 
 impl BoundAdmin {
@@ -56,31 +62,38 @@ impl BoundAdmin {
 
     /// Serves the API over `realms` (by realm name), auditing to `audit`. Must be called
     /// within a Tokio runtime.
+    ///
+    /// Past `max_connections` a new connection is closed at once rather than left in the
+    /// backlog, and a quarter of the slots is kept for addresses that presented a good
+    /// token in the last day: strangers holding connections open cannot lock the operator out.
     pub fn serve(
         self,
         realms: BTreeMap<String, Arc<RealmUpstreams>>,
         audit: Arc<dyn AuditSink>,
     ) -> std::io::Result<RunningAdmin> {
         let addr = self.listener.local_addr()?;
-        let gate = gate::Gate::new(self.tokens, addr.ip().is_loopback());
-        let router = api::router(api::Admin { realms, audit, gate: Arc::new(gate) });
-        let (stop, mut stopping) = watch::channel(false);
-        let service = router.into_make_service_with_connect_info::<SocketAddr>();
-        let listener = self.listener;
-        let task = tokio::spawn(async move {
-            let stopped = async move {
-                let _ = stopping.wait_for(|stop| *stop).await;
-            };
-            if let Err(error) = axum::serve(listener, service).with_graceful_shutdown(stopped).await {
-                tracing::error!(%error, "the admin listener failed");
-            }
-        });
-        Ok(RunningAdmin { addr, stop, task })
+        let AdminConfig { tokens, max_failed_attempts_per_minute, connections, .. } = self.config;
+        let gate = Arc::new(gate::Gate::new(tokens, addr.ip().is_loopback(), max_failed_attempts_per_minute));
+        let known = Arc::clone(&gate);
+        let overflow = Overflow::Close {
+            kept: connections.max_connections / 4,
+            kept_for: Arc::new(move |peer| known.knows(peer)),
+        };
+        let admin = api::Admin { realms, audit, gate, body_read_timeout: connections.body_read_timeout };
+        let stop = CancellationToken::new();
+        let serving = bondry_http_server::serve_connections(
+            self.listener,
+            api::router(admin),
+            connections,
+            overflow,
+            stop.clone(),
+        );
+        Ok(RunningAdmin { addr, stop, task: tokio::spawn(serving) })
     }
 }
 
 /// Binds `config.bind`. Must be called within a Tokio runtime.
 pub async fn bind(config: AdminConfig) -> std::io::Result<BoundAdmin> {
     let listener = TcpListener::bind(config.bind).await?;
-    Ok(BoundAdmin { listener, tokens: config.tokens })
+    Ok(BoundAdmin { listener, config })
 }

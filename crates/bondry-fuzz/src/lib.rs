@@ -29,6 +29,7 @@ mod pins;
 mod wire;
 mod world;
 
+pub use bondry_upstream::client::fuzzing::upstream_messages;
 pub use pins::{check_served, upstream_listing};
 
 use world::WORLD;

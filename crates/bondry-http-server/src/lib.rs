@@ -44,13 +44,14 @@ use bondry_mcp_proto::ListenerSettings;
 pub use admission::OriginPolicy;
 pub use auth::{AuthSlot, Authenticator, Credentials, Ticket, User};
 pub use realm::{DEFAULT_REALM, RealmEntry};
-pub use server::{Running, StartError, start};
+pub use server::{Overflow, Running, StartError, serve_connections, start};
 pub use session::SessionLimits;
 
 /// Bounds on one listener's connections, against clients that hold them open.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
-    /// Connections served at once; past it, new ones wait in the kernel's backlog.
+    /// Connections served at once; past it, the listener's [`Overflow`] decides (an MCP
+    /// listener's new connections wait in the kernel's backlog).
     pub max_connections: usize,
     /// How long a client may take to send a request's head (line and headers).
     pub header_read_timeout: Duration,

@@ -2,7 +2,7 @@
 //! tables, and the graceful shutdown.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -119,7 +119,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             .route(&format!("{METADATA}/mcp/realm/{{realm}}"), any(metadata::named_realm))
             .fallback(endpoint::unrouted)
             .with_state(endpoint);
-        tasks.spawn(serve_listener(socket, router, connections, shutdown.clone()));
+        tasks.spawn(serve_connections(socket, router, connections, Overflow::Wait, shutdown.clone()));
         addrs.push((name, addr));
     }
     Ok(Running { addrs, realms, shutdown, hard_stop, tasks, calls, grace: config.shutdown_grace, gauges })
@@ -182,24 +182,56 @@ impl Running {
 /// How long stopped requests get to send their 503 before their connections are dropped.
 const HARD_STOP_WAIT: Duration = Duration::from_secs(1);
 
+/// What a listener does with a connection that arrives while `max_connections` are served.
+#[derive(Clone)]
+pub enum Overflow {
+    /// It waits in the kernel's backlog until a connection ends: an MCP client is served
+    /// late rather than refused.
+    Wait,
+    /// It is accepted and closed at once, so nothing waits unseen in the backlog, and the
+    /// last `kept` slots go only to peers `kept_for` vouches for: strangers holding every
+    /// other slot cannot keep those peers out.
+    Close { kept: usize, kept_for: Arc<dyn Fn(IpAddr) -> bool + Send + Sync> },
+}
+
+impl Overflow {
+    /// Whether `peer` may take one of the `free` slots.
+    fn admits(&self, free: usize, peer: IpAddr) -> bool {
+        match self {
+            Overflow::Wait => free > 0,
+            Overflow::Close { kept, kept_for } => free > *kept || (free > 0 && kept_for(peer)),
+        }
+    }
+}
+
 /// Serves one listener: HTTP/1.1 connections through hyper with a deadline on every
 /// request head (the first included, so a silent socket cannot hold a slot), at most
-/// `max_connections` at once; at shutdown it stops accepting and lets each connection
-/// finish its requests. HTTP/2 is not served: clients and the proxies in front speak
-/// HTTP/1.1 to an MCP endpoint, and its detection phase would be one more place for a
-/// slow client to sit without a deadline.
-async fn serve_listener(socket: TcpListener, router: Router, limits: ConnectionLimits, shutdown: CancellationToken) {
+/// `max_connections` at once, past which `overflow` decides; at shutdown it stops
+/// accepting and lets each connection finish its requests. HTTP/2 is not served: clients
+/// and the proxies in front speak HTTP/1.1, and its detection phase would be one more
+/// place for a slow client to sit without a deadline.
+pub async fn serve_connections(
+    socket: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    overflow: Overflow,
+    shutdown: CancellationToken,
+) {
     use hyper_util::rt::{TokioIo, TokioTimer};
     use tower_service::Service;
 
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let max_connections = limits.max_connections.max(1);
+    let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
     loop {
-        let slot = tokio::select! {
-            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
-            () = shutdown.cancelled() => break,
+        let waited = match overflow {
+            Overflow::Wait => tokio::select! {
+                slot = Arc::clone(&slots).acquire_owned() => Some(slot.expect("the semaphore is never closed")),
+                () = shutdown.cancelled() => break,
+            },
+            Overflow::Close { .. } => None,
         };
         let (stream, peer) = tokio::select! {
             accepted = socket.accept() => match accepted {
@@ -212,6 +244,20 @@ async fn serve_listener(socket: TcpListener, router: Router, limits: ConnectionL
                 }
             },
             () = shutdown.cancelled() => break,
+        };
+        let slot = match waited {
+            Some(slot) => slot,
+            // This loop alone takes slots, so what is free now stays free until taken.
+            None if overflow.admits(slots.available_permits(), peer.ip()) => {
+                match Arc::clone(&slots).try_acquire_owned() {
+                    Ok(slot) => slot,
+                    Err(_) => continue,
+                }
+            }
+            None => {
+                tracing::debug!(%peer, max_connections, "connection closed: every slot it may take is taken");
+                continue;
+            }
         };
         // Responses are written whole; Nagle's algorithm would only hold their last
         // segment back waiting for an acknowledgement.

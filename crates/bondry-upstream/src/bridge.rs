@@ -36,6 +36,7 @@ use tokio::time::Instant;
 use crate::client::{Asked, CALL_EVENTS, CallEvent, Connection, Notice, Outgoing, Watch, roots_result};
 use crate::spec::UpstreamSpec;
 use crate::upstream::{Flight, Unrelayed, Upstream};
+use crate::warnings;
 
 /// How long a handshake upstream's requests are gathered after the last one before the
 /// caller is asked.
@@ -126,9 +127,10 @@ pub async fn drive(
         (responses, state.and_then(|state| state.get(UPSTREAM_STATE)).cloned())
     });
     let wants = request.emitter.wants();
-    if let Some(level) = wants.log_level {
-        upstream.ask_log_level(level).await;
-    }
+    let _wish = match wants.log_level {
+        Some(level) => Some(upstream.ask_log_level(level).await),
+        None => None,
+    };
     let spec = upstream.spec();
     for _ in 0..=ROUNDS_ANSWERED_HERE {
         let mut sent = outgoing.clone();
@@ -265,7 +267,16 @@ async fn run(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut held: Hel
                         quiet = Some(Instant::now() + QUIET);
                     }
                     Err((code, message)) => {
-                        tracing::info!(upstream = upstream.name(), method = asked.method, message, "an upstream request refused");
+                        // Known by Bondry's reason alone: the method is the upstream's to choose.
+                        if let Some(print) = warnings::hear(upstream.name(), "", message) {
+                            tracing::info!(
+                                upstream = upstream.name(),
+                                method = asked.method,
+                                message,
+                                suppressed = print.suppressed,
+                                "an upstream request refused"
+                            );
+                        }
                         answer_upstream(&held.flight.connection, &asked.id, Err((code, message.into()))).await;
                     }
                 },
@@ -285,6 +296,46 @@ async fn run(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut held: Hel
         tokio::spawn(give_up(held, "the call ended before the caller was asked"));
     }
     driven
+}
+
+/// Sends `outgoing`, a request that cannot ask its caller for input (a completion),
+/// passing the upstream's progress and log messages about it to the caller as they
+/// come; a request the upstream makes meanwhile is refused. Within the call timeout.
+pub async fn relay_watched(
+    upstream: &Upstream,
+    outgoing: Outgoing,
+    request: &HandlerRequest,
+) -> Result<Value, Unrelayed> {
+    let wants = request.emitter.wants();
+    let _wish = match wants.log_level {
+        Some(level) => Some(upstream.ask_log_level(level).await),
+        None => None,
+    };
+    let (events, mut receiver) = mpsc::channel(CALL_EVENTS);
+    let watch = Watch { events, progress: wants.progress, log_level: wants.log_level.map(|l| l.as_str().into()) };
+    let mut flight = upstream.start(outgoing, Some(watch))?;
+    let deadline = tokio::time::sleep(upstream.spec().call_timeout);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            answered = &mut flight.answer => {
+                while let Ok(event) = receiver.try_recv() {
+                    if let CallEvent::Notice(notice) = event {
+                        emit(&*request.emitter, &notice);
+                    }
+                }
+                return upstream.settle(&flight, Some(answered));
+            }
+            Some(event) = receiver.recv() => match event {
+                CallEvent::Notice(notice) => emit(&*request.emitter, &notice),
+                CallEvent::Asked(asked) => {
+                    let refusal = Err((rpc::INTERNAL_ERROR, "this request cannot ask for input".to_owned()));
+                    answer_upstream(&flight.connection, &asked.id, refusal).await;
+                }
+            },
+            () = &mut deadline => return upstream.settle(&flight, None),
+        }
+    }
 }
 
 /// Sends the upstream `answer` to its request `id`, within [`ANSWER_WITHIN`]: an
@@ -446,7 +497,7 @@ mod tests {
     use super::*;
 
     fn asked(method: &str, params: Value) -> Asked {
-        Asked { id: Id::Integer(1), method: method.into(), params: params.as_object().cloned().unwrap() }
+        Asked { id: Id::Integer(1), method: method.into(), params: params.as_object().cloned().unwrap(), _claim: None }
     }
 
     #[test]

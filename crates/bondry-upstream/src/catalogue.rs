@@ -19,6 +19,7 @@ use crate::naming::{self, Names, Owner};
 use crate::pins::{HASH_FORM, Pin, PinBook, PinState, Seen, definition_hash, hashed_form, kind_of, served};
 use crate::spec::UpstreamSpec;
 use crate::upstream::Target;
+use crate::warnings;
 use bondry_core::capability::{CapabilityId, CapabilityKind, Descriptor};
 use bondry_mcp_proto::lint;
 
@@ -118,11 +119,14 @@ fn name_source(source: &mut Source<'_>, names: &mut Names, catalogue: &mut Catal
             None => {
                 let owner = Owner { upstream: spec.name.clone(), kind, key: key.clone() };
                 let Some(id) = names.claim_id(&owner, &spec.prefix, name, uri) else {
-                    tracing::warn!(
-                        upstream = spec.name,
-                        entry = name,
-                        "an upstream entry is not served: its id clashes"
-                    );
+                    if let Some(print) = warnings::hear(&spec.name, &format!("{} {key}", kind_of(kind)), "id clashes") {
+                        tracing::warn!(
+                            upstream = spec.name,
+                            entry = name,
+                            suppressed = print.suppressed,
+                            "an upstream entry is not served: its id clashes"
+                        );
+                    }
                     continue;
                 };
                 if !naming::is_plain(&id, &spec.prefix, name) {
@@ -142,12 +146,15 @@ fn name_source(source: &mut Source<'_>, names: &mut Names, catalogue: &mut Catal
         let unserved = match serve(spec, pin, &id, name, uri) {
             // Only what is served claims its URI: a held entry shadows nothing.
             Ok(Some(_)) if uri.is_some_and(|uri| !names.claim_uri(uri)) => {
-                tracing::warn!(
-                    upstream = spec.name,
-                    entry = name,
-                    uri,
-                    "an upstream entry is shadowed: another source serves its URI"
-                );
+                if let Some(print) = warnings::hear(&spec.name, &format!("{} {key}", kind_of(kind)), "shadowed") {
+                    tracing::warn!(
+                        upstream = spec.name,
+                        entry = name,
+                        uri,
+                        suppressed = print.suppressed,
+                        "an upstream entry is shadowed: another source serves its URI"
+                    );
+                }
                 Some("shadowed: another source serves its URI".to_owned())
             }
             Ok(Some(entry)) => {
@@ -156,7 +163,15 @@ fn name_source(source: &mut Source<'_>, names: &mut Names, catalogue: &mut Catal
             }
             Ok(None) => None,
             Err(why) => {
-                tracing::warn!(upstream = spec.name, entry = name, why, "an upstream entry is not served");
+                if let Some(print) = warnings::hear(&spec.name, &format!("{} {key}", kind_of(kind)), &why) {
+                    tracing::warn!(
+                        upstream = spec.name,
+                        entry = name,
+                        why,
+                        suppressed = print.suppressed,
+                        "an upstream entry is not served"
+                    );
+                }
                 Some(why)
             }
         };

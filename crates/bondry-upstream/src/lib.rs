@@ -6,6 +6,7 @@
 //! about upstreams, and a relayed capability is resolved, validated and audited by the
 //! same path as a builtin one.
 
+mod backoff;
 mod bridge;
 pub mod catalogue;
 pub mod client;
@@ -20,6 +21,7 @@ mod slots;
 pub mod spec;
 mod subscriptions;
 mod upstream;
+mod warnings;
 
 pub use catalogue::Exposed;
 pub use client::{ClientError, Connection, Inbox, Notice, Outgoing};

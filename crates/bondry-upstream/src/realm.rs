@@ -24,6 +24,7 @@ use crate::pins::{Observed, Pin, PinBook, PinState, PinStore, Policy, StoreError
 use crate::relay::Relay;
 use crate::spec::UpstreamSpec;
 use crate::upstream::{News, Stop, Upstream, lock, now_ms, read, write};
+use crate::warnings;
 
 /// The upstreams of one realm, while they are served.
 pub struct RealmUpstreams {
@@ -290,7 +291,15 @@ impl Realm {
         for ((member, listed, registrations, mut ids), skipped) in named.into_iter().zip(refused) {
             let Member { upstream, pins, exposed, .. } = member;
             for skipped in &skipped {
-                tracing::warn!(upstream = upstream.name(), entry = %skipped.id, why = skipped.why, "an upstream entry is not served");
+                if let Some(print) = warnings::hear(upstream.name(), skipped.id.as_str(), &skipped.why) {
+                    tracing::warn!(
+                        upstream = upstream.name(),
+                        entry = %skipped.id,
+                        why = skipped.why,
+                        suppressed = print.suppressed,
+                        "an upstream entry is not served"
+                    );
+                }
                 if let Some(named) = ids.values_mut().find(|named| named.id == skipped.id.as_str()) {
                     named.unserved = Some(skipped.why.to_string());
                 }
@@ -358,7 +367,9 @@ impl Realm {
     }
 }
 
-/// Logs each pin a listing of `upstream` moved: a warning for what is withheld.
+/// Logs each pin a listing of `upstream` moved: a warning for what is withheld. An entry
+/// that keeps moving the same way (drifting from one pin, changing while held) is logged
+/// as [`warnings`] says; a drift from another pin, after an approval, is a new cause.
 fn log_moves(upstream: &str, observed: &Observed) {
     let pinned = observed.changed.iter().filter(|(before, pin)| before.is_none() && pin.state == PinState::Pinned);
     let pinned = pinned.count();
@@ -368,25 +379,63 @@ fn log_moves(upstream: &str, observed: &Observed) {
     for (before, pin) in &observed.changed {
         let (kind, key, hash) = (kind_of(pin.kind), pin.key.as_str(), pin.seen.hash.as_str());
         let pinned_hash = pin.pinned.as_ref().map(|pinned| pinned.hash.as_str());
+        let entry = format!("{kind} {key}");
+        let heard = |cause: &str| warnings::hear(upstream, &entry, cause).map(|print| print.suppressed);
         match (before, pin.state) {
             (None, PinState::Pinned) => {}
             (None | Some(PinState::Removed), PinState::Held) => {
-                tracing::warn!(upstream, kind, key, hash, "an upstream definition is new: held until approved")
+                if let Some(suppressed) = heard("new") {
+                    tracing::warn!(
+                        upstream,
+                        kind,
+                        key,
+                        hash,
+                        suppressed,
+                        "an upstream definition is new: held until approved"
+                    )
+                }
             }
-            (_, PinState::Drifted) => tracing::warn!(
-                upstream,
-                kind,
-                key,
-                pinned = pinned_hash,
-                hash,
-                "an upstream definition drifted from its pin: withheld until approved"
-            ),
-            (_, PinState::Removed) => tracing::info!(upstream, kind, key, "an upstream definition is no longer listed"),
+            (_, PinState::Drifted) => {
+                if let Some(suppressed) = heard(&format!("drifted from {}", pinned_hash.unwrap_or_default())) {
+                    tracing::warn!(
+                        upstream,
+                        kind,
+                        key,
+                        pinned = pinned_hash,
+                        hash,
+                        suppressed,
+                        "an upstream definition drifted from its pin: withheld until approved"
+                    )
+                }
+            }
+            (_, PinState::Removed) => {
+                if let Some(suppressed) = heard("removed") {
+                    tracing::info!(upstream, kind, key, suppressed, "an upstream definition is no longer listed")
+                }
+            }
             (Some(_), PinState::Pinned) => {
-                tracing::info!(upstream, kind, key, hash, "an upstream definition is listed as pinned: served")
+                if let Some(suppressed) = heard("pinned") {
+                    tracing::info!(
+                        upstream,
+                        kind,
+                        key,
+                        hash,
+                        suppressed,
+                        "an upstream definition is listed as pinned: served"
+                    )
+                }
             }
             (Some(_), PinState::Held) => {
-                tracing::info!(upstream, kind, key, hash, "a held upstream definition changed: still held")
+                if let Some(suppressed) = heard("changed while held") {
+                    tracing::info!(
+                        upstream,
+                        kind,
+                        key,
+                        hash,
+                        suppressed,
+                        "a held upstream definition changed: still held"
+                    )
+                }
             }
         }
     }

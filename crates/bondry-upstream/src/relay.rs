@@ -150,7 +150,7 @@ async fn complete(upstream: &Upstream, request: HandlerRequest, query: Completio
     };
     let began = Instant::now();
     let answered = tokio::select! {
-        answered = upstream.relay(outgoing) => answered,
+        answered = bridge::relay_watched(upstream, outgoing, &request) => answered,
         () = request.cancellation.cancelled() => return Err(CompletionFailed { code: code::UNAVAILABLE.into() }),
     };
     request.backend.record(upstream.name(), began.elapsed());

@@ -35,6 +35,11 @@ pub struct UpstreamSpec {
     pub max_concurrent_calls: usize,
     /// The largest upstream message read; a larger one is logged and dropped.
     pub max_response_bytes: usize,
+    /// The upstream's requests Bondry may owe an answer at once; past it the upstream's
+    /// request gets -32603 at once.
+    pub max_pending_server_requests: usize,
+    /// How long a stdio child may leave its stdin undrained before it is restarted.
+    pub stdin_stall: Duration,
     pub trust: Trust,
     /// What a later listing's new tools and prompts become.
     pub new_capabilities: NewEntries,
@@ -96,6 +101,8 @@ impl UpstreamSpec {
             call_timeout: Duration::from_secs(60),
             max_concurrent_calls: 64,
             max_response_bytes: 4 * 1024 * 1024,
+            max_pending_server_requests: 64,
+            stdin_stall: Duration::from_secs(10),
             trust: Trust::FirstUse,
             new_capabilities: NewEntries::Hold,
             new_resources: NewEntries::Trust,

@@ -2,7 +2,7 @@
 //! backoff), its health, its latest listing, and which of the realm's capabilities it
 //! serves under which upstream name.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,17 +17,16 @@ use bondry_mcp_proto::lint::ParamHeader;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, watch};
 
+use crate::backoff::{self, Backoff};
 use crate::client::{ClientError, Connection, Inbox, Notice, Outgoing, Watch};
 use crate::listing::{Collect, KindListing, Listing, Refused};
 use crate::slots::CallSlots;
 use crate::spec::UpstreamSpec;
 use crate::subscriptions::{Followers, Subscribed};
+use crate::warnings;
 
 /// Consecutive failed calls after which an upstream is marked down for its backoff.
 pub const FAILURES_BEFORE_DOWN: u32 = 5;
-/// The first wait before connecting again; it doubles up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// A connection that lived this long resets the backoff.
 const STEADY: Duration = Duration::from_secs(60);
 /// Notices queued from the upstream before new ones are dropped.
@@ -84,8 +83,10 @@ pub struct Upstream {
     targets: RwLock<HashMap<CapabilityId, Target>>,
     calls: Arc<CallSlots>,
     /// The log level asked of a handshake upstream's session, and on which connection:
-    /// the lowest any caller wanted, since one session serves every caller.
+    /// the lowest any call in flight wanted, since one session serves every caller.
     log_level: Mutex<Option<(u64, LogLevel)>>,
+    /// The log levels the calls in flight asked for, counted.
+    log_wishes: Arc<Mutex<BTreeMap<LogLevel, usize>>>,
     /// Who follows which of the upstream's resources: the supervisor keeps each
     /// connection subscribed to those.
     followers: Arc<Followers>,
@@ -116,13 +117,25 @@ pub struct Status {
     pub last_error: Option<String>,
     /// Why a kind's latest listing was refused, by kind: its pins stay as they were.
     pub refused: Vec<(CapabilityKind, String)>,
+    /// While not connected: attempts to connect failed in a row, and when the next is
+    /// made (Unix milliseconds).
+    pub retry: Option<Retry>,
+}
+
+/// The supervisor's backoff between attempts to connect, as an operator is shown it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    pub failed: u32,
+    pub next_at_ms: u64,
 }
 
 #[derive(Debug, Default)]
 struct Health {
     failures: u32,
     down_until: Option<Instant>,
-    backoff: Duration,
+    backoff: Backoff,
+    /// When the next attempt to connect is made, while the supervisor waits.
+    retry_at_ms: Option<u64>,
 }
 
 /// One request on its way to the upstream; see [`Upstream::start`].
@@ -153,7 +166,7 @@ impl Upstream {
             name: spec.name.clone(),
             spec: RwLock::new(Arc::new(spec)),
             connection: RwLock::new(None),
-            health: Mutex::new(Health { backoff: FIRST_BACKOFF, ..Health::default() }),
+            health: Mutex::new(Health::default()),
             listing: RwLock::new(Vec::new()),
             listed: AtomicBool::new(false),
             asked_to_list: Notify::new(),
@@ -162,6 +175,7 @@ impl Upstream {
             targets: RwLock::new(HashMap::new()),
             calls,
             log_level: Mutex::new(None),
+            log_wishes: Arc::new(Mutex::new(BTreeMap::new())),
             followers,
             lost: watch::Sender::new(0),
         }
@@ -224,7 +238,12 @@ impl Upstream {
             crate::spec::TransportSpec::Http { .. } => "http",
         };
         let revision = read(&self.connection).as_ref().map(|(_, connection)| connection.revision().as_str().to_owned());
+        let retry = {
+            let health = lock(&self.health);
+            health.retry_at_ms.map(|next_at_ms| Retry { failed: health.backoff.failed(), next_at_ms })
+        };
         Status {
+            retry,
             transport,
             connected: revision.is_some(),
             revision,
@@ -274,18 +293,6 @@ impl Upstream {
         *write(&self.targets) = targets;
     }
 
-    /// Sends `request` within the call timeout (waiting for a call slot counts toward it),
-    /// counting transport failures toward marking the upstream down.
-    pub async fn relay(&self, request: Outgoing) -> Result<Value, Unrelayed> {
-        // A call all the same (a completion): counted among the calls in flight, so that
-        // nothing naming no call is given to another caller's while it runs. It takes no
-        // messages: its events' receiving end is gone.
-        let (events, _) = tokio::sync::mpsc::channel(1);
-        let mut flight = self.start(request, Some(Watch { events, progress: false, log_level: None }))?;
-        let answered = tokio::time::timeout(self.spec().call_timeout, &mut flight.answer).await.ok();
-        self.settle(&flight, answered)
-    }
-
     /// Sends `request`, watched by `watch` when given: the flight answers once it has a
     /// call slot and the upstream answered. Whoever drives it applies the call timeout
     /// and hands the outcome to [`Upstream::settle`]; dropped, it is cancelled upstream.
@@ -326,7 +333,9 @@ impl Upstream {
                 Err(Unrelayed::Refused { code, message })
             }
             Some(Err(error)) => {
-                tracing::warn!(upstream = self.name(), %error, "an upstream call failed");
+                if let Some(print) = warnings::hear(self.name(), "", &error.to_string()) {
+                    tracing::warn!(upstream = self.name(), %error, suppressed = print.suppressed, "an upstream call failed");
+                }
                 if matches!(error, ClientError::Closed | ClientError::Unreachable(_)) {
                     self.lost.send_if_modified(|lost| {
                         let newer = number > *lost;
@@ -340,35 +349,42 @@ impl Upstream {
                 Err(Unrelayed::Unavailable)
             }
             None => {
-                tracing::warn!(upstream = self.name(), "an upstream call timed out");
+                if let Some(print) = warnings::hear(self.name(), "", "call timed out") {
+                    tracing::warn!(upstream = self.name(), suppressed = print.suppressed, "an upstream call timed out");
+                }
                 self.failed();
                 Err(Unrelayed::Unavailable)
             }
         }
     }
 
-    /// Makes a handshake upstream send log messages of `level` and above, unless it was
-    /// asked for a lower level on this connection already; each caller's emitter then
-    /// passes on only what that caller asked for. A modern upstream is asked per request.
-    pub async fn ask_log_level(&self, level: LogLevel) {
-        let Some((number, connection)) = self.usable() else { return };
+    /// Makes a handshake upstream send log messages of the lowest level the calls in
+    /// flight want, this one's `level` among them, unless it was asked for exactly that on
+    /// this connection already: lowered for a caller that wants more, raised back once
+    /// no call in flight does. Each caller's emitter passes on only what that caller asked
+    /// for. A modern upstream is asked per request. The wish lasts while the call holds it.
+    pub async fn ask_log_level(&self, level: LogLevel) -> LogWish {
+        let wish = LogWish::new(Arc::clone(&self.log_wishes), level);
+        let Some((number, connection)) = self.usable() else { return wish };
         if connection.revision().era() != Era::Handshake || connection.server_capabilities().get("logging").is_none() {
-            return;
+            return wish;
         }
+        let lowest = wish.lowest();
         {
             let mut asked = lock(&self.log_level);
-            if matches!(*asked, Some((on, lowest)) if on == number && lowest <= level) {
-                return;
+            if *asked == Some((number, lowest)) {
+                return wish;
             }
-            *asked = Some((number, level));
+            *asked = Some((number, lowest));
         }
-        let params = Map::from_iter([("level".to_owned(), json!(level.as_str()))]);
+        let params = Map::from_iter([("level".to_owned(), json!(lowest.as_str()))]);
         let set = connection.request(Outgoing::new("logging/setLevel", params));
         match tokio::time::timeout(self.spec().call_timeout, set).await {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => tracing::debug!(upstream = self.name, %error, "the upstream's log level is not set"),
             Err(_) => tracing::debug!(upstream = self.name, "the upstream's log level is not set: timed out"),
         }
+        wish
     }
 
     /// The connection, unless there is none or the upstream is marked down.
@@ -390,11 +406,12 @@ impl Upstream {
         let mut health = lock(&self.health);
         health.failures += 1;
         if health.failures >= FAILURES_BEFORE_DOWN {
-            health.down_until = Some(Instant::now() + health.backoff);
+            let down = backoff::FIRST;
+            health.down_until = Some(Instant::now() + down);
             tracing::warn!(
                 upstream = self.name,
                 failures = health.failures,
-                down_ms = health.backoff.as_millis() as u64,
+                down_ms = down.as_millis() as u64,
                 "upstream marked down: its calls answer at once until the backoff is over"
             );
         }
@@ -419,6 +436,7 @@ impl Upstream {
                     number += 1;
                     *write(&self.connection) = Some((number, connection.clone()));
                     self.succeeded();
+                    lock(&self.health).retry_at_ms = None;
                     let stopped = self.serve(number, &connection, notices, &mut stop, &*news).await;
                     if stopped == Some(Stop::AfterCalls) {
                         // New calls already go elsewhere; those running finish here.
@@ -448,14 +466,15 @@ impl Upstream {
         }
     }
 
-    /// The wait before the next connection attempt, after one that lasted `lived`.
+    /// The wait before the next connection attempt, after one that lasted `lived`; shown
+    /// by [`Upstream::status`] until that attempt connects.
     fn next_backoff(&self, lived: Duration) -> Duration {
         let mut health = lock(&self.health);
         if lived >= STEADY {
-            health.backoff = FIRST_BACKOFF;
+            health.backoff.succeed();
         }
-        let wait = health.backoff;
-        health.backoff = (health.backoff * 2).min(MAX_BACKOFF);
+        let wait = health.backoff.fail(backoff::jitter());
+        health.retry_at_ms = Some(now_ms().saturating_add(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)));
         wait
     }
 
@@ -468,8 +487,8 @@ impl Upstream {
         stop: &mut watch::Receiver<Stop>,
         news: &dyn News,
     ) -> Option<Stop> {
-        if !self.refresh(connection, news).await {
-            return None;
+        if let Err(ended) = self.refresh_unless(stop, connection, news).await {
+            return ended;
         }
         let mut lost = self.lost.subscribe();
         let mut every = tokio::time::interval(self.spec().refresh_interval);
@@ -481,7 +500,7 @@ impl Upstream {
         // Set when a listen stream ended: asked again then, not at once, and later each
         // time, so that an upstream ending every stream is not asked in a loop.
         let mut relisten: Option<tokio::time::Instant> = None;
-        let mut relisten_wait = FIRST_BACKOFF;
+        let mut relisten_wait = Backoff::default();
         subscribed.reconcile(self.followers.followed()).await;
         loop {
             tokio::select! {
@@ -496,8 +515,8 @@ impl Upstream {
                 // holding nothing of the old session's.
                 Ok(()) = renewals.changed() => {
                     *lock(&self.log_level) = None;
-                    if !self.refresh(connection, news).await {
-                        return None;
+                    if let Err(ended) = self.refresh_unless(stop, connection, news).await {
+                        return ended;
                     }
                     subscribed = Subscribed::new(&self.name, connection, self.spec().call_timeout);
                     tokio::select! {
@@ -506,8 +525,7 @@ impl Upstream {
                     }
                 }
                 () = subscribed.listen_ended() => {
-                    relisten = Some(tokio::time::Instant::now() + relisten_wait);
-                    relisten_wait = (relisten_wait * 2).min(MAX_BACKOFF);
+                    relisten = Some(tokio::time::Instant::now() + relisten_wait.fail(backoff::jitter()));
                 }
                 () = tokio::time::sleep_until(relisten.unwrap_or_else(tokio::time::Instant::now)), if relisten.is_some() => {
                     relisten = None;
@@ -526,29 +544,47 @@ impl Upstream {
                                 news.resource_updated(uri);
                             }
                         }
-                        if !self.refresh(connection, news).await {
-                            return None;
+                        if let Err(ended) = self.refresh_unless(stop, connection, news).await {
+                            return ended;
                         }
                     } else if let Some(uri) = updated_uri(&notice) {
                         news.resource_updated(uri);
                     }
                 }
                 _ = every.tick() => {
-                    if !self.refresh(connection, news).await {
-                        return None;
+                    if let Err(ended) = self.refresh_unless(stop, connection, news).await {
+                        return ended;
                     }
                 }
                 () = self.asked_to_list.notified() => {
-                    if !self.refresh(connection, news).await {
-                        return None;
+                    if let Err(ended) = self.refresh_unless(stop, connection, news).await {
+                        return ended;
                     }
                 }
                 // The guard `wait_for` answers is dropped at once: it is not `Send`.
                 _ = async { lost.wait_for(|lost| *lost == number).await.is_ok() } => return None,
-                // A child that died between calls is restarted without waiting for one to fail.
-                () = connection.ended() => return None,
+                // A child that died or stalled between calls is restarted without waiting for
+                // one to fail.
+                why = connection.ended() => {
+                    self.remember_failure(format!("connection ended: {why}"));
+                    return None;
+                }
                 _ = stop.changed() => return Some(*stop.borrow()),
             }
+        }
+    }
+
+    /// [`Upstream::refresh`], unless `stop` says to end first: a listing in progress does
+    /// not hold a shutdown. `Err` with how the connection ends (`None`: it was lost).
+    async fn refresh_unless(
+        &self,
+        stop: &mut watch::Receiver<Stop>,
+        connection: &Connection,
+        news: &dyn News,
+    ) -> Result<(), Option<Stop>> {
+        tokio::select! {
+            listed = self.refresh(connection, news) => if listed { Ok(()) } else { Err(None) },
+            _ = stop.changed() => Err(Some(*stop.borrow())),
         }
     }
 
@@ -593,23 +629,44 @@ impl Upstream {
             match list(connection, method, field, collect, spec.listing.page_timeout).await {
                 Ok(Ok((entries, skipped))) => {
                     for (key, bytes) in skipped {
+                        let entry = format!("{method} {key}");
+                        let Some(print) = warnings::hear(&self.name, &entry, "over max_definition_bytes") else {
+                            continue;
+                        };
                         tracing::warn!(
                             upstream = self.name,
                             method,
                             entry = key,
                             bytes,
                             limit = spec.listing.max_definition_bytes,
+                            suppressed = print.suppressed,
                             "an upstream entry is over max_definition_bytes: skipped, neither stored nor pinned"
                         );
                     }
                     listing.push((kind, KindListing::Listed(entries)));
                 }
                 Ok(Err(refused)) => {
-                    tracing::warn!(upstream = self.name, method, why = %refused, "an upstream listing is refused: what was pinned before stays served");
+                    // The upstream's own message or repeated name is no new cause.
+                    let cause = match &refused {
+                        Refused::Failed { .. } => "answered an error".to_owned(),
+                        Refused::Repeated { key, .. } => format!("a {key} listed twice"),
+                        limit => limit.to_string(),
+                    };
+                    if let Some(print) = warnings::hear(&self.name, method, &cause) {
+                        tracing::warn!(
+                            upstream = self.name,
+                            method,
+                            why = %refused,
+                            suppressed = print.suppressed,
+                            "an upstream listing is refused: what was pinned before stays served"
+                        );
+                    }
                     listing.push((kind, KindListing::Refused(refused)));
                 }
                 Err(error) => {
-                    tracing::warn!(upstream = self.name, method, %error, "cannot list the upstream");
+                    if let Some(print) = warnings::hear(&self.name, method, &error.to_string()) {
+                        tracing::warn!(upstream = self.name, method, %error, suppressed = print.suppressed, "cannot list the upstream");
+                    }
                     self.remember_failure(format!("cannot list ({method}): {error}"));
                     return false;
                 }
@@ -621,6 +678,37 @@ impl Upstream {
             news.listed(self);
         }
         true
+    }
+}
+
+/// One call's wish for a log level, counted among the upstream's until dropped.
+#[must_use = "the wish lasts while it is held"]
+pub struct LogWish {
+    wishes: Arc<Mutex<BTreeMap<LogLevel, usize>>>,
+    level: LogLevel,
+}
+
+impl LogWish {
+    fn new(wishes: Arc<Mutex<BTreeMap<LogLevel, usize>>>, level: LogLevel) -> Self {
+        *lock(&wishes).entry(level).or_default() += 1;
+        Self { wishes, level }
+    }
+
+    /// The lowest level any call in flight wants: this one's at most.
+    fn lowest(&self) -> LogLevel {
+        lock(&self.wishes).keys().next().copied().unwrap_or(self.level)
+    }
+}
+
+impl Drop for LogWish {
+    fn drop(&mut self) {
+        let mut wishes = lock(&self.wishes);
+        if let Some(count) = wishes.get_mut(&self.level) {
+            *count -= 1;
+            if *count == 0 {
+                wishes.remove(&self.level);
+            }
+        }
     }
 }
 

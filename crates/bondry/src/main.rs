@@ -322,8 +322,13 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         let admin = admin.map(|bound| bound.serve(upstreams_by_realm, audit)).transpose()?;
         // Watch the file before announcing readiness: a change made right after the banner
         // must not be missed.
-        let reloader =
-            path.map(|path| Reloader { path, builtins: builtins.clone(), overrides: Overrides { listen }, realms });
+        let reloader = path.map(|path| Reloader {
+            path,
+            builtins: builtins.clone(),
+            overrides: Overrides { listen },
+            realms,
+            admin: assembled.admin.clone(),
+        });
         let watch = reload::Watch::install(reloader);
         for (_, addr) in running.local_addrs() {
             eprintln!("listening on http://{addr}/mcp");
@@ -334,20 +339,41 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         // Serves until SIGINT or SIGTERM, reloading the file (if there is one) meanwhile.
         watch.run(signal).await;
         tracing::info!("shutting down");
-        if !running.shutdown().await {
-            tracing::warn!("some requests did not finish within shutdown_grace_ms");
-        }
-        if let Some(admin) = admin {
-            admin.shutdown().await;
-        }
-        // A stopped server's address must not send a later `bondry upstream` (and its
-        // token) to whatever takes the port next.
-        if let Some(path) = address_file {
-            let _ = std::fs::remove_file(path);
-        }
-        // After the calls drained: none is left to need an upstream, and every child ends.
-        for realm in &upstreams {
-            realm.shutdown().await;
+        let grace = std::time::Duration::from_millis(loaded.raw.shutdown_grace_ms);
+        // Whatever callers, upstreams and admin clients do, the process ends within
+        // shutdown_grace_ms + 6 s: the orderly steps get the grace and 5 s more (a child's
+        // SIGTERM and SIGKILL), then whatever is left is dropped, children's process
+        // groups killed, within the runtime's last second.
+        let orderly = async {
+            let admin_stopped = async {
+                if let Some(admin) = admin
+                    && tokio::time::timeout(grace, admin.shutdown()).await.is_err()
+                {
+                    tracing::warn!("admin connections still open after shutdown_grace_ms: dropped");
+                }
+            };
+            let (drained, ()) = tokio::join!(running.shutdown(), admin_stopped);
+            if !drained {
+                tracing::warn!("some requests did not finish within shutdown_grace_ms");
+            }
+            // A stopped server's address must not send a later `bondry upstream` (and its
+            // token) to whatever takes the port next.
+            if let Some(path) = &address_file {
+                let _ = std::fs::remove_file(path);
+            }
+            // After the calls drained: none is left to need an upstream, and every child
+            // ends, every realm's at once.
+            let mut realms = tokio::task::JoinSet::new();
+            for realm in upstreams {
+                realms.spawn(async move { realm.shutdown().await });
+            }
+            while realms.join_next().await.is_some() {}
+        };
+        if tokio::time::timeout(grace + std::time::Duration::from_secs(5), orderly).await.is_err() {
+            tracing::warn!("shutdown took shutdown_grace_ms + 5 s: ending what is left now");
+            if let Some(path) = &address_file {
+                let _ = std::fs::remove_file(path);
+            }
         }
         anyhow::Ok(())
     })?;
@@ -373,7 +399,12 @@ async fn bind_admin(
         }
         Plan::Serve { bind, tokens } => {
             let tokens = tokens.iter().map(|(name, secret)| bondry_admin::AdminToken::new(name, secret)).collect();
-            let config = bondry_admin::AdminConfig { bind, tokens };
+            let config = bondry_admin::AdminConfig {
+                bind,
+                tokens,
+                max_failed_attempts_per_minute: stanza.max_failed_attempts_per_minute,
+                connections: stanza.connections,
+            };
             let bound = bondry_admin::bind(config)
                 .await
                 .with_context(|| format!("cannot bind the admin listener to {bind}"))?;

@@ -7,7 +7,8 @@
 //! Upstreams are added, removed and changed as the file says (see
 //! `RealmUpstreams::reconfigure`). What a swap cannot change while serving (listeners,
 //! realms added or removed, limits, rate limits, keys, the audit sink) applies at the
-//! next start; the log says so.
+//! next start; the log says so. A file whose `[admin]` differs from the running one is
+//! refused whole, naming the keys that changed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
+use crate::assemble::admin::{self, AdminStanza};
 use crate::assemble::{Overrides, assemble};
 use crate::builtins::Builtins;
 use crate::config;
@@ -41,6 +43,8 @@ pub struct Reloader {
     pub builtins: Builtins,
     pub overrides: Overrides,
     pub realms: HashMap<String, LiveRealm>,
+    /// The `[admin]` the admin listener was started with.
+    pub admin: AdminStanza,
 }
 
 impl Reloader {
@@ -50,6 +54,16 @@ impl Reloader {
         let environment = config::process_environment().map_err(|e| e.to_string())?;
         let loaded = config::load(Some(&self.path), environment).map_err(|e| e.to_string())?;
         let mut assembled = assemble(&loaded, &self.builtins, &self.overrides, false).map_err(|e| e.to_string())?;
+        // A changed token is as likely a revocation as anything: applying the rest of the
+        // file while the admin listener still admits the old one would mislead.
+        let changed = admin::changed(&self.admin, &assembled.admin);
+        if !changed.is_empty() {
+            let keys: Vec<String> = changed.iter().map(|key| format!("admin.{key}")).collect();
+            return Err(format!(
+                "[admin] changed ({}): the admin listener reads [admin] only at start; restart Bondry to apply it, or put it back to reload the rest",
+                keys.join(", ")
+            ));
+        }
         let mut applied = Vec::new();
         for (name, entry) in &assembled.server.realms {
             let Some(live) = self.realms.get(name) else {

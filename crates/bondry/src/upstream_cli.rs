@@ -1,7 +1,9 @@
 //! `bondry upstream …`: a client of the admin API (docs/upstreams.md). Tables for people,
 //! `--json` for scripts, and exit codes that tell success, refusal and an unreachable
-//! admin listener apart. Every text an upstream wrote is printed escaped: a definition
-//! must not drive the operator's terminal.
+//! admin listener apart. Everything printed for people passes through [`say`] (and an
+//! error through [`Failure::message`]), which escapes what a terminal would act on or hide
+//! instead of show: a definition must not drive or deceive the operator's terminal. JSON is
+//! printed as the same JSON with those characters as JSON escapes (see [`json_escaped`]).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -33,10 +35,11 @@ impl Failure {
         }
     }
 
-    pub fn message(&self) -> &str {
-        match self {
-            Self::Error(message) | Self::Refused(message) | Self::Unreachable(message) => message,
-        }
+    /// What to print, each line escaped (see [`escaped`]); the fields of an answer it
+    /// quotes were escaped whole, so a newline an upstream wrote is not a line here.
+    pub fn message(&self) -> String {
+        let (Self::Error(message) | Self::Refused(message) | Self::Unreachable(message)) = self;
+        message.split('\n').map(escaped).collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -137,13 +140,13 @@ impl Client {
         let value: Value = serde_json::from_str(&text).unwrap_or(json!({"error": {"message": text}}));
         let message = || {
             let error = &value["error"];
-            let mut message = format!("{status}: {}", error["message"].as_str().unwrap_or("(no message)"));
+            let mut message = format!("{status}: {}", escaped(error["message"].as_str().unwrap_or("(no message)")));
             for conflict in error["conflicts"].as_array().into_iter().flatten() {
                 message.push_str(&format!(
                     "\n  {} {}: {}",
-                    shown(conflict["kind"].as_str().unwrap_or_default()),
-                    shown(conflict["key"].as_str().unwrap_or_default()),
-                    conflict["why"].as_str().unwrap_or_default()
+                    escaped(conflict["kind"].as_str().unwrap_or_default()),
+                    escaped(conflict["key"].as_str().unwrap_or_default()),
+                    escaped(conflict["why"].as_str().unwrap_or_default())
                 ));
             }
             message
@@ -201,7 +204,7 @@ enum Align {
 }
 
 /// Columns as wide as their widest cell, measured in the columns a terminal gives each
-/// character, so a name in CJK or with an emoji keeps the next column in line.
+/// character once escaped, so a name in CJK or with an emoji keeps the next column in line.
 struct Table {
     columns: Vec<(&'static str, Align)>,
     rows: Vec<Vec<String>>,
@@ -217,14 +220,15 @@ impl Table {
     }
 
     /// The header and every row, two spaces between columns, no space after the last.
-    fn render(&self) -> String {
+    fn render(&self) -> Vec<String> {
         use unicode_width::UnicodeWidthStr;
         let header: Vec<String> = self.columns.iter().map(|(name, _)| (*name).to_owned()).collect();
-        let lines: Vec<&Vec<String>> = std::iter::once(&header).chain(&self.rows).collect();
+        let escape = |row: &Vec<String>| row.iter().map(|cell| escaped(cell)).collect::<Vec<_>>();
+        let lines: Vec<Vec<String>> = std::iter::once(&header).chain(&self.rows).map(escape).collect();
         let widths: Vec<usize> = (0..self.columns.len())
             .map(|column| lines.iter().filter_map(|line| line.get(column)).map(|cell| cell.width()).max().unwrap_or(0))
             .collect();
-        let mut out = String::new();
+        let mut out = Vec::with_capacity(lines.len());
         for line in lines {
             let mut rendered = String::new();
             for (column, cell) in line.iter().enumerate() {
@@ -239,8 +243,7 @@ impl Table {
                     rendered.push_str("  ");
                 }
             }
-            out.push_str(rendered.trim_end());
-            out.push('\n');
+            out.push(rendered.trim_end().to_owned());
         }
         out
     }
@@ -259,9 +262,49 @@ fn encode(segment: &str) -> String {
     utf8_percent_encode(segment, NON_ALPHANUMERIC).to_string()
 }
 
-/// Text an upstream or a caller wrote, safe for a terminal: control characters escaped.
-fn shown(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+/// Whether a terminal would act on `c`, or show nothing of it, rather than show it: an
+/// upstream's text holding one could move the cursor or rewrite the screen (C0 and C1
+/// controls, DEL), show itself in another order than it is read (the bidirectional
+/// controls, U+202E above all), hide text or make two names look alike (zero-width and
+/// other default-ignorable characters, tags, interlinear annotations), or break a line
+/// where the terminal does (U+2028, U+2029). The variation selectors U+FE00–U+FE0F are
+/// shown: they only pick the glyph of the character before, as every emoji with U+FE0F
+/// does, and escaping them would clutter every such name.
+fn is_hazard(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0}'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{ad}'
+            | '\u{34f}'
+            | '\u{61c}'
+            | '\u{115f}'..='\u{1160}'
+            | '\u{17b4}'..='\u{17b5}'
+            | '\u{180b}'..='\u{180f}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}'
+            | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff0}'..='\u{fffb}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e0fff}'
+    )
+}
+
+/// `text` with every hazard (see [`is_hazard`]) written as Rust writes it escaped, `\u{202e}`
+/// (`\t`, `\n` and `\r` for those): visible, and told apart from the characters around
+/// it. Nothing else changes, so escaping escaped text changes nothing.
+fn escaped(text: &str) -> String {
+    text.chars().map(|c| if is_hazard(c) { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+/// Prints `line` for people, escaped: the one way this module writes to standard output
+/// but for JSON and the approval prompt, which holds nothing an upstream wrote.
+fn say(line: &str) {
+    println!("{}", escaped(line));
 }
 
 fn text<'a>(value: &'a Value, key: &str) -> &'a str {
@@ -274,7 +317,26 @@ fn short(hash: &Value) -> String {
 }
 
 fn print_json(value: &Value) {
-    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+    println!("{}", json_escaped(&serde_json::to_string_pretty(value).unwrap_or_default()));
+}
+
+/// `json` with each hazard but C0 written as a JSON escape (`\u202e`, a surrogate pair past
+/// U+FFFF): the same JSON to any parser, so a script reads exactly what the API answered,
+/// and nothing a terminal acts on when a person reads it. A hazard can only be inside a
+/// string, which serde_json writes with C0 escaped already; outside strings its newlines are
+/// the layout.
+fn json_escaped(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c > '\u{1f}' && is_hazard(c) {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 pub fn list(client: &Client, as_json: bool) -> Result<(), Failure> {
@@ -300,7 +362,7 @@ pub fn list(client: &Client, as_json: bool) -> Result<(), Failure> {
         for upstream in realm["upstreams"].as_array().into_iter().flatten() {
             let counts = &upstream["counts"];
             table.row(vec![
-                shown(&format!("{}/{}", text(realm, "realm"), text(upstream, "name"))),
+                format!("{}/{}", text(realm, "realm"), text(upstream, "name")),
                 text(upstream, "transport").to_owned(),
                 upstream["connected"].as_bool().unwrap_or(false).to_string(),
                 text(upstream, "revision").to_owned(),
@@ -310,11 +372,11 @@ pub fn list(client: &Client, as_json: bool) -> Result<(), Failure> {
                 counts["drifted"].to_string(),
                 counts["removed"].to_string(),
                 upstream["migrated"].to_string(),
-                shown(text(upstream, "last_error")),
+                text(upstream, "last_error").to_owned(),
             ]);
         }
     }
-    print!("{}", table.render());
+    table.render().iter().for_each(|line| say(line));
     Ok(())
 }
 
@@ -324,20 +386,24 @@ pub fn info(client: &Client, target: &str, as_json: bool) -> Result<(), Failure>
         print_json(&info);
         return Ok(());
     }
-    println!(
-        "{}: {}, {}, revision {}, {} served",
-        shown(target),
+    say(&format!(
+        "{target}: {}, {}, revision {}, {} served",
         text(&info, "transport"),
         if info["connected"].as_bool() == Some(true) { "connected" } else { "not connected" },
         text(&info, "revision"),
         info["served"]
-    );
+    ));
     if let Some(error) = info["last_error"].as_str() {
-        println!("last error: {}", shown(error));
+        say(&format!("last error: {error}"));
+    }
+    if let (Some(failed), Some(next_at_ms)) = (info["retry"]["failed"].as_u64(), info["retry"]["next_at_ms"].as_u64()) {
+        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
+        let wait_ms = u128::from(next_at_ms).saturating_sub(now_ms);
+        say(&format!("reconnecting: {failed} attempts failed in a row, the next in {:.1} s", wait_ms as f64 / 1000.0));
     }
     for (kind, why) in info["listing_refused"].as_object().into_iter().flatten() {
         let why = why.as_str().unwrap_or_default();
-        println!("{} listing refused, what was pinned before stays served: {}", shown(kind), shown(why));
+        say(&format!("{kind} listing refused, what was pinned before stays served: {why}"));
     }
     let mut table = Table::new(&[
         ("KIND", Align::Left),
@@ -364,14 +430,14 @@ pub fn info(client: &Client, target: &str, as_json: bool) -> Result<(), Failure>
         };
         table.row(vec![
             text(row, "kind").to_owned(),
-            shown(text(row, "key")),
-            shown(&exposed),
-            shown(&state),
+            text(row, "key").to_owned(),
+            exposed,
+            state,
             short(&row["pinned_hash"]),
             short(&row["current_hash"]),
         ]);
     }
-    print!("{}", table.render());
+    table.render().iter().for_each(|line| say(line));
     Ok(())
 }
 
@@ -391,20 +457,23 @@ pub fn diff(client: &Client, target: &str, kind: &str, key: &str, as_json: bool)
 
 /// A capability under review: its state, hashes and every difference from its pin.
 fn show_review(reviewed: &Value) {
-    println!("{} {}: {}", text(reviewed, "kind"), shown(text(reviewed, "key")), text(reviewed, "state"));
-    println!("  pinned  {}", text(reviewed, "pinned_hash"));
-    println!("  current {}", text(reviewed, "current_hash"));
+    say(&format!("{} {}: {}", text(reviewed, "kind"), text(reviewed, "key"), text(reviewed, "state")));
+    say(&format!("  pinned  {}", text(reviewed, "pinned_hash")));
+    say(&format!("  current {}", text(reviewed, "current_hash")));
     match reviewed["diff"].as_array() {
-        None => println!("  never pinned; its definition:\n    {}", reviewed["current"]),
-        Some(changes) if changes.is_empty() => println!("  no difference"),
+        None => {
+            say("  never pinned; its definition:");
+            say(&format!("    {}", reviewed["current"]));
+        }
+        Some(changes) if changes.is_empty() => say("  no difference"),
         Some(changes) => {
             for change in changes {
-                // JSON text escapes every control character an upstream may have put there.
+                // Paths and values as JSON text, quoted, so a value reads apart from its path.
                 let path = serde_json::to_string(&change["path"]).unwrap_or_default();
                 match text(change, "op") {
-                    "added" => println!("  + {path}: {}", change["current"]),
-                    "removed" => println!("  - {path}: {}", change["pinned"]),
-                    _ => println!("  ~ {path}: {} -> {}", change["pinned"], change["current"]),
+                    "added" => say(&format!("  + {path}: {}", change["current"])),
+                    "removed" => say(&format!("  - {path}: {}", change["pinned"])),
+                    _ => say(&format!("  ~ {path}: {} -> {}", change["pinned"], change["current"])),
                 }
             }
         }
@@ -443,7 +512,7 @@ pub fn approve(
         if as_json {
             print_json(&json!({"approved": []}));
         } else {
-            println!("nothing awaits approval");
+            say("nothing awaits approval");
         }
         return Ok(());
     }
@@ -463,7 +532,7 @@ pub fn approve(
         print_json(&approved);
     } else {
         for pin in approved["approved"].as_array().into_iter().flatten() {
-            println!("approved {} {} at {}", text(pin, "kind"), shown(text(pin, "key")), text(pin, "hash"));
+            say(&format!("approved {} {} at {}", text(pin, "kind"), text(pin, "key"), text(pin, "hash")));
         }
     }
     Ok(())
@@ -487,14 +556,10 @@ pub fn refresh(client: &Client, target: &str, as_json: bool) -> Result<(), Failu
         print_json(&summary);
     } else {
         let counts = &summary["counts"];
-        println!(
-            "{}: listed; {} pinned, {} held, {} drifted, {} removed",
-            shown(target),
-            counts["pinned"],
-            counts["held"],
-            counts["drifted"],
-            counts["removed"]
-        );
+        say(&format!(
+            "{target}: listed; {} pinned, {} held, {} drifted, {} removed",
+            counts["pinned"], counts["held"], counts["drifted"], counts["removed"]
+        ));
     }
     Ok(())
 }
@@ -510,9 +575,45 @@ mod tests {
         table.row(vec!["default/up".into(), "3".into(), "drifted".into()]);
         assert_eq!(
             table.render(),
-            "UPSTREAM        PINNED  STATE\n\
-             default/工具箱      12  pinned\n\
-             default/up           3  drifted\n"
+            ["UPSTREAM        PINNED  STATE", "default/工具箱      12  pinned", "default/up           3  drifted"]
         );
+    }
+
+    #[test]
+    fn columns_line_up_by_the_width_of_escaped_cells() {
+        let mut table = Table::new(&[("KEY", Align::Left), ("STATE", Align::Left)]);
+        table.row(vec!["a\u{202e}b".into(), "drifted".into()]);
+        table.row(vec!["c".into(), "pinned".into()]);
+        assert_eq!(table.render(), ["KEY         STATE", "a\\u{202e}b  drifted", "c           pinned"]);
+    }
+
+    #[test]
+    fn every_hazard_is_escaped_visibly_and_the_rest_is_kept() {
+        let hazards = "\u{0}\u{7}\t\n\r\u{1b}\u{7f}\u{85}\u{9b}\u{ad}\u{61c}\u{200b}\u{200c}\u{200d}\u{200e}\u{200f}\u{2028}\u{2029}\u{202a}\u{202e}\u{2060}\u{2066}\u{2069}\u{feff}\u{e0041}";
+        assert_eq!(
+            escaped(hazards),
+            r"\u{0}\u{7}\t\n\r\u{1b}\u{7f}\u{85}\u{9b}\u{ad}\u{61c}\u{200b}\u{200c}\u{200d}\u{200e}\u{200f}\u{2028}\u{2029}\u{202a}\u{202e}\u{2060}\u{2066}\u{2069}\u{feff}\u{e0041}"
+        );
+        let plain = "echo 工具箱 café ⚠\u{fe0f} \\u{202e} \"quoted\" ~/.ssh";
+        assert_eq!(escaped(plain), plain);
+        assert_eq!(escaped(&escaped(hazards)), escaped(hazards));
+    }
+
+    #[test]
+    fn a_newline_in_an_answer_is_no_line_of_the_message() {
+        let failure = Failure::Refused(format!("409: nothing\n  tool {}: why", escaped("a\nb\u{1b}[2J")));
+        assert_eq!(failure.message(), "409: nothing\n  tool a\\nb\\u{1b}[2J: why");
+        assert_eq!(Failure::Error("\u{9b}31m".into()).message(), r"\u{9b}31m");
+    }
+
+    #[test]
+    fn json_keeps_its_data_and_writes_hazards_as_json_escapes() {
+        let value = json!({"name": "a\u{1b}\u{7f}\u{9b}\u{202e}\u{200b}\u{e0041}b", "plain": "工具箱 ⚠\u{fe0f}"});
+        let printed = json_escaped(&serde_json::to_string_pretty(&value).unwrap());
+        assert_eq!(
+            printed,
+            "{\n  \"name\": \"a\\u001b\\u007f\\u009b\\u202e\\u200b\\udb40\\udc41b\",\n  \"plain\": \"工具箱 ⚠\u{fe0f}\"\n}"
+        );
+        assert_eq!(serde_json::from_str::<Value>(&printed).unwrap(), value);
     }
 }

@@ -1359,3 +1359,136 @@ async fn an_upstream_listing_new_names_every_time_cannot_grow_its_pins_without_b
     let info = drift.info().await;
     assert_eq!((keys(&info, "resource"), keys(&info, "tool")), (resources.to_vec(), tools.to_vec()));
 }
+
+#[tokio::test]
+async fn an_upstream_changing_its_tools_many_times_a_second_logs_each_move_once_a_minute() {
+    const TOOLS: usize = 8;
+    let names: Vec<String> = (0..TOOLS).map(|n| format!("t{n}")).collect();
+    let drift = Drift::start_on(
+        Upstream::HostileStdio,
+        json!({"tools": names.iter().map(|name| tool(name)).collect::<Vec<_>>()}),
+        &[],
+    )
+    .await;
+    let (lines_before, listings_before) =
+        (drift.front().log_lines().len(), drift.front().count_logged("upstream up: "));
+    // For 5 s and more, every tool changes every 10 ms, beside one new tool that is held
+    // and changes as often; the upstream says so up to 20 times a second, and each listing
+    // moves every pin again.
+    let flood = std::time::Instant::now();
+    for round in 0..500 {
+        let mut tools: Vec<Value> = names.iter().map(|name| tool(name)).collect();
+        tools.push(tool("newcomer"));
+        for tool in &mut tools {
+            tool["description"] = json!(format!("round {round}"));
+        }
+        drift.write(json!({"tools": tools}));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let seconds = flood.elapsed().as_secs_f64();
+    // The first listings after the first change logged each move; within the minute no
+    // later one logs anything more.
+    drift.front().logged("an upstream definition drifted from its pin", TOOLS).await;
+    drift.front().logged("a held upstream definition changed: still held", 1).await;
+    let lines = drift.front().log_lines();
+    let listings = drift.front().count_logged("upstream up: ") - listings_before;
+    eprintln!("{listings} listings and {} log lines in {seconds:.1} s", lines.len() - lines_before);
+    assert!(listings >= 20, "the upstream changed only {listings} times: {lines:?}");
+    let count = |text: &str| lines.iter().filter(|line| line.contains(text)).count();
+    for name in &names {
+        let drifted = lines
+            .iter()
+            .filter(|line| line.contains("drifted from its pin") && line.contains(&format!("key=\"{name}\"")));
+        assert_eq!(drifted.count(), 1, "{name}: {lines:?}");
+    }
+    assert_eq!(count("an upstream definition drifted from its pin"), TOOLS);
+    assert_eq!(count("an upstream definition is new: held until approved"), 1);
+    assert_eq!(count("a held upstream definition changed: still held"), 1);
+    assert_eq!(count("suppressed="), 0, "no summary within the minute");
+}
+
+/// What an upstream may write to drive a terminal: CSI as one C1 character, a
+/// right-to-left override, a zero-width space, ESC and BEL.
+const HAZARDS: &str = "\u{9b}\u{202e}\u{200b}\u{1b}\u{7}";
+/// [`HAZARDS`] as the command line shows them.
+const SHOWN: &str = r"\u{9b}\u{202e}\u{200b}\u{1b}\u{7}";
+
+fn assert_no_hazard(output: &str) {
+    for hazard in HAZARDS.chars() {
+        assert!(!output.contains(hazard), "{hazard:?} reached the terminal: {output:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_cli_escapes_every_character_an_upstream_could_drive_the_terminal_with() {
+    let name = format!("evil{HAZARDS}");
+    let described = |description: &str| {
+        json!({
+            "name": name,
+            "title": format!("Title{HAZARDS}"),
+            "description": description,
+            "inputSchema": {"type": "object"}
+        })
+    };
+    let drift =
+        Drift::configured(Upstream::HostileStdio, json!({"tools": [described(&format!("Described{HAZARDS}"))]}), &[]);
+    // A second upstream refuses to initialize, in words of its own: its last error quotes them.
+    let refusing = drift.dir.path().join("refusing.json");
+    let refusal = json!({"errors": {"initialize": {"code": -32603, "message": format!("refused{HAZARDS}")}}});
+    std::fs::write(&refusing, refusal.to_string()).unwrap();
+    let mut config: toml::Table = std::fs::read_to_string(drift.config()).unwrap().parse().unwrap();
+    let upstreams = config["realms"]["default"].get_mut("upstreams").and_then(toml::Value::as_array_mut).unwrap();
+    upstreams.push(
+        table([
+            ("name", "refusing".into()),
+            ("transport", "stdio".into()),
+            ("command", support::hostile_upstream_exe().to_str().unwrap().into()),
+            ("args", vec![refusing.to_str().unwrap().to_owned()].into()),
+        ])
+        .into(),
+    );
+    std::fs::write(drift.config(), toml::to_string(&config).unwrap()).unwrap();
+    let drift = drift.restart().await;
+    drift.front().logged("cannot connect to the upstream upstream=\"refusing\"", 1).await;
+    drift.relist(json!({"tools": [described(&format!("Changed{HAZARDS}"))]})).await;
+
+    let (code, out, err) = cli(&drift, &["list"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_no_hazard(&out);
+    let row = out.lines().find(|line| line.starts_with("default/refusing")).unwrap_or_else(|| panic!("{out}"));
+    assert!(row.ends_with(&format!("cannot connect: upstream error -32603: refused{SHOWN}")), "{row}");
+
+    let (code, out, err) = cli(&drift, &["info", "default/up"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_no_hazard(&out);
+    let row = out.lines().find(|line| line.starts_with("tool")).unwrap_or_else(|| panic!("{out}"));
+    assert!(row.starts_with(&format!("tool  evil{SHOWN}  ")) && row.contains("  drifted  "), "{row}");
+
+    let (code, out, err) = cli(&drift, &["diff", "default/up", "tool", &name], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_no_hazard(&out);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], format!("tool evil{SHOWN}: drifted"), "{out}");
+    // JSON text writes ESC and BEL as its own escapes; the rest are the command's.
+    let json_shown = r"\u{9b}\u{202e}\u{200b}\u001b\u0007";
+    assert_eq!(
+        lines[3..],
+        [format!("  ~ \"/description\": \"Described{json_shown}\" -> \"Changed{json_shown}\"")],
+        "{out}"
+    );
+
+    // JSON for scripts: the same data, every hazard a JSON escape.
+    let (code, out, err) = cli(&drift, &["list", "--json"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_no_hazard(&out);
+    assert!(out.contains(r#"refused\u009b\u202e\u200b\u001b\u0007""#), "{out}");
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    let refusing = listed["realms"][0]["upstreams"].as_array().unwrap().iter().find(|up| up["name"] == "refusing");
+    assert_eq!(refusing.unwrap()["last_error"], format!("cannot connect: upstream error -32603: refused{HAZARDS}"));
+    let (code, out, err) = cli(&drift, &["diff", "default/up", "tool", &name, "--json"], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_no_hazard(&out);
+    let reviewed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(reviewed["key"], name);
+    assert_eq!(reviewed["current"]["description"], format!("Changed{HAZARDS}"));
+}

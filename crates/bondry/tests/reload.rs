@@ -174,3 +174,34 @@ async fn in_session(
         .await
         .unwrap()
 }
+
+#[tokio::test]
+async fn a_reload_that_changes_admin_is_refused_whole_naming_the_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bondry.toml");
+    std::fs::write(&path, base().text()).unwrap();
+    let token = [("BONDRY_TEST_ADMIN_TOKEN", "an-admin-token-of-at-least-32-bytes")];
+    let server = Binary::serve(support::bondry_exe!(), &path, &token);
+    let client = reqwest::Client::new();
+    let tools = || async {
+        let listed = server.post(&client, "tools/list", json!({})).await.json::<Value>().await.unwrap();
+        let tools = listed["result"]["tools"].as_array().unwrap().iter();
+        tools.map(|tool| tool["name"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+
+    // A new capability beside a changed [admin]: nothing is applied.
+    let with_add = base().capability("demo.add", "tool", "demo.add", None);
+    let admin_token = support::table([("name", "ops".into()), ("token_env", "BONDRY_TEST_ADMIN_TOKEN".into())]);
+    let changed = with_add.clone().set("admin.max_connections", 8).push("admin.tokens", admin_token);
+    rewrite(&path, &changed.text());
+    server.logged("configuration not reloaded; the running one stays", 1).await;
+    let refusal = "[admin] changed (admin.tokens, admin.max_connections): the admin listener reads [admin] only at \
+                   start; restart Bondry to apply it, or put it back to reload the rest";
+    assert_eq!(server.count_logged(refusal), 1, "{:?}", server.log_lines());
+    assert_eq!(tools().await, ["demo.echo"]);
+
+    // Put back, the rest of the file is reloaded.
+    rewrite(&path, &with_add.text());
+    server.logged("configuration reloaded", 1).await;
+    assert_eq!(tools().await, ["demo.add", "demo.echo"]);
+}

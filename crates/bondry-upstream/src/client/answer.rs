@@ -13,6 +13,8 @@ use crate::spec::Root;
 
 /// What a refused request is told.
 const CANNOT_ATTRIBUTE: &str = "cannot attribute request";
+/// What a request past `max_pending_server_requests` is told.
+const TOO_MANY: &str = "too many requests awaiting an answer";
 
 /// Whether Bondry answers `method` itself, whoever's call it came with.
 pub(crate) fn is_local(method: &str) -> bool {
@@ -29,6 +31,11 @@ pub(crate) fn answer(id: &Id, method: &str, roots: &[Root]) -> Vec<u8> {
             &ErrorObject { code: code::INTERNAL_ERROR, message: CANNOT_ATTRIBUTE, data: None },
         ),
     }
+}
+
+/// The answer to a request past `max_pending_server_requests`.
+pub(crate) fn too_many(id: &Id) -> Vec<u8> {
+    jsonrpc::error_body(ErrorId::Id(id), &ErrorObject { code: code::INTERNAL_ERROR, message: TOO_MANY, data: None })
 }
 
 /// Bondry's answer to a `roots/list`, whoever asks: the stanza's `roots`.
@@ -65,6 +72,11 @@ mod tests {
         assert_eq!(
             answered("sampling/createMessage", &roots)["error"],
             json!({"code": -32603, "message": "cannot attribute request"})
+        );
+        let refused: Value = serde_json::from_slice(&too_many(&Id::Integer(5))).unwrap();
+        assert_eq!(
+            refused,
+            json!({"jsonrpc": "2.0", "id": 5, "error": {"code": -32603, "message": "too many requests awaiting an answer"}})
         );
     }
 }

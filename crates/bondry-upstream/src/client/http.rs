@@ -18,7 +18,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bondry_mcp_proto::jsonrpc::Id;
 use bondry_mcp_proto::{Era, Revision, headers};
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
@@ -26,12 +25,14 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::ClientError;
 use super::negotiate::{self, Offer, Wire};
 use super::sse::{Data, Event, SseDecoder};
-use super::watched::{Asked, Router};
+use super::watched::{Reply, Router};
 use super::wire::{Frame, Ids, Incoming, id_of_truncated, read};
-use super::{ClientError, answer};
-use crate::spec::{Root, UpstreamSpec};
+use crate::backoff::{self, Backoff};
+use crate::spec::UpstreamSpec;
+use crate::warnings;
 
 const SESSION: &str = "Mcp-Session-Id";
 const LAST_EVENT_ID: &str = "Last-Event-ID";
@@ -41,8 +42,13 @@ const EVENT_STREAM: &str = "text/event-stream";
 const RESUMES: usize = 3;
 /// The longest `retry` an upstream may make Bondry wait before resuming.
 const RETRY_CAP: Duration = Duration::from_secs(10);
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const LAST_BACKOFF: Duration = Duration::from_secs(60);
+/// A renewed session that lived this long resets the renewals' backoff.
+const STEADY: Duration = Duration::from_secs(60);
+/// How long ending the session (DELETE) may take: it must not hold a shutdown.
+const CLOSE_WITHIN: Duration = Duration::from_secs(2);
+/// How long Bondry's answer to one of the upstream's requests may take to be delivered:
+/// the stream it came on is not read meanwhile.
+const REPLY_WITHIN: Duration = Duration::from_secs(10);
 
 pub(crate) struct Http {
     upstream: String,
@@ -50,13 +56,13 @@ pub(crate) struct Http {
     url: reqwest::Url,
     limit: usize,
     router: Router,
-    roots: Vec<Root>,
     /// Declared again when the session is renewed.
     url_elicitation: bool,
     ids: Arc<Ids>,
     session: Mutex<Session>,
-    /// Held while an expired session is renewed, so one expiry initializes once.
-    renewing: tokio::sync::Mutex<()>,
+    /// Held while an expired session is renewed, so one expiry initializes once; it
+    /// holds when the last renewal was made and when the next may be.
+    renewing: tokio::sync::Mutex<Renewals>,
     /// Bumped by each renewal: the new session holds nothing of the old one's.
     renewals: watch::Sender<u64>,
 }
@@ -66,6 +72,15 @@ pub(crate) struct Http {
 struct Session {
     id: Option<String>,
     revision: Option<Revision>,
+}
+
+/// The session renewals' backoff: an upstream that forgets every session at once is
+/// initialized again at most once per step, never in a loop.
+#[derive(Debug, Default)]
+struct Renewals {
+    backoff: Backoff,
+    last: Option<tokio::time::Instant>,
+    not_before: Option<tokio::time::Instant>,
 }
 
 /// A request's failure as the retry sees it.
@@ -128,11 +143,10 @@ impl Http {
             url: url.clone(),
             limit: spec.max_response_bytes,
             router,
-            roots: spec.roots.clone(),
             url_elicitation: spec.allow_url_elicitation,
             ids,
             session: Mutex::new(Session::default()),
-            renewing: tokio::sync::Mutex::new(()),
+            renewing: tokio::sync::Mutex::new(Renewals::default()),
             renewals: watch::Sender::new(0),
         })
     }
@@ -164,13 +178,14 @@ impl Http {
             .client
             .delete(self.url.clone())
             .headers(Self::session_headers(&Session { id: Some(id), revision: session.revision }));
-        match request.send().await {
-            Ok(response) => {
+        match tokio::time::timeout(CLOSE_WITHIN, request.send()).await {
+            Ok(Ok(response)) => {
                 tracing::debug!(upstream = self.upstream, status = %response.status(), "upstream session ended")
             }
-            Err(error) => {
+            Ok(Err(error)) => {
                 tracing::debug!(upstream = self.upstream, error = describe(&error), "upstream session end failed")
             }
+            Err(_) => tracing::debug!(upstream = self.upstream, "upstream session end not answered in time"),
         }
     }
 
@@ -300,10 +315,15 @@ impl Http {
             if let Some(last) = decoder.last_event_id() {
                 *last_event_id = Some(last.to_owned());
             }
+            let mut answered = None;
+            // Events the chunk holds after the answer are acted on too: a notice sent right
+            // after it is not lost with the stream.
             for event in events.drain(..) {
-                if let Some(answer) = self.event(event, awaiting).await {
-                    return Followed::Answer(answer);
-                }
+                let answer = self.event(event, awaiting).await;
+                answered = answered.or(answer);
+            }
+            if let Some(answer) = answered {
+                return Followed::Answer(answer);
             }
         }
         Followed::Ended { retry: decoder.retry() }
@@ -320,7 +340,10 @@ impl Http {
         let data = match event.data {
             Data::Whole(data) => data,
             Data::Overlong { prefix } => {
-                tracing::warn!(upstream, limit = self.limit, "upstream message over max_response_bytes dropped");
+                if let Some(print) = warnings::hear(upstream, "", "message over max_response_bytes") {
+                    let (limit, suppressed) = (self.limit, print.suppressed);
+                    tracing::warn!(upstream, limit, suppressed, "upstream message over max_response_bytes dropped");
+                }
                 let answered = id_of_truncated(&prefix);
                 return (awaiting.is_some() && answered.as_deref() == awaiting)
                     .then_some(Err(ClientError::TooLarge { limit: self.limit }));
@@ -331,47 +354,59 @@ impl Http {
             Ok(Incoming::Response { id, .. }) => {
                 tracing::debug!(upstream, id, "upstream response not awaited here dropped")
             }
-            // What comes on a request's stream is that request's.
-            Ok(Incoming::Notice(notice)) => self.router.notice(upstream, notice, awaiting, false),
+            // What comes on a request's stream is that request's; what comes on the GET
+            // stream names no call, and is the sole call's in flight, as over stdio.
+            Ok(Incoming::Notice(notice)) => self.router.notice(upstream, notice, awaiting, awaiting.is_none()),
             Ok(Incoming::Request { id, method, params }) => {
-                if let Err(asked) = self.router.request(Asked { id, method, params }, awaiting, false) {
-                    self.reply(&asked.id, &asked.method).await;
+                if let Some(reply) = self.router.request(upstream, id, method, params, awaiting, awaiting.is_none()) {
+                    self.reply(reply).await;
                 }
             }
             // A priming event (an id and empty data) carries nothing to read.
             Err(_) if data.is_empty() => {}
-            Err(why) => tracing::warn!(upstream, why, "upstream event dropped"),
+            Err(why) => {
+                if let Some(print) = warnings::hear(upstream, "", why) {
+                    tracing::warn!(upstream, why, suppressed = print.suppressed, "upstream event dropped");
+                }
+            }
         }
         None
     }
 
-    /// Answers the upstream's request Bondry answers itself (`ping`, `roots/list`) or
-    /// refuses, by POSTing the response (handshake era only: a modern upstream sends no
-    /// requests, and has nowhere to receive an answer).
-    async fn reply(&self, id: &Id, method: &str) {
+    /// POSTs Bondry's own answer to one of the upstream's requests (`ping`, `roots/list`,
+    /// a refusal) within [`REPLY_WITHIN`], holding its claim until then (handshake era
+    /// only: a modern upstream sends no requests, and has nowhere to receive an answer).
+    async fn reply(&self, reply: Reply) {
         let session = self.session();
         if session.revision == Some(Revision::V2026_07_28) {
-            tracing::debug!(upstream = self.upstream, method, "request from a modern upstream dropped");
+            tracing::debug!(upstream = self.upstream, "request from a modern upstream dropped");
             return;
         }
-        let body = answer::answer(id, method, &self.roots);
-        match self.post(body.into(), &HeaderMap::new(), &session).await {
-            Ok(response) if response.status().is_success() => {}
-            Ok(response) => {
-                tracing::debug!(upstream = self.upstream, method, status = %response.status(), "answer refused")
+        let no_headers = HeaderMap::new();
+        let posted = tokio::time::timeout(REPLY_WITHIN, self.post(reply.body.into(), &no_headers, &session));
+        match posted.await {
+            Ok(Ok(response)) if response.status().is_success() => {}
+            Ok(Ok(response)) => {
+                tracing::debug!(upstream = self.upstream, status = %response.status(), "answer refused")
             }
-            Err(error) => tracing::debug!(upstream = self.upstream, method, %error, "answer not delivered"),
+            Ok(Err(error)) => tracing::debug!(upstream = self.upstream, %error, "answer not delivered"),
+            Err(_) => tracing::debug!(upstream = self.upstream, "answer not delivered in time"),
         }
+        drop(reply.claim);
     }
 
     /// A whole JSON body, at most `max_response_bytes`.
     async fn body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, ClientError> {
         let too_large = || {
-            tracing::warn!(
-                upstream = self.upstream,
-                limit = self.limit,
-                "upstream message over max_response_bytes dropped"
-            );
+            if let Some(print) = warnings::hear(&self.upstream, "", "message over max_response_bytes") {
+                let (limit, suppressed) = (self.limit, print.suppressed);
+                tracing::warn!(
+                    upstream = self.upstream,
+                    limit,
+                    suppressed,
+                    "upstream message over max_response_bytes dropped"
+                );
+            }
             ClientError::TooLarge { limit: self.limit }
         };
         if response.content_length().is_some_and(|length| length > self.limit as u64) {
@@ -389,12 +424,23 @@ impl Http {
 
     /// Initializes again after a 404 on session `stale`, unless another request already
     /// has; only the revision already agreed is offered, so the connection's era holds.
+    /// Within the renewals' backoff the 404 stands instead.
     async fn renew(&self, stale: &str) -> Result<(), ClientError> {
-        let _one = self.renewing.lock().await;
+        let mut renewals = self.renewing.lock().await;
         let session = self.session();
         if session.id.as_deref() != Some(stale) {
             return Ok(());
         }
+        let now = tokio::time::Instant::now();
+        if renewals.not_before.is_some_and(|not_before| now < not_before) {
+            tracing::debug!(upstream = self.upstream, "upstream session expired again: renewal backing off");
+            return Err(ClientError::Http { status: 404 });
+        }
+        if renewals.last.is_some_and(|last| now.duration_since(last) >= STEADY) {
+            renewals.backoff.succeed();
+        }
+        renewals.last = Some(now);
+        renewals.not_before = Some(now + renewals.backoff.fail(backoff::jitter()));
         let revision = session.revision.ok_or(ClientError::Closed)?;
         self.lock_session().id = None;
         let offer = Offer { revisions: &[revision], url_elicitation: self.url_elicitation };
@@ -407,7 +453,7 @@ impl Http {
     /// The GET stream of a handshake upstream, while the connection lives.
     async fn listen(self: Arc<Self>, mut gone: watch::Receiver<()>) {
         let mut last_event_id = None;
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = Backoff::default();
         loop {
             let session = self.session();
             let attempt = async {
@@ -416,7 +462,7 @@ impl Http {
                     StatusCode::METHOD_NOT_ALLOWED => Ok(Listening::NotOffered),
                     StatusCode::NOT_FOUND if session.id.is_some() => Ok(Listening::Expired),
                     StatusCode::OK if media_type(&response).as_deref() == Some(EVENT_STREAM) => {
-                        backoff = FIRST_BACKOFF;
+                        backoff.succeed();
                         self.follow(response, None, &mut last_event_id).await;
                         Ok(Listening::Ended)
                     }
@@ -438,20 +484,19 @@ impl Http {
                         renewed = self.renew(&stale) => renewed,
                         _ = gone.changed() => return,
                     };
+                    // Listened to again after the backoff all the same: an upstream that
+                    // answers 404 to every GET is not initialized again in a loop.
                     if let Err(error) = renewed {
                         tracing::warn!(upstream = self.upstream, %error, "upstream session not renewed");
-                    } else {
-                        continue;
                     }
                 }
                 Ok(Listening::Ended) => tracing::debug!(upstream = self.upstream, "upstream GET stream ended"),
                 Err(error) => tracing::debug!(upstream = self.upstream, %error, "upstream GET stream failed"),
             }
             tokio::select! {
-                () = tokio::time::sleep(backoff) => {}
+                () = tokio::time::sleep(backoff.fail(backoff::jitter())) => {}
                 _ = gone.changed() => return,
             }
-            backoff = (backoff * 2).min(LAST_BACKOFF);
         }
     }
 }

@@ -12,7 +12,7 @@
 //! Connection::request(&self, Outgoing) -> Result<Value, ClientError>
 //! Connection::request_watched(&self, Outgoing, Watch) -> Result<Value, ClientError>
 //! Connection::respond(&self, &Id, Result<Value, (i64, String)>) -> Result<(), ClientError>
-//! Connection::ended(&self)                              // a stdio child exited
+//! Connection::ended(&self) -> String                    // a stdio child exited or stalled
 //! Connection::notify(&self, &str, Value) -> Result<(), ClientError>
 //! Connection::close(&self)
 //! Inbox::channel(capacity) -> (Inbox, mpsc::Receiver<Notice>); Inbox::discard()
@@ -34,7 +34,11 @@
 //!   answers.
 //! - What the upstream sends on its own goes to the [`Inbox`]; its `ping` and
 //!   `roots/list` are answered from the spec, any other request that is no watched
-//!   call's is refused (-32603 `cannot attribute request`).
+//!   call's is refused (-32603 `cannot attribute request`). At most
+//!   `max_pending_server_requests` of its requests await Bondry's answer at once; past
+//!   that one is refused at once (-32603, [`owed`]).
+//! - A stdio child's stdin is written from a bounded queue by one task; a child that
+//!   leaves it undrained for `stdin_stall_ms` ends the connection ([`Connection::ended`]).
 //! - A message over `max_response_bytes` is logged and dropped; the request it answered
 //!   fails with [`ClientError::TooLarge`] and the connection stays usable.
 //! - [`Connection::close`] ends the connection (the HTTP session's DELETE; SIGTERM to a
@@ -45,17 +49,20 @@
 //!
 //! Modules: `wire` (frames out, messages in), `negotiate` (the era), `http` and `stdio`
 //! (the transports), `group` (a child's process group), `pending` (stdio requests
-//! awaiting answers), `watched` (a request's own messages), `answer` (Bondry's answers to
+//! awaiting answers), `owed` (the upstream's requests awaiting Bondry's), `watched` (a request's own messages), `answer` (Bondry's answers to
 //! the upstream's requests), `sse` and `lines` (bounded readers), `stderr` (a child's
 //! stderr in the log), `inbox`, `error`.
 
 mod answer;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod group;
 mod http;
 mod inbox;
 mod lines;
 mod negotiate;
+mod owed;
 mod pending;
 mod sse;
 mod stderr;
@@ -156,7 +163,12 @@ impl Connection {
     pub async fn open(spec: &UpstreamSpec, inbox: Inbox) -> Result<Self, ClientError> {
         let ids = Arc::new(Ids::default());
         let watchers = Arc::new(Watchers::default());
-        let router = Router { inbox, watchers: Arc::clone(&watchers) };
+        let router = Router {
+            inbox,
+            watchers: Arc::clone(&watchers),
+            owed: owed::Owed::new(spec.max_pending_server_requests),
+            roots: spec.roots.clone(),
+        };
         let opening = async {
             let transport = match &spec.transport {
                 TransportSpec::Http { url, headers, ca_file, proxy } => Transport::Http(Arc::new(Http::new(
@@ -235,12 +247,13 @@ impl Connection {
         }
     }
 
-    /// Resolves once the connection is known dead without a request failing: a stdio
-    /// child that exited. Never for HTTP, whose failures only a request can see.
-    pub async fn ended(&self) {
+    /// Resolves, with why, once the connection is known dead without a request failing: a
+    /// stdio child that exited, or that left its stdin undrained for `stdin_stall_ms`.
+    /// Never for HTTP, whose failures only a request can see.
+    pub async fn ended(&self) -> String {
         match &self.0.transport {
             Transport::Http(_) => std::future::pending().await,
-            Transport::Stdio(stdio) => stdio.exited().await,
+            Transport::Stdio(stdio) => stdio.ended().await,
         }
     }
 

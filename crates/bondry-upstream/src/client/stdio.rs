@@ -1,13 +1,18 @@
 //! An upstream that is a child process speaking newline-delimited JSON-RPC.
 //!
 //! The command runs without a shell, with exactly the spec's environment (`env_clear`
-//! first), in the spec's directory, as the leader of its own process group. Three tasks
+//! first), in the spec's directory, as the leader of its own process group. Four tasks
 //! serve it: one reads stdout (answers to the pending requests, what concerns a watched
 //! call to its watch, other notices to the inbox, the child's other requests answered),
-//! one logs stderr, one waits for the exit. A line names no stream it came on, so a
-//! message that names no call is attributed only while one watched call is in flight. A dead
-//! child (stdout ended, or the process exited) fails every pending request with
-//! [`ClientError::Closed`] at once, and every later one.
+//! one writes stdin, one logs stderr, one waits for the exit. A line names no stream it
+//! came on, so a message that names no call is attributed only while one watched call is
+//! in flight. A dead child (stdout ended, or the process exited) fails every pending
+//! request with [`ClientError::Closed`] at once, and every later one.
+//!
+//! Everything for stdin goes through one bounded queue: Bondry's requests wait for room,
+//! its answers to the child's own requests never do (a child that floods requests while
+//! reading nothing has them dropped, not held). A message the child has not taken within
+//! `stdin_stall_ms` ends the connection, and the supervisor restarts the child.
 //!
 //! A stdout line over `max_response_bytes` is never held whole: it is logged and dropped,
 //! and the request it answered (its id read from the part kept) fails with
@@ -20,21 +25,28 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{Mutex, watch};
+use tokio::sync::{mpsc, watch};
 
 use super::group::ProcessGroup;
 use super::lines::{Line, LineSplitter};
 use super::negotiate::Wire;
+use super::owed::Claim;
 use super::pending::Pending;
-use super::watched::{Asked, Router};
+use super::watched::{Reply, Router};
 use super::wire::{Frame, Incoming, id_of_truncated, read};
-use super::{ClientError, answer, stderr};
-use crate::spec::{Root, UpstreamSpec};
+use super::{ClientError, stderr};
+use crate::spec::UpstreamSpec;
+use crate::warnings;
 
 /// How long the group has to end after SIGTERM before SIGKILL.
 const TERM_GRACE: Duration = Duration::from_secs(5);
 /// How often `close` looks whether the group has ended.
 const POLL: Duration = Duration::from_millis(20);
+/// Messages of Bondry's own queued for stdin at most, besides one answer per owed request.
+const QUEUED: usize = 64;
+/// How many turns the stdin writer gets to make room for an answer before it is dropped:
+/// a child that reads its stdin gets its answers however fast it asks.
+const ROOM_TRIES: usize = 16;
 
 pub(crate) struct Stdio {
     shared: Arc<Shared>,
@@ -42,14 +54,22 @@ pub(crate) struct Stdio {
     exited: watch::Receiver<bool>,
 }
 
-/// What the connection and its stdout reader share.
+/// What the connection and its tasks share.
 struct Shared {
     upstream: String,
-    stdin: Mutex<ChildStdin>,
+    stdin: mpsc::Sender<Outbound>,
     pending: Pending,
     router: Router,
-    roots: Vec<Root>,
     limit: usize,
+    /// Why the connection ended before the child exited: its stdin stalled or failed.
+    broken: watch::Sender<Option<String>>,
+}
+
+/// One message for the child's stdin, and the claim of the request it answers, if any:
+/// owed until written.
+struct Outbound {
+    line: Vec<u8>,
+    _claim: Option<Claim>,
 }
 
 impl Stdio {
@@ -83,16 +103,18 @@ impl Stdio {
         let stdin = child.stdin.take().ok_or_else(not_piped)?;
         let stdout = child.stdout.take().ok_or_else(not_piped)?;
         let stderr = child.stderr.take().ok_or_else(not_piped)?;
+        let (queue, queued) = mpsc::channel(QUEUED + spec.max_pending_server_requests);
         let shared = Arc::new(Shared {
             upstream: spec.name.clone(),
-            stdin: Mutex::new(stdin),
+            stdin: queue,
             pending: Pending::new(),
             router,
-            roots: spec.roots.clone(),
             limit: spec.max_response_bytes,
+            broken: watch::Sender::new(None),
         });
         let (exit, exited) = watch::channel(false);
         tokio::spawn(Arc::clone(&shared).read_stdout(stdout));
+        tokio::spawn(Arc::clone(&shared).write_stdin(stdin, queued, spec.stdin_stall, exited.clone()));
         tokio::spawn(stderr::log_lines(spec.name.clone(), stderr));
         tokio::spawn(Arc::clone(&shared).wait(child, exit));
         tracing::debug!(upstream = spec.name, group = group.id(), "upstream child started");
@@ -116,11 +138,15 @@ impl Stdio {
         self.shared.pending.close();
     }
 
-    /// Resolves once the child has exited.
-    pub(crate) async fn exited(&self) {
+    /// Resolves, with why, once the child has exited or its stdin broke.
+    pub(crate) async fn ended(&self) -> String {
         let mut exited = self.exited.clone();
-        // The channel closes only once the exit was sent, so its end counts as an exit.
-        let _ = exited.wait_for(|exited| *exited).await;
+        let mut broken = self.shared.broken.subscribe();
+        tokio::select! {
+            // The channel closes only once the exit was sent, so its end counts as an exit.
+            _ = exited.wait_for(|exited| *exited) => "the child exited".to_owned(),
+            Ok(why) = broken.wait_for(Option::is_some) => why.clone().unwrap_or_default(),
+        }
     }
 
     /// Whether the child has exited and its group is empty within `limit`.
@@ -165,52 +191,107 @@ impl Drop for Forget<'_> {
 }
 
 impl Shared {
+    /// Queues `message` for stdin, waiting for room.
     async fn write(&self, message: &[u8]) -> Result<(), ClientError> {
-        let mut stdin = self.stdin.lock().await;
-        let written = async {
-            stdin.write_all(message).await?;
-            stdin.write_all(b"\n").await?;
-            stdin.flush().await
+        let outbound = Outbound { line: message.to_vec(), _claim: None };
+        self.stdin.send(outbound).await.map_err(|_| ClientError::Closed)
+    }
+
+    /// Queues Bondry's answer to the child's request without waiting on the child: with
+    /// no room after the writer had [`ROOM_TRIES`] turns to make some, the child reads
+    /// nothing, and the answer is dropped with its claim; so are the next ones at once,
+    /// while the queue stays full. Whether it was dropped.
+    async fn reply(&self, reply: Reply, dropping: bool) -> bool {
+        let mut outbound = Outbound { line: reply.body, _claim: reply.claim };
+        let tries = if dropping { 1 } else { ROOM_TRIES };
+        for _ in 0..tries {
+            match self.stdin.try_send(outbound) {
+                Err(mpsc::error::TrySendError::Full(full)) => outbound = full,
+                _ => return false,
+            }
+            tokio::task::yield_now().await;
+        }
+        if !dropping {
+            tracing::debug!(upstream = self.upstream, "answers to the upstream dropped: its stdin is full");
+        }
+        true
+    }
+
+    /// Writes the queue to the child's stdin until the child exits; a message not taken
+    /// within `stall` or a failed write breaks the connection, failing what waits on it.
+    async fn write_stdin(
+        self: Arc<Self>,
+        mut stdin: ChildStdin,
+        mut queued: mpsc::Receiver<Outbound>,
+        stall: Duration,
+        mut exited: watch::Receiver<bool>,
+    ) {
+        let broken = loop {
+            let outbound = tokio::select! {
+                Some(outbound) = queued.recv() => outbound,
+                _ = exited.wait_for(|exited| *exited) => return,
+            };
+            let written = async {
+                stdin.write_all(&outbound.line).await?;
+                stdin.write_all(b"\n").await?;
+                stdin.flush().await
+            };
+            match tokio::time::timeout(stall, written).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => break format!("its stdin failed: {error}"),
+                Err(_) => {
+                    break format!("its stdin did not drain for {} ms (stdin_stall_ms): restarted", stall.as_millis());
+                }
+            }
         };
-        written.await.map_err(|_| ClientError::Closed)
+        tracing::warn!(upstream = self.upstream, why = broken, "upstream child connection broken");
+        // Nothing more reaches the child: what waits on it fails now.
+        queued.close();
+        self.pending.close();
+        self.broken.send_replace(Some(broken));
     }
 
     async fn read_stdout(self: Arc<Self>, stdout: ChildStdout) {
         let mut reader = BufReader::new(stdout);
         let mut lines = LineSplitter::new(self.limit);
+        let mut dropping = false;
         loop {
             let (used, line) = match reader.fill_buf().await {
                 Ok(chunk) if !chunk.is_empty() => lines.feed(chunk),
                 _ => break,
             };
             reader.consume(used);
-            if let Some(line) = line {
-                self.receive(line);
+            if let Some(reply) = line.and_then(|line| self.receive(line)) {
+                dropping = self.reply(reply, dropping).await;
             }
         }
         tracing::debug!(upstream = self.upstream, "upstream stdout ended");
         self.pending.close();
     }
 
-    fn receive(self: &Arc<Self>, line: Line) {
+    /// Acts on one line of stdout; Bondry's answer, when the line is a request it answers.
+    fn receive(self: &Arc<Self>, line: Line) -> Option<Reply> {
         let upstream = self.upstream.as_str();
         let bytes = match line {
             Line::Whole(bytes) => bytes,
             Line::Overlong { prefix, length } => {
-                tracing::warn!(
-                    upstream,
-                    length,
-                    limit = self.limit,
-                    "upstream message over max_response_bytes dropped"
-                );
+                if let Some(print) = warnings::hear(upstream, "", "message over max_response_bytes") {
+                    tracing::warn!(
+                        upstream,
+                        length,
+                        limit = self.limit,
+                        suppressed = print.suppressed,
+                        "upstream message over max_response_bytes dropped"
+                    );
+                }
                 if let Some(id) = id_of_truncated(&prefix) {
                     self.pending.complete(&id, Err(ClientError::TooLarge { limit: self.limit }));
                 }
-                return;
+                return None;
             }
         };
         if bytes.is_empty() {
-            return;
+            return None;
         }
         match read(&bytes) {
             Ok(Incoming::Response { id, answer }) => {
@@ -220,19 +301,19 @@ impl Shared {
             }
             // A line names no stream: only the sole call in flight may own what names no call.
             Ok(Incoming::Notice(notice)) => self.router.notice(upstream, notice, None, true),
+            // Queued without waiting on the child, so a child that does not read its stdin
+            // cannot stall its own stdout.
             Ok(Incoming::Request { id, method, params }) => {
-                let Err(Asked { id, method, .. }) = self.router.request(Asked { id, method, params }, None, true)
-                else {
-                    return;
-                };
-                let body = answer::answer(&id, &method, &self.roots);
-                // Answered beside the reading, so a child that does not read its stdin
-                // cannot stall its own stdout.
-                let shared = Arc::clone(self);
-                tokio::spawn(async move { shared.write(&body).await });
+                return self.router.request(upstream, id, method, params, None, true);
             }
-            Err(why) => tracing::warn!(upstream, why, length = bytes.len(), "upstream stdout line dropped"),
+            Err(why) => {
+                if let Some(print) = warnings::hear(upstream, "", why) {
+                    let (length, suppressed) = (bytes.len(), print.suppressed);
+                    tracing::warn!(upstream, why, length, suppressed, "upstream stdout line dropped");
+                }
+            }
         }
+        None
     }
 
     async fn wait(self: Arc<Self>, mut child: Child, exit: watch::Sender<bool>) {

@@ -18,7 +18,11 @@ use bondry_mcp_proto::jsonrpc::Id;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
+use super::answer;
+use super::owed::{Claim, Owed};
 use super::{Inbox, Notice};
+use crate::spec::Root;
+use crate::warnings;
 
 /// Events queued per watched call before new notices are dropped; a request that finds
 /// the queue full is answered as one nobody's (`cannot attribute request`).
@@ -45,11 +49,14 @@ pub enum CallEvent {
 }
 
 /// A request from the upstream: `elicitation/create`, `sampling/createMessage`…
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Asked {
     pub id: Id,
     pub method: String,
     pub params: Map<String, Value>,
+    /// Held until the request is answered or given up: it counts against
+    /// `max_pending_server_requests` until then.
+    pub(crate) _claim: Option<Claim>,
 }
 
 /// The watched requests of one connection in flight, by request id.
@@ -82,6 +89,18 @@ pub(crate) enum Route {
 pub(crate) struct Router {
     pub(crate) inbox: Inbox,
     pub(crate) watchers: Arc<Watchers>,
+    /// The requests Bondry owes the upstream an answer.
+    pub(crate) owed: Owed,
+    /// Bondry's answer to `roots/list`: the stanza's.
+    pub(crate) roots: Vec<Root>,
+}
+
+/// Bondry's own answer to a request of the upstream, to be written to it: the claim it
+/// holds until then, if it was admitted among the owed requests.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) body: Vec<u8>,
+    pub(crate) claim: Option<Claim>,
 }
 
 impl Router {
@@ -99,24 +118,52 @@ impl Router {
         }
     }
 
-    /// Hands the upstream's request to the call it belongs to, or gives it back when it
-    /// is nobody's (or its call cannot take it), for Bondry to answer itself.
-    pub(crate) fn request(&self, asked: Asked, carrier: Option<&str>, sole: bool) -> Result<(), Asked> {
-        if super::answer::is_local(&asked.method) {
-            return Err(asked);
+    /// Hands the upstream's request `id` to the call it belongs to (`None`), or answers
+    /// it here: `ping` and `roots/list` always, a request that is nobody's (or whose call
+    /// cannot take it) with -32603, and so, at once, any request past
+    /// `max_pending_server_requests` owed. `carrier` and `sole` as in [`Router::notice`].
+    pub(crate) fn request(
+        &self,
+        upstream: &str,
+        id: Id,
+        method: String,
+        params: Map<String, Value>,
+        carrier: Option<&str>,
+        sole: bool,
+    ) -> Option<Reply> {
+        let Some(claim) = self.owed.claim() else {
+            if let Some(print) = warnings::hear(upstream, "", "too many requests awaiting an answer") {
+                let (limit, suppressed) = (self.owed.limit(), print.suppressed);
+                tracing::warn!(
+                    upstream,
+                    method,
+                    limit,
+                    suppressed,
+                    "upstream request refused: max_pending_server_requests owed"
+                );
+            }
+            return Some(Reply { body: answer::too_many(&id), claim: None });
+        };
+        if answer::is_local(&method) {
+            return Some(Reply { body: answer::answer(&id, &method, &self.roots), claim: Some(claim) });
         }
         let carrier = carrier.and_then(|id| self.watchers.get(id));
-        match self.watchers.route_request(carrier.as_ref(), sole) {
-            // A call that cannot take the request is as good as none.
-            Route::Call(events) => match events.try_reserve() {
-                Ok(permit) => {
-                    permit.send(CallEvent::Asked(asked));
-                    Ok(())
-                }
-                Err(_) => Err(asked),
-            },
-            Route::Nobody => Err(asked),
+        // A call that cannot take the request is as good as none.
+        if let Route::Call(events) = self.watchers.route_request(carrier.as_ref(), sole)
+            && let Ok(permit) = events.try_reserve()
+        {
+            permit.send(CallEvent::Asked(Asked { id, method, params, _claim: Some(claim) }));
+            return None;
         }
+        if let Some(print) = warnings::hear(upstream, "", "cannot attribute request") {
+            tracing::warn!(
+                upstream,
+                method,
+                suppressed = print.suppressed,
+                "upstream request refused: it is no one call's"
+            );
+        }
+        Some(Reply { body: answer::answer(&id, &method, &self.roots), claim: Some(claim) })
     }
 }
 

@@ -1,9 +1,15 @@
-//! `[admin]`: where the admin listener binds and the tokens it admits.
+//! `[admin]`: where the admin listener binds, the tokens it admits, and its bounds on
+//! failed attempts and connections.
 //! Whether it runs is decided at start ([`plan`]): only with upstreams to review and a
-//! token to admit, configured or generated into `data_dir`.
+//! token to admit, configured or generated into `data_dir`. It is read only at start: a
+//! reload that changes it is refused ([`changed`]).
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bondry_http_server::ConnectionLimits;
 
 use super::diagnostics::Diagnostics;
 use crate::config::{Loaded, RawAdmin};
@@ -14,19 +20,51 @@ pub const TOKEN_FILE: &str = "admin-token";
 /// A token's shortest secret.
 const MIN_SECRET: usize = 32;
 
-/// The checked `[admin]` stanza: its bind and its configured tokens (name, secret).
+/// The most `max_failed_attempts_per_minute` may be: the listener remembers the time of
+/// each failure of the last minute.
+const MAX_FAILURE_BUDGET: u64 = 10_000;
+
+/// The checked `[admin]` stanza: its bind, its configured tokens (name, secret), and its
+/// bounds.
 #[derive(Clone)]
 pub struct AdminStanza {
     pub bind: SocketAddr,
     pub tokens: Vec<(String, String)>,
+    pub max_failed_attempts_per_minute: NonZeroU32,
+    pub connections: ConnectionLimits,
 }
 
 /// The names only: the secrets are secrets.
 impl std::fmt::Debug for AdminStanza {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<&str> = self.tokens.iter().map(|(name, _)| name.as_str()).collect();
-        f.debug_struct("AdminStanza").field("bind", &self.bind).field("tokens", &names).finish()
+        f.debug_struct("AdminStanza")
+            .field("bind", &self.bind)
+            .field("tokens", &names)
+            .field("max_failed_attempts_per_minute", &self.max_failed_attempts_per_minute)
+            .field("connections", &self.connections)
+            .finish()
     }
+}
+
+/// The keys of `[admin]` whose checked values differ between the `running` stanza and the
+/// file's, in the order of the section's table.
+pub fn changed(running: &AdminStanza, file: &AdminStanza) -> Vec<&'static str> {
+    let (was, now) = (running.connections, file.connections);
+    [
+        ("bind", running.bind != file.bind),
+        ("tokens", running.tokens != file.tokens),
+        (
+            "max_failed_attempts_per_minute",
+            running.max_failed_attempts_per_minute != file.max_failed_attempts_per_minute,
+        ),
+        ("max_connections", was.max_connections != now.max_connections),
+        ("header_read_timeout_ms", was.header_read_timeout != now.header_read_timeout),
+        ("body_read_timeout_ms", was.body_read_timeout != now.body_read_timeout),
+    ]
+    .into_iter()
+    .filter_map(|(key, differs)| differs.then_some(key))
+    .collect()
 }
 
 pub(super) fn stanza(diagnostics: &mut Diagnostics, loaded: &Loaded) -> Option<AdminStanza> {
@@ -75,8 +113,36 @@ pub(super) fn stanza(diagnostics: &mut Diagnostics, loaded: &Loaded) -> Option<A
             }
         }
     }
+    let budget = diagnostics.ok(
+        "admin.max_failed_attempts_per_minute",
+        u32::try_from(raw.max_failed_attempts_per_minute)
+            .ok()
+            .filter(|_| raw.max_failed_attempts_per_minute <= MAX_FAILURE_BUDGET)
+            .and_then(NonZeroU32::new)
+            .ok_or_else(|| {
+                format!("{} must be between 1 and {MAX_FAILURE_BUDGET}", raw.max_failed_attempts_per_minute)
+            }),
+    );
+    let mut positive = |key: &str, value: u64, unit: &str| {
+        let checked = (value > 0).then_some(value).ok_or_else(|| format!("0 must be a positive {unit}"));
+        diagnostics.ok(format!("admin.{key}"), checked)
+    };
+    let max_connections = positive("max_connections", raw.max_connections, "count, e.g. 64");
+    let header_read_timeout =
+        positive("header_read_timeout_ms", raw.header_read_timeout_ms, "number of milliseconds, e.g. 10000");
+    let body_read_timeout =
+        positive("body_read_timeout_ms", raw.body_read_timeout_ms, "number of milliseconds, e.g. 30000");
     clean.then_some(())?;
-    Some(AdminStanza { bind: bind?, tokens })
+    Some(AdminStanza {
+        bind: bind?,
+        tokens,
+        max_failed_attempts_per_minute: budget?,
+        connections: ConnectionLimits {
+            max_connections: usize::try_from(max_connections?).unwrap_or(usize::MAX),
+            header_read_timeout: Duration::from_millis(header_read_timeout?),
+            body_read_timeout: Duration::from_millis(body_read_timeout?),
+        },
+    })
 }
 
 /// What the admin listener does at this start: serve with these tokens, or stay off

@@ -294,6 +294,36 @@ mod tests {
     }
 
     #[test]
+    fn the_admin_bounds_default_and_refuse_zero_and_a_budget_past_ten_thousand() {
+        let assembled = assemble_in(EMBEDDED_DEFAULT, &[]).unwrap_or_else(|errors| panic!("{errors}"));
+        let admin = &assembled.admin;
+        assert_eq!(admin.max_failed_attempts_per_minute.get(), 100);
+        assert_eq!(admin.connections.max_connections, 64);
+        assert_eq!(admin.connections.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(admin.connections.body_read_timeout, Duration::from_secs(30));
+        let zeros = format!(
+            "{EMBEDDED_DEFAULT}\n[admin]\nmax_failed_attempts_per_minute = 0\nmax_connections = 0\nheader_read_timeout_ms = 0\nbody_read_timeout_ms = 0\n"
+        );
+        assert_eq!(
+            refused(&zeros),
+            [
+                "t.toml: admin.max_failed_attempts_per_minute: 0 must be between 1 and 10000",
+                "t.toml: admin.max_connections: 0 must be a positive count, e.g. 64",
+                "t.toml: admin.header_read_timeout_ms: 0 must be a positive number of milliseconds, e.g. 10000",
+                "t.toml: admin.body_read_timeout_ms: 0 must be a positive number of milliseconds, e.g. 30000",
+            ]
+        );
+        assert_eq!(
+            refused(&format!("{EMBEDDED_DEFAULT}\n[admin]\nmax_failed_attempts_per_minute = 10001\n")),
+            ["t.toml: admin.max_failed_attempts_per_minute: 10001 must be between 1 and 10000"]
+        );
+        let changed = format!("{EMBEDDED_DEFAULT}\n[admin]\nmax_connections = 8\nbody_read_timeout_ms = 5\n");
+        let changed = assemble_in(&changed, &[]).unwrap_or_else(|errors| panic!("{errors}"));
+        assert_eq!(admin::changed(admin, &changed.admin), ["max_connections", "body_read_timeout_ms"]);
+        assert!(admin::changed(admin, admin).is_empty());
+    }
+
+    #[test]
     fn upstreams_need_a_data_dir_for_their_pins_unless_memory_is_chosen() {
         let stanza = "[[realms.default.upstreams]]\nname = \"up\"\ntransport = \"stdio\"\ncommand = \"node\"\n";
         assert_refuses(

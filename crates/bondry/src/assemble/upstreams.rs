@@ -108,6 +108,9 @@ fn spec(
     let max_listing_bytes =
         bounded("max_listing_bytes", raw.max_listing_bytes, 64 * 1024..=1024 * 1024 * 1024, "bytes (1 GiB)");
     let list_timeout = bounded("list_timeout_ms", raw.list_timeout_ms, 1..=ONE_HOUR_MS, "milliseconds (an hour)");
+    let max_pending_server_requests =
+        bounded("max_pending_server_requests", raw.max_pending_server_requests, 1..=4096, "requests");
+    let stdin_stall = bounded("stdin_stall_ms", raw.stdin_stall_ms, 100..=ONE_HOUR_MS, "milliseconds (an hour)");
     let trust = diagnostics.ok(at("trust"), trust(&raw.trust));
     let new_capabilities = diagnostics.ok(at("new_capabilities"), new_entries(&raw.new_capabilities));
     let new_resources = diagnostics.ok(at("new_resources"), new_entries(&raw.new_resources));
@@ -138,6 +141,8 @@ fn spec(
         call_timeout: Duration::from_millis(call_timeout?),
         max_concurrent_calls: count(max_concurrent_calls?),
         max_response_bytes: count(max_response_bytes?),
+        max_pending_server_requests: count(max_pending_server_requests?),
+        stdin_stall: Duration::from_millis(stdin_stall?),
         trust: trust?,
         new_capabilities: new_capabilities?,
         new_resources: new_resources?,
@@ -1131,7 +1136,7 @@ list_timeout_ms = 3600000
     #[test]
     fn durations_and_sizes_are_bounded() {
         let stanza = format!(
-            "{STDIO}connect_timeout_ms = 0\ncall_timeout_ms = 3600001\nmax_concurrent_calls = 1025\nmax_response_bytes = 1023\nmax_entries_per_kind = 0\nmax_definition_bytes = 1023\nmax_listing_bytes = 65535\nlist_timeout_ms = 0\nrefresh_interval_ms = 999\ninput_wait_ms = 0\n"
+            "{STDIO}connect_timeout_ms = 0\ncall_timeout_ms = 3600001\nmax_concurrent_calls = 1025\nmax_response_bytes = 1023\nmax_entries_per_kind = 0\nmax_definition_bytes = 1023\nmax_listing_bytes = 65535\nlist_timeout_ms = 0\nmax_pending_server_requests = 0\nstdin_stall_ms = 50\nrefresh_interval_ms = 999\ninput_wait_ms = 0\n"
         );
         assert_eq!(
             refused(&stanza, &[]),
@@ -1144,6 +1149,8 @@ list_timeout_ms = 3600000
                 "max_definition_bytes: 1023 must be between 1024 and 16777216 bytes (16 MiB)",
                 "max_listing_bytes: 65535 must be between 65536 and 1073741824 bytes (1 GiB)",
                 "list_timeout_ms: 0 must be between 1 and 3600000 milliseconds (an hour)",
+                "max_pending_server_requests: 0 must be between 1 and 4096 requests",
+                "stdin_stall_ms: 50 must be between 100 and 3600000 milliseconds (an hour)",
                 "refresh_interval_ms: 999 must be between 1000 and 86400000 milliseconds (a second to a day)",
                 "input_wait_ms: 0 must be between 1 and 3600000 milliseconds (an hour)",
             ]

@@ -155,16 +155,41 @@ pub struct RawAdmin {
     pub allow_remote: bool,
     #[serde(default)]
     pub tokens: Vec<RawAdminToken>,
+    /// Failed attempts verified per minute across all addresses.
+    #[serde(default = "default_admin_failures")]
+    pub max_failed_attempts_per_minute: u64,
+    #[serde(default = "default_admin_connections")]
+    pub max_connections: u64,
+    #[serde(default = "default_header_read_timeout")]
+    pub header_read_timeout_ms: u64,
+    #[serde(default = "default_body_read_timeout")]
+    pub body_read_timeout_ms: u64,
 }
 
 impl Default for RawAdmin {
     fn default() -> Self {
-        Self { bind: admin_bind(), allow_remote: false, tokens: Vec::new() }
+        Self {
+            bind: admin_bind(),
+            allow_remote: false,
+            tokens: Vec::new(),
+            max_failed_attempts_per_minute: default_admin_failures(),
+            max_connections: default_admin_connections(),
+            header_read_timeout_ms: default_header_read_timeout(),
+            body_read_timeout_ms: default_body_read_timeout(),
+        }
     }
 }
 
 fn admin_bind() -> String {
     "127.0.0.1:7374".into()
+}
+
+fn default_admin_failures() -> u64 {
+    100
+}
+
+fn default_admin_connections() -> u64 {
+    64
 }
 
 /// `[[admin.tokens]]`: a token operators present, read from the environment.
@@ -375,6 +400,10 @@ pub struct RawUpstream {
     pub max_listing_bytes: u64,
     #[serde(default = "default_list_timeout")]
     pub list_timeout_ms: u64,
+    #[serde(default = "default_max_pending_server_requests")]
+    pub max_pending_server_requests: u64,
+    #[serde(default = "default_stdin_stall")]
+    pub stdin_stall_ms: u64,
 }
 
 /// One root Bondry answers an upstream's `roots/list` with.
@@ -427,6 +456,14 @@ fn default_max_listing_bytes() -> u64 {
 
 fn default_list_timeout() -> u64 {
     30_000
+}
+
+fn default_max_pending_server_requests() -> u64 {
+    64
+}
+
+fn default_stdin_stall() -> u64 {
+    10_000
 }
 
 fn first_use() -> String {
