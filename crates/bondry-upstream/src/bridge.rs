@@ -35,7 +35,7 @@ use tokio::time::Instant;
 
 use crate::client::{Asked, CALL_EVENTS, CallEvent, Connection, Notice, Outgoing, Watch, roots_result};
 use crate::spec::UpstreamSpec;
-use crate::upstream::{Flight, Unrelayed, Upstream};
+use crate::upstream::{Flight, LogWish, Unrelayed, Upstream};
 use crate::warnings;
 
 /// How long a handshake upstream's requests are gathered after the last one before the
@@ -86,6 +86,8 @@ struct Held {
     remaining: Duration,
     /// The upstream's requests the caller is asked, by the key it answers under.
     asked: Vec<(String, Asked)>,
+    /// The caller's log level, wanted of the upstream while the call lives.
+    _wish: Option<Arc<LogWish>>,
 }
 
 /// The exchanges of one upstream held for their callers' retries, by id.
@@ -127,8 +129,8 @@ pub async fn drive(
         (responses, state.and_then(|state| state.get(UPSTREAM_STATE)).cloned())
     });
     let wants = request.emitter.wants();
-    let _wish = match wants.log_level {
-        Some(level) => Some(upstream.ask_log_level(level).await),
+    let wish = match wants.log_level {
+        Some(level) => Some(Arc::new(upstream.ask_log_level(level).await)),
         None => None,
     };
     let spec = upstream.spec();
@@ -143,7 +145,8 @@ pub async fn drive(
             Ok(flight) => flight,
             Err(why) => return Driven::Answered(Err(why)),
         };
-        let held = Held { flight, events: receiver, remaining: spec.call_timeout, asked: Vec::new() };
+        let held =
+            Held { flight, events: receiver, remaining: spec.call_timeout, asked: Vec::new(), _wish: wish.clone() };
         let driven = run(upstream, exchanges, held, request).await;
         let Driven::Answered(Ok(result)) = &driven else { return driven };
         match upstream_input(result, &spec) {

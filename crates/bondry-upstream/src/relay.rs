@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 use crate::bridge::{self, Asking, Driven, Exchanges};
 use crate::client::Outgoing;
 use crate::upstream::{Target, Unrelayed, Upstream};
+use crate::warnings;
 
 /// Stable codes of relayed calls that did not get an answer.
 pub mod code {
@@ -115,7 +116,11 @@ async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut request:
         Err(Unrelayed::Unavailable) => unavailable(kind),
         Err(Unrelayed::ClientLacks { required }) => Answer::MissingClientCapability { required },
         Err(Unrelayed::Refused { code, message }) => {
-            tracing::info!(upstream = upstream.name(), code, message, "the upstream answered an error");
+            // The upstream's own words, quoted and escaped: they may hold line breaks.
+            if let Some(print) = warnings::hear(upstream.name(), "", &format!("answered error {code}")) {
+                let suppressed = print.suppressed;
+                tracing::info!(upstream = upstream.name(), code, text = ?message, suppressed, "the upstream answered an error");
+            }
             let detail = Some(error_detail(code, &message));
             match kind {
                 CapabilityKind::Tool => {

@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use crate::client::{ClientError, Connection, Outgoing};
+use crate::warnings;
 
 /// How long a new listen stream gets to be under way before the one it replaces closes.
 const OVERLAP: Duration = Duration::from_millis(50);
@@ -141,9 +142,30 @@ impl Subscribed {
             match tokio::time::timeout(self.timeout, request).await {
                 Ok(Ok(_)) => {}
                 Ok(Err(error)) => {
-                    tracing::warn!(upstream = self.upstream, method, uri, %error, "upstream subscription not changed")
+                    if let Some(print) = warnings::hear(&self.upstream, uri, &format!("{method} failed")) {
+                        let suppressed = print.suppressed;
+                        tracing::warn!(
+                            upstream = self.upstream,
+                            method,
+                            uri,
+                            ?error,
+                            suppressed,
+                            "upstream subscription not changed"
+                        )
+                    }
                 }
-                Err(_) => tracing::warn!(upstream = self.upstream, method, uri, "upstream subscription timed out"),
+                Err(_) => {
+                    if let Some(print) = warnings::hear(&self.upstream, uri, &format!("{method} timed out")) {
+                        let suppressed = print.suppressed;
+                        tracing::warn!(
+                            upstream = self.upstream,
+                            method,
+                            uri,
+                            suppressed,
+                            "upstream subscription timed out"
+                        )
+                    }
+                }
             }
         }
         true

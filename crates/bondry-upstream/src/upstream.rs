@@ -27,6 +27,8 @@ use crate::warnings;
 
 /// Consecutive failed calls after which an upstream is marked down for its backoff.
 pub const FAILURES_BEFORE_DOWN: u32 = 5;
+/// How long a `logging/setLevel` may take: calls wanting a level wait for it.
+const SET_LEVEL_WITHIN: Duration = Duration::from_secs(10);
 /// A connection that lived this long resets the backoff.
 const STEADY: Duration = Duration::from_secs(60);
 /// Notices queued from the upstream before new ones are dropped.
@@ -84,7 +86,8 @@ pub struct Upstream {
     calls: Arc<CallSlots>,
     /// The log level asked of a handshake upstream's session, and on which connection:
     /// the lowest any call in flight wanted, since one session serves every caller.
-    log_level: Mutex<Option<(u64, LogLevel)>>,
+    /// Held while a level is asked, so that levels reach the upstream in the order chosen.
+    log_level: tokio::sync::Mutex<Option<(u64, LogLevel)>>,
     /// The log levels the calls in flight asked for, counted.
     log_wishes: Arc<Mutex<BTreeMap<LogLevel, usize>>>,
     /// Who follows which of the upstream's resources: the supervisor keeps each
@@ -174,7 +177,7 @@ impl Upstream {
             last_error: Mutex::new(None),
             targets: RwLock::new(HashMap::new()),
             calls,
-            log_level: Mutex::new(None),
+            log_level: tokio::sync::Mutex::new(None),
             log_wishes: Arc::new(Mutex::new(BTreeMap::new())),
             followers,
             lost: watch::Sender::new(0),
@@ -334,7 +337,7 @@ impl Upstream {
             }
             Some(Err(error)) => {
                 if let Some(print) = warnings::hear(self.name(), "", &error.to_string()) {
-                    tracing::warn!(upstream = self.name(), %error, suppressed = print.suppressed, "an upstream call failed");
+                    tracing::warn!(upstream = self.name(), error = ?error.to_string(), suppressed = print.suppressed, "an upstream call failed");
                 }
                 if matches!(error, ClientError::Closed | ClientError::Unreachable(_)) {
                     self.lost.send_if_modified(|lost| {
@@ -360,30 +363,30 @@ impl Upstream {
 
     /// Makes a handshake upstream send log messages of the lowest level the calls in
     /// flight want, this one's `level` among them, unless it was asked for exactly that on
-    /// this connection already: lowered for a caller that wants more, raised back once
-    /// no call in flight does. Each caller's emitter passes on only what that caller asked
-    /// for. A modern upstream is asked per request. The wish lasts while the call holds it.
+    /// this connection already: lowered for a call that wants more, and raised back by the
+    /// next call asking a level once no call in flight wants the lower one. Each caller's
+    /// emitter passes on only what that caller asked for. A modern upstream is asked per
+    /// request. The wish lasts while the call holds it, waiting for its caller's input too.
     pub async fn ask_log_level(&self, level: LogLevel) -> LogWish {
         let wish = LogWish::new(Arc::clone(&self.log_wishes), level);
         let Some((number, connection)) = self.usable() else { return wish };
         if connection.revision().era() != Era::Handshake || connection.server_capabilities().get("logging").is_none() {
             return wish;
         }
+        let mut asked = self.log_level.lock().await;
         let lowest = wish.lowest();
-        {
-            let mut asked = lock(&self.log_level);
-            if *asked == Some((number, lowest)) {
-                return wish;
-            }
-            *asked = Some((number, lowest));
+        if *asked == Some((number, lowest)) {
+            return wish;
         }
+        *asked = Some((number, lowest));
         let params = Map::from_iter([("level".to_owned(), json!(lowest.as_str()))]);
         let set = connection.request(Outgoing::new("logging/setLevel", params));
-        match tokio::time::timeout(self.spec().call_timeout, set).await {
+        match tokio::time::timeout(self.spec().call_timeout.min(SET_LEVEL_WITHIN), set).await {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => tracing::debug!(upstream = self.name, %error, "the upstream's log level is not set"),
             Err(_) => tracing::debug!(upstream = self.name, "the upstream's log level is not set: timed out"),
         }
+        drop(asked);
         wish
     }
 
@@ -443,13 +446,18 @@ impl Upstream {
                         self.calls_finished().await;
                     }
                     *write(&self.connection) = None;
+                    // Why a child's connection broke says more than the request it failed.
+                    if let Some(why) = connection.broken() {
+                        self.remember_failure(format!("connection ended: {why}"));
+                    }
                     connection.close().await;
                     if stopped.is_some() {
                         return;
                     }
                 }
                 Err(error) => {
-                    tracing::warn!(upstream = self.name, %error, "cannot connect to the upstream");
+                    // Quoted and escaped: the error may hold the upstream's own words.
+                    tracing::warn!(upstream = self.name, error = ?error.to_string(), "cannot connect to the upstream");
                     self.remember_failure(format!("cannot connect: {error}"));
                 }
             }
@@ -501,7 +509,10 @@ impl Upstream {
         // time, so that an upstream ending every stream is not asked in a loop.
         let mut relisten: Option<tokio::time::Instant> = None;
         let mut relisten_wait = Backoff::default();
-        subscribed.reconcile(self.followers.followed()).await;
+        tokio::select! {
+            () = subscribed.reconcile(self.followers.followed()) => {}
+            _ = stop.changed() => return Some(*stop.borrow()),
+        }
         loop {
             tokio::select! {
                 _ = followed.changed() => {
@@ -514,7 +525,7 @@ impl Upstream {
                 // A new session of the same connection: the upstream may have restarted,
                 // holding nothing of the old session's.
                 Ok(()) = renewals.changed() => {
-                    *lock(&self.log_level) = None;
+                    *self.log_level.lock().await = None;
                     if let Err(ended) = self.refresh_unless(stop, connection, news).await {
                         return ended;
                     }
@@ -665,7 +676,7 @@ impl Upstream {
                 }
                 Err(error) => {
                     if let Some(print) = warnings::hear(&self.name, method, &error.to_string()) {
-                        tracing::warn!(upstream = self.name, method, %error, suppressed = print.suppressed, "cannot list the upstream");
+                        tracing::warn!(upstream = self.name, method, error = ?error.to_string(), suppressed = print.suppressed, "cannot list the upstream");
                     }
                     self.remember_failure(format!("cannot list ({method}): {error}"));
                     return false;

@@ -19,9 +19,14 @@ use std::time::{Duration, Instant};
 /// How long a warning stays quiet after it printed.
 pub(crate) const QUIET: Duration = Duration::from_secs(60);
 
-/// The warnings followed at once: past it, the one heard longest ago is forgotten (and
-/// prints again as new when next heard).
-const CAPACITY: usize = 4096;
+/// The warnings followed at once (about 1 MiB): room for every entry of two upstreams at
+/// the largest listings. Past it, warnings not heard for [`QUIET`] are forgotten (at most
+/// once a second), and if none is, a new warning is counted with every other such
+/// warning of its upstream, which print together at most once per [`QUIET`]: an upstream
+/// with more warned entries than the table holds cannot make each listing print them all.
+const CAPACITY: usize = 16_384;
+/// How often a full table looks for warnings to forget.
+const PURGE_EVERY: Duration = Duration::from_secs(1);
 
 /// A warning to print now, and how many like it were not printed since the last that was
 /// (`None` for the first, or when none was held back).
@@ -36,8 +41,11 @@ pub(crate) struct Print {
 /// worth a byte.
 pub(crate) struct Repeats {
     heard: HashMap<u64, Heard>,
+    /// By upstream: the warnings that found the table full.
+    overflow: HashMap<u64, Heard>,
     hasher: RandomState,
     capacity: usize,
+    purged_at: Option<Instant>,
 }
 
 struct Heard {
@@ -48,7 +56,7 @@ struct Heard {
 
 impl Repeats {
     pub(crate) fn new(capacity: usize) -> Self {
-        Self { heard: HashMap::new(), hasher: RandomState::new(), capacity }
+        Self { heard: HashMap::new(), overflow: HashMap::new(), hasher: RandomState::new(), capacity, purged_at: None }
     }
 
     /// The warning about `entry` of `upstream` for `cause` was heard at `now`: whether to
@@ -56,23 +64,42 @@ impl Repeats {
     pub(crate) fn hear(&mut self, upstream: &str, entry: &str, cause: &str, now: Instant) -> Option<Print> {
         let key = self.hasher.hash_one((upstream, entry, cause));
         if let Some(heard) = self.heard.get_mut(&key) {
-            heard.last_at = now;
-            if now.duration_since(heard.printed_at) < QUIET {
-                heard.suppressed += 1;
-                return None;
-            }
-            heard.printed_at = now;
-            let suppressed = std::mem::take(&mut heard.suppressed);
-            return Some(Print { suppressed: (suppressed > 0).then_some(suppressed) });
+            return heard.again(now);
+        }
+        if self.heard.len() >= self.capacity && self.purged_at.is_none_or(|at| now.duration_since(at) >= PURGE_EVERY) {
+            self.purged_at = Some(now);
+            self.heard.retain(|_, heard| now.duration_since(heard.last_at) < QUIET);
         }
         if self.heard.len() >= self.capacity {
-            let oldest = self.heard.iter().min_by_key(|(_, heard)| heard.last_at).map(|(key, _)| *key);
-            if let Some(oldest) = oldest {
-                self.heard.remove(&oldest);
-            }
+            let upstream = self.hasher.hash_one(upstream);
+            return match self.overflow.get_mut(&upstream) {
+                Some(heard) => heard.again(now),
+                None => {
+                    self.overflow.insert(upstream, Heard::new(now));
+                    Some(Print { suppressed: None })
+                }
+            };
         }
-        self.heard.insert(key, Heard { printed_at: now, last_at: now, suppressed: 0 });
+        self.heard.insert(key, Heard::new(now));
         Some(Print { suppressed: None })
+    }
+}
+
+impl Heard {
+    fn new(now: Instant) -> Self {
+        Self { printed_at: now, last_at: now, suppressed: 0 }
+    }
+
+    /// Heard again at `now`: printed once [`QUIET`] passed since it last printed.
+    fn again(&mut self, now: Instant) -> Option<Print> {
+        self.last_at = now;
+        if now.duration_since(self.printed_at) < QUIET {
+            self.suppressed += 1;
+            return None;
+        }
+        self.printed_at = now;
+        let suppressed = std::mem::take(&mut self.suppressed);
+        Some(Print { suppressed: (suppressed > 0).then_some(suppressed) })
     }
 }
 
@@ -131,17 +158,24 @@ mod tests {
     }
 
     #[test]
-    fn past_its_capacity_the_table_forgets_the_warning_heard_longest_ago() {
+    fn past_its_capacity_an_upstreams_new_warnings_print_together_until_old_ones_are_forgotten() {
         let mut repeats = Repeats::new(2);
         let start = Instant::now();
         assert_eq!(repeats.hear("up", "a", "cause", start), FIRST);
         assert_eq!(repeats.hear("up", "b", "cause", after(start, 1)), FIRST);
-        assert_eq!(repeats.hear("up", "a", "cause", after(start, 2)), None);
-        // b was heard longest ago: forgotten for c.
-        assert_eq!(repeats.hear("up", "c", "cause", after(start, 3)), FIRST);
-        assert_eq!(repeats.heard.len(), 2);
-        assert_eq!(repeats.hear("up", "a", "cause", after(start, 4)), None);
-        assert_eq!(repeats.hear("up", "b", "cause", after(start, 5)), FIRST);
+        // Full: c and d share the upstream's line, which printed for c.
+        assert_eq!(repeats.hear("up", "c", "cause", after(start, 2)), FIRST);
+        assert_eq!(repeats.hear("up", "d", "cause", after(start, 3)), None);
+        assert_eq!(repeats.hear("other", "e", "cause", after(start, 3)), FIRST, "another upstream's own line");
+        assert_eq!(repeats.hear("up", "a", "cause", after(start, 4)), None, "a is still followed");
+        // b was last heard over a minute ago: forgotten, it makes room for f.
+        assert_eq!(repeats.hear("up", "f", "cause", after(start, 62)), FIRST);
+        // Full again, and looked through a second ago: g counts with c and d, whose line
+        // printed a minute ago and prints again, with d's count.
+        assert_eq!(repeats.hear("up", "g", "cause", after(start, 63)), Some(Print { suppressed: Some(1) }));
+        // A second later, a (last heard at 4 s) is forgotten in turn: h is followed alone.
+        assert_eq!(repeats.hear("up", "h", "cause", after(start, 64)), FIRST);
+        assert_eq!(repeats.hear("up", "h", "cause", after(start, 65)), None);
         assert_eq!(repeats.heard.len(), 2);
     }
 }

@@ -17,5 +17,6 @@ pub mod builtins;
 pub mod config;
 pub mod credentials;
 pub mod data_dir;
+pub mod descriptors;
 pub mod reload;
 pub mod upstream_cli;

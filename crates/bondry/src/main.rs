@@ -277,6 +277,15 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
             tracing::warn!("{warning}");
         }
     }
+    let needed = bondry::descriptors::needed(&loaded);
+    match bondry::descriptors::raise_limit() {
+        Some(limit) if limit < needed => tracing::warn!(
+            limit,
+            needed,
+            "the open files limit (ulimit -n) is below what the listeners' max_connections and the upstreams may hold: raise it, or lower max_connections"
+        ),
+        _ => {}
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // Listen for signals before anything is announced: a signal sent right after the

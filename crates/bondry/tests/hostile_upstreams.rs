@@ -194,8 +194,7 @@ async fn a_child_that_leaves_its_stdin_undrained_is_restarted_with_the_reason_lo
     hostile.front.logged(reason, 1).await;
     hostile.until_lines("starts", Duration::from_secs(30), |lines| lines.len() >= 2).await;
     let info = hostile.admin("/v1/realms/default/upstreams/up").await;
-    let shown = info["last_error"].as_str().unwrap_or_default();
-    assert!(shown == format!("connection ended: {reason}") || shown.starts_with("cannot list"), "last_error: {info}");
+    assert_eq!(info["last_error"], format!("connection ended: {reason}"), "{info}");
 }
 
 #[tokio::test]
@@ -363,18 +362,36 @@ async fn progress_of_a_relayed_completion_reaches_its_caller_before_the_answer()
 
 #[tokio::test]
 async fn a_handshake_upstreams_log_level_follows_the_lowest_wanted_by_calls_in_flight_and_is_raised_back() {
-    let file = json!({"tools": [tool("echo")], "record": "record"});
+    let file = json!({"tools": [tool("echo"), tool("slow")], "record": "record"});
     let hostile = Hostile::start(Reach::Stdio, file, &[], 1000);
     hostile.front.logged("upstream up: ", 1).await;
-    for level in ["debug", "debug", "error", "error", "info"] {
-        let params = json!({"name": "up.echo", "arguments": {}, "_meta": meta(json!({"io.modelcontextprotocol/logLevel": level}))});
-        let response = hostile.front.post(&hostile.client, "tools/call", params).await;
-        assert_eq!(response.status(), 200);
-        response.text().await.unwrap();
-    }
-    let lines = hostile.lines("record");
-    let asked: Vec<&String> = lines.iter().filter(|line| line.starts_with("logging/setLevel")).collect();
-    assert_eq!(asked, ["logging/setLevel debug", "logging/setLevel error", "logging/setLevel info"]);
+    let call = |name: &'static str, level: &'static str| {
+        let params = json!({"name": format!("up.{name}"), "arguments": {},
+            "_meta": meta(json!({"io.modelcontextprotocol/logLevel": level}))});
+        let (front, client) = (&hostile.front, &hostile.client);
+        async move {
+            let response = front.post(client, "tools/call", params).await;
+            assert_eq!(response.status(), 200);
+            assert!(response.text().await.unwrap().contains(&format!("called {name}")));
+        }
+    };
+    let levels = || -> Vec<String> {
+        hostile.lines("record").into_iter().filter(|line| line.starts_with("logging/setLevel")).collect()
+    };
+    // While a call that wants debug runs, one that wants error leaves the upstream at debug.
+    let slow = call("slow", "debug");
+    let meanwhile = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        call("echo", "error").await;
+        levels()
+    };
+    let ((), during) = tokio::join!(slow, meanwhile);
+    assert_eq!(during, ["logging/setLevel debug"]);
+    // Once it ended, the next call raises the level back to what the calls in flight want.
+    call("echo", "error").await;
+    call("echo", "error").await;
+    call("echo", "info").await;
+    assert_eq!(levels(), ["logging/setLevel debug", "logging/setLevel error", "logging/setLevel info"]);
 }
 
 #[tokio::test]
@@ -423,4 +440,33 @@ async fn a_request_on_an_http_upstreams_get_stream_goes_to_the_sole_call_in_flig
     for result in [first, second] {
         assert_eq!(result["content"][0]["text"], format!("answered {refused}"), "{result}");
     }
+}
+
+#[test]
+fn serve_warns_when_the_open_files_limit_is_below_what_its_listeners_may_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = TestConfig::bare().written(dir.path(), "bondry.toml");
+    // dash and bash both set the hard limit too: Bondry cannot raise it.
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", "ulimit -n 200 && exec \"$0\" serve --config \"$1\""])
+        .arg(support::bondry_exe!())
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = Vec::new();
+    for line in std::io::BufRead::lines(stderr).map_while(Result::ok) {
+        let banner = line.starts_with("listening on");
+        seen.push(line);
+        if banner || seen.len() > 200 {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let warned = seen.iter().find(|line| line.contains("the open files limit (ulimit -n) is below"));
+    let warned = warned.unwrap_or_else(|| panic!("no warning: {seen:#?}"));
+    assert!(warned.contains("limit=200"), "{warned}");
 }

@@ -10,7 +10,8 @@
 //! `generate` appends C tools (or prompts) named `gen-0`... whose descriptions make each
 //! about B bytes, without a file of that size; `errors` answers each request of a METHOD
 //! it names (`initialize` too) with that JSON-RPC error, read again at every request.
-//! A call of tool `t` answers the text `called t`; a read of `u`, `contents of u`; a
+//! A call of tool `t` answers the text `called t` (over stdio, of tool `slow`, 500 ms
+//! later); a read of `u`, `contents of u`; a
 //! prompt `p`, one user message `prompt p`; a completion, the value `alpha` (over stdio
 //! after a progress notification, when asked for progress).
 //!
@@ -322,6 +323,16 @@ fn serve_stdio(file: &Path, behaviour: Behaviour) {
         {
             let progress = json!({"progressToken": token, "progress": 1, "total": 2, "message": "halfway"});
             send(&out, &json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}));
+        }
+        if message["method"] == "tools/call" && message["params"]["name"] == "slow" {
+            let (out, file, message) = (Arc::clone(&out), file.to_owned(), message.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(500));
+                if let Some(answer) = answer(&file, &message) {
+                    send(&out, &answer);
+                }
+            });
+            continue;
         }
         if let Some(answer) = answer(file, &message) {
             send(&out, &answer);

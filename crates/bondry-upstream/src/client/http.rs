@@ -42,7 +42,7 @@ const EVENT_STREAM: &str = "text/event-stream";
 const RESUMES: usize = 3;
 /// The longest `retry` an upstream may make Bondry wait before resuming.
 const RETRY_CAP: Duration = Duration::from_secs(10);
-/// A renewed session that lived this long resets the renewals' backoff.
+/// A renewed session, or a GET stream, that lived this long resets its backoff.
 const STEADY: Duration = Duration::from_secs(60);
 /// How long ending the session (DELETE) may take: it must not hold a shutdown.
 const CLOSE_WITHIN: Duration = Duration::from_secs(2);
@@ -462,8 +462,13 @@ impl Http {
                     StatusCode::METHOD_NOT_ALLOWED => Ok(Listening::NotOffered),
                     StatusCode::NOT_FOUND if session.id.is_some() => Ok(Listening::Expired),
                     StatusCode::OK if media_type(&response).as_deref() == Some(EVENT_STREAM) => {
-                        backoff.succeed();
+                        let opened = tokio::time::Instant::now();
                         self.follow(response, None, &mut last_event_id).await;
+                        // Only a stream that lived starts the waits over: one the upstream
+                        // ends at once is opened again later each time.
+                        if opened.elapsed() >= STEADY {
+                            backoff.succeed();
+                        }
                         Ok(Listening::Ended)
                     }
                     status => Err(ClientError::Http { status: status.as_u16() }),

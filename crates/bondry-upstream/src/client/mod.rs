@@ -13,6 +13,7 @@
 //! Connection::request_watched(&self, Outgoing, Watch) -> Result<Value, ClientError>
 //! Connection::respond(&self, &Id, Result<Value, (i64, String)>) -> Result<(), ClientError>
 //! Connection::ended(&self) -> String                    // a stdio child exited or stalled
+//! Connection::broken(&self) -> Option<String>           // why its stdin broke
 //! Connection::notify(&self, &str, Value) -> Result<(), ClientError>
 //! Connection::close(&self)
 //! Inbox::channel(capacity) -> (Inbox, mpsc::Receiver<Notice>); Inbox::discard()
@@ -254,6 +255,15 @@ impl Connection {
         match &self.0.transport {
             Transport::Http(_) => std::future::pending().await,
             Transport::Stdio(stdio) => stdio.ended().await,
+        }
+    }
+
+    /// Why a stdio child's connection broke before the child exited (its stdin stalled or
+    /// failed), if it did.
+    pub fn broken(&self) -> Option<String> {
+        match &self.0.transport {
+            Transport::Http(_) => None,
+            Transport::Stdio(stdio) => stdio.broken(),
         }
     }
 

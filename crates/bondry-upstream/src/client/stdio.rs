@@ -44,9 +44,9 @@ const TERM_GRACE: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(20);
 /// Messages of Bondry's own queued for stdin at most, besides one answer per owed request.
 const QUEUED: usize = 64;
-/// How many turns the stdin writer gets to make room for an answer before it is dropped:
-/// a child that reads its stdin gets its answers however fast it asks.
-const ROOM_TRIES: usize = 16;
+/// How long an answer waits for room in the stdin queue before it is dropped: a child
+/// that reads its stdin gets its answers however fast it asks.
+const ROOM_WITHIN: Duration = Duration::from_millis(100);
 
 pub(crate) struct Stdio {
     shared: Arc<Shared>,
@@ -138,6 +138,11 @@ impl Stdio {
         self.shared.pending.close();
     }
 
+    /// Why the connection broke before the child exited, if it did.
+    pub(crate) fn broken(&self) -> Option<String> {
+        self.shared.broken.borrow().clone()
+    }
+
     /// Resolves, with why, once the child has exited or its stdin broke.
     pub(crate) async fn ended(&self) -> String {
         let mut exited = self.exited.clone();
@@ -190,6 +195,29 @@ impl Drop for Forget<'_> {
     }
 }
 
+/// Writes `line` whole; the child must take some of it within every `stall`: a slow
+/// reader of a long message is not a stalled one. Why not, when it fails.
+async fn write_draining(stdin: &mut ChildStdin, line: &[u8], stall: Duration) -> Result<(), String> {
+    let mut written = 0;
+    while written < line.len() {
+        match tokio::time::timeout(stall, stdin.write(&line[written..])).await {
+            Ok(Ok(0)) => return Err("its stdin is closed".to_owned()),
+            Ok(Ok(taken)) => written += taken,
+            Ok(Err(error)) => return Err(format!("its stdin failed: {error}")),
+            Err(_) => return Err(stalled(stall)),
+        }
+    }
+    match tokio::time::timeout(stall, stdin.flush()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(format!("its stdin failed: {error}")),
+        Err(_) => Err(stalled(stall)),
+    }
+}
+
+fn stalled(stall: Duration) -> String {
+    format!("its stdin did not drain for {} ms (stdin_stall_ms): restarted", stall.as_millis())
+}
+
 impl Shared {
     /// Queues `message` for stdin, waiting for room.
     async fn write(&self, message: &[u8]) -> Result<(), ClientError> {
@@ -198,23 +226,20 @@ impl Shared {
     }
 
     /// Queues Bondry's answer to the child's request without waiting on the child: with
-    /// no room after the writer had [`ROOM_TRIES`] turns to make some, the child reads
-    /// nothing, and the answer is dropped with its claim; so are the next ones at once,
-    /// while the queue stays full. Whether it was dropped.
+    /// no room within [`ROOM_WITHIN`], the child reads nothing, and the answer is dropped
+    /// with its claim; so are the next ones at once, while the queue stays full. Whether
+    /// it was dropped.
     async fn reply(&self, reply: Reply, dropping: bool) -> bool {
-        let mut outbound = Outbound { line: reply.body, _claim: reply.claim };
-        let tries = if dropping { 1 } else { ROOM_TRIES };
-        for _ in 0..tries {
-            match self.stdin.try_send(outbound) {
-                Err(mpsc::error::TrySendError::Full(full)) => outbound = full,
-                _ => return false,
-            }
-            tokio::task::yield_now().await;
-        }
-        if !dropping {
+        let outbound = Outbound { line: reply.body, _claim: reply.claim };
+        let queued = if dropping {
+            self.stdin.try_send(outbound).is_ok()
+        } else {
+            matches!(tokio::time::timeout(ROOM_WITHIN, self.stdin.send(outbound)).await, Ok(Ok(())))
+        };
+        if !queued && !dropping {
             tracing::debug!(upstream = self.upstream, "answers to the upstream dropped: its stdin is full");
         }
-        true
+        !queued
     }
 
     /// Writes the queue to the child's stdin until the child exits; a message not taken
@@ -231,17 +256,10 @@ impl Shared {
                 Some(outbound) = queued.recv() => outbound,
                 _ = exited.wait_for(|exited| *exited) => return,
             };
-            let written = async {
-                stdin.write_all(&outbound.line).await?;
-                stdin.write_all(b"\n").await?;
-                stdin.flush().await
-            };
-            match tokio::time::timeout(stall, written).await {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => break format!("its stdin failed: {error}"),
-                Err(_) => {
-                    break format!("its stdin did not drain for {} ms (stdin_stall_ms): restarted", stall.as_millis());
-                }
+            let mut line = outbound.line;
+            line.push(b'\n');
+            if let Err(broken) = write_draining(&mut stdin, &line, stall).await {
+                break broken;
             }
         };
         tracing::warn!(upstream = self.upstream, why = broken, "upstream child connection broken");
