@@ -118,27 +118,30 @@ impl Gate {
         let address = limits::network_key(peer.to_canonical());
         // Decided and its place in the budget taken at once, so concurrent guesses cannot
         // all pass a budget with one place left.
-        let reserved = {
+        let (reserved, over) = {
             let mut attempts = self.attempts();
-            if let Some(wait) = attempts.blocked(&address, now) {
+            let known = attempts.is_known(&address, now);
+            // A known address is verified even past its own limit: on a loopback bind every
+            // local client shares it, and none of them may lock the operator out.
+            let over = attempts.blocked(&address, now);
+            if let Some(wait) = over.filter(|_| !known) {
                 return Err(Refused::TooMany(wait));
             }
-            let reserved = !attempts.is_known(&address, now);
-            if reserved {
+            if !known {
                 attempts.take(now).map_err(Refused::Spent)?;
             }
-            reserved
+            (!known, over)
         };
         let matched = self.verify(headers);
         let mut attempts = self.attempts();
         let Some(name) = matched else {
             attempts.failed(address, now);
-            // A known address's failure is counted now; while the budget is spent it is
-            // answered as a stranger's would be, and tells no more.
+            // A known address's failure is counted now; while the budget is spent, or past
+            // its own limit, it is answered as a stranger's would be, and tells no more.
             if !reserved {
                 attempts.take(now).map_err(Refused::Spent)?;
             }
-            return Err(Refused::Token);
+            return Err(over.map_or(Refused::Token, Refused::TooMany));
         };
         if reserved {
             attempts.give_back(now);
@@ -287,9 +290,17 @@ mod tests {
         for _ in 1..FAILURES_PER_WINDOW {
             assert_eq!(gate.admit(&headers(Some("wrong")), None, peer), Err(Refused::Token));
         }
-        // Refused outright now, even with the right token.
-        assert!(matches!(gate.admit(&headers(Some(&"s".repeat(32))), None, peer), Err(Refused::TooMany(_))));
-        assert_eq!(gate.admit(&headers(Some(&"s".repeat(32))), None, address("127.0.0.2")), Ok("ops"));
+        // The address authenticated: past its limit a wrong token gets 429, the right one
+        // is still served (everyone local shares 127.0.0.1 with the operator).
+        assert!(matches!(gate.admit(&headers(Some("wrong")), None, peer), Err(Refused::TooMany(_))));
+        assert_eq!(gate.admit(&headers(Some(&"s".repeat(32))), None, peer), Ok("ops"));
+        // A stranger past its limit is refused outright, even with the right token.
+        let stranger = address("127.0.0.2");
+        for _ in 0..FAILURES_PER_WINDOW {
+            assert_eq!(gate.admit(&headers(Some("wrong")), None, stranger), Err(Refused::Token));
+        }
+        assert!(matches!(gate.admit(&headers(Some(&"s".repeat(32))), None, stranger), Err(Refused::TooMany(_))));
+        assert_eq!(gate.admit(&headers(Some(&"s".repeat(32))), None, address("127.0.0.3")), Ok("ops"));
     }
 
     #[test]

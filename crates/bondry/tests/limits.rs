@@ -251,6 +251,16 @@ async fn admin_guesses_from_rotated_addresses_are_verified_within_the_budget_and
     let listed = gateway.front.post(&reqwest::Client::new(), "tools/list", json!({})).await;
     let listed: Value = listed.json().await.unwrap();
     assert_eq!(listed["result"]["tools"][0]["name"], "up.a", "{listed}");
+
+    // Anyone sharing the operator's address (every local process, on loopback) spends its
+    // 10 failures a minute, and more: the operator is still served, the guesser gets 429.
+    let guesses: Vec<u16> = futures_util::stream::iter(0..12)
+        .then(|_| gateway.exchange(Ipv4Addr::LOCALHOST, "GET", "/v1/upstreams", "not-the-admin-token", None))
+        .map(|answer| status(&answer))
+        .collect()
+        .await;
+    assert!(guesses[10..].iter().all(|status| *status == 429), "{guesses:?}");
+    assert_eq!(gateway.operator("GET", "/v1/upstreams", None).await.0, 200);
 }
 
 #[tokio::test]
