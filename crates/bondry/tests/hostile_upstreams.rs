@@ -267,6 +267,16 @@ async fn an_unreachable_upstream_is_retried_with_backoff_shown_by_the_admin_api(
     // Three attempts take at least the first two waits: 0.5 s and 1 s at the least.
     let attempts = hostile.front.count_logged("cannot connect to the upstream");
     assert!(attempts <= 6, "{attempts} attempts: {:#?}", hostile.front.log_lines());
+    // `bondry upstream info` says so too.
+    let config = hostile.path("gateway.toml");
+    let info = Command::new(support::bondry_exe!())
+        .args(["upstream", "info", "default/up", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&info.stdout);
+    assert!(info.status.success(), "{shown} {}", String::from_utf8_lossy(&info.stderr));
+    let line = shown.lines().find(|line| line.starts_with("reconnecting: ")).unwrap_or_else(|| panic!("{shown}"));
+    assert!(line.contains(" attempts failed in a row, the next in "), "{line}");
 }
 
 /// Sends SIGTERM to `pid`.
