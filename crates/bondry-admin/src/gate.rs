@@ -136,9 +136,10 @@ impl Gate {
         let mut attempts = self.attempts();
         let Some(name) = matched else {
             attempts.failed(address, now);
-            // A known address's failure is counted now; while the budget is spent, or past
-            // its own limit, it is answered as a stranger's would be, and tells no more.
-            if !reserved {
+            // A known address's failure is counted now, within its own limit: past it, the
+            // address's failures spend no one else's budget. While the budget is spent, or
+            // past its own limit, it is answered as a stranger's would be, and tells no more.
+            if !reserved && over.is_none() {
                 attempts.take(now).map_err(Refused::Spent)?;
             }
             return Err(over.map_or(Refused::Token, Refused::TooMany));

@@ -86,8 +86,9 @@ pub struct Upstream {
     calls: Arc<CallSlots>,
     /// The log level asked of a handshake upstream's session, and on which connection:
     /// the lowest any call in flight wanted, since one session serves every caller.
+    log_level: Mutex<Option<(u64, LogLevel)>>,
     /// Held while a level is asked, so that levels reach the upstream in the order chosen.
-    log_level: tokio::sync::Mutex<Option<(u64, LogLevel)>>,
+    setting_level: tokio::sync::Mutex<()>,
     /// The log levels the calls in flight asked for, counted.
     log_wishes: Arc<Mutex<BTreeMap<LogLevel, usize>>>,
     /// Who follows which of the upstream's resources: the supervisor keeps each
@@ -177,7 +178,8 @@ impl Upstream {
             last_error: Mutex::new(None),
             targets: RwLock::new(HashMap::new()),
             calls,
-            log_level: tokio::sync::Mutex::new(None),
+            log_level: Mutex::new(None),
+            setting_level: tokio::sync::Mutex::new(()),
             log_wishes: Arc::new(Mutex::new(BTreeMap::new())),
             followers,
             lost: watch::Sender::new(0),
@@ -373,12 +375,19 @@ impl Upstream {
         if connection.revision().era() != Era::Handshake || connection.server_capabilities().get("logging").is_none() {
             return wish;
         }
-        let mut asked = self.log_level.lock().await;
-        let lowest = wish.lowest();
-        if *asked == Some((number, lowest)) {
+        // Most calls find the level already asked, and wait for nothing.
+        if *lock(&self.log_level) == Some((number, wish.lowest())) {
             return wish;
         }
-        *asked = Some((number, lowest));
+        let _one_at_a_time = self.setting_level.lock().await;
+        let lowest = wish.lowest();
+        {
+            let mut asked = lock(&self.log_level);
+            if *asked == Some((number, lowest)) {
+                return wish;
+            }
+            *asked = Some((number, lowest));
+        }
         let params = Map::from_iter([("level".to_owned(), json!(lowest.as_str()))]);
         let set = connection.request(Outgoing::new("logging/setLevel", params));
         match tokio::time::timeout(self.spec().call_timeout.min(SET_LEVEL_WITHIN), set).await {
@@ -386,7 +395,6 @@ impl Upstream {
             Ok(Err(error)) => tracing::debug!(upstream = self.name, %error, "the upstream's log level is not set"),
             Err(_) => tracing::debug!(upstream = self.name, "the upstream's log level is not set: timed out"),
         }
-        drop(asked);
         wish
     }
 
@@ -525,7 +533,7 @@ impl Upstream {
                 // A new session of the same connection: the upstream may have restarted,
                 // holding nothing of the old session's.
                 Ok(()) = renewals.changed() => {
-                    *self.log_level.lock().await = None;
+                    *lock(&self.log_level) = None;
                     if let Err(ended) = self.refresh_unless(stop, connection, news).await {
                         return ended;
                     }

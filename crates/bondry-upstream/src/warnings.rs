@@ -20,10 +20,11 @@ use std::time::{Duration, Instant};
 pub(crate) const QUIET: Duration = Duration::from_secs(60);
 
 /// The warnings followed at once (about 1 MiB): room for every entry of two upstreams at
-/// the largest listings. Past it, warnings not heard for [`QUIET`] are forgotten (at most
-/// once a second), and if none is, a new warning is counted with every other such
-/// warning of its upstream, which print together at most once per [`QUIET`]: an upstream
-/// with more warned entries than the table holds cannot make each listing print them all.
+/// the largest listings, and no upstream may hold more than half. Past its share or the
+/// table's room, warnings not heard for [`QUIET`] are forgotten (at most once a second),
+/// and if that is not enough, a new warning is counted with every other such warning of
+/// its upstream, which print together at most once per [`QUIET`]: no upstream can print
+/// more than its share of lines a minute, nor crowd another's warnings out.
 const CAPACITY: usize = 16_384;
 /// How often a full table looks for warnings to forget.
 const PURGE_EVERY: Duration = Duration::from_secs(1);
@@ -41,7 +42,9 @@ pub(crate) struct Print {
 /// worth a byte.
 pub(crate) struct Repeats {
     heard: HashMap<u64, Heard>,
-    /// By upstream: the warnings that found the table full.
+    /// How many of `heard` each upstream holds, by its name hashed.
+    held: HashMap<u64, usize>,
+    /// By upstream: the warnings that found its share or the table full.
     overflow: HashMap<u64, Heard>,
     hasher: RandomState,
     capacity: usize,
@@ -49,6 +52,8 @@ pub(crate) struct Repeats {
 }
 
 struct Heard {
+    /// Its upstream's name, hashed.
+    upstream: u64,
     printed_at: Instant,
     last_at: Instant,
     suppressed: u64,
@@ -56,7 +61,14 @@ struct Heard {
 
 impl Repeats {
     pub(crate) fn new(capacity: usize) -> Self {
-        Self { heard: HashMap::new(), overflow: HashMap::new(), hasher: RandomState::new(), capacity, purged_at: None }
+        Self {
+            heard: HashMap::new(),
+            held: HashMap::new(),
+            overflow: HashMap::new(),
+            hasher: RandomState::new(),
+            capacity,
+            purged_at: None,
+        }
     }
 
     /// The warning about `entry` of `upstream` for `cause` was heard at `now`: whether to
@@ -66,28 +78,42 @@ impl Repeats {
         if let Some(heard) = self.heard.get_mut(&key) {
             return heard.again(now);
         }
-        if self.heard.len() >= self.capacity && self.purged_at.is_none_or(|at| now.duration_since(at) >= PURGE_EVERY) {
+        let upstream = self.hasher.hash_one(upstream);
+        if self.is_full(upstream) && self.purged_at.is_none_or(|at| now.duration_since(at) >= PURGE_EVERY) {
             self.purged_at = Some(now);
-            self.heard.retain(|_, heard| now.duration_since(heard.last_at) < QUIET);
+            let held = &mut self.held;
+            self.heard.retain(|_, heard| {
+                let keep = now.duration_since(heard.last_at) < QUIET;
+                if !keep && let Some(count) = held.get_mut(&heard.upstream) {
+                    *count -= 1;
+                }
+                keep
+            });
+            held.retain(|_, count| *count > 0);
         }
-        if self.heard.len() >= self.capacity {
-            let upstream = self.hasher.hash_one(upstream);
+        if self.is_full(upstream) {
             return match self.overflow.get_mut(&upstream) {
                 Some(heard) => heard.again(now),
                 None => {
-                    self.overflow.insert(upstream, Heard::new(now));
+                    self.overflow.insert(upstream, Heard::new(upstream, now));
                     Some(Print { suppressed: None })
                 }
             };
         }
-        self.heard.insert(key, Heard::new(now));
+        self.heard.insert(key, Heard::new(upstream, now));
+        *self.held.entry(upstream).or_default() += 1;
         Some(Print { suppressed: None })
+    }
+
+    /// Whether a new warning of `upstream` has no room: the table, or its share, is full.
+    fn is_full(&self, upstream: u64) -> bool {
+        self.heard.len() >= self.capacity || self.held.get(&upstream).is_some_and(|held| *held >= self.capacity / 2)
     }
 }
 
 impl Heard {
-    fn new(now: Instant) -> Self {
-        Self { printed_at: now, last_at: now, suppressed: 0 }
+    fn new(upstream: u64, now: Instant) -> Self {
+        Self { upstream, printed_at: now, last_at: now, suppressed: 0 }
     }
 
     /// Heard again at `now`: printed once [`QUIET`] passed since it last printed.
@@ -158,12 +184,29 @@ mod tests {
     }
 
     #[test]
+    fn no_upstream_takes_more_than_half_the_table() {
+        let mut repeats = Repeats::new(4);
+        let start = Instant::now();
+        assert_eq!(repeats.hear("loud", "a", "cause", start), FIRST);
+        assert_eq!(repeats.hear("loud", "b", "cause", start), FIRST);
+        // Its share is full: the rest of its new warnings share one line.
+        assert_eq!(repeats.hear("loud", "c", "cause", start), FIRST);
+        assert_eq!(repeats.hear("loud", "d", "cause", start), None);
+        assert_eq!(repeats.hear("loud", "e", "cause", start), None);
+        // Another upstream's warnings still print each on its own.
+        assert_eq!(repeats.hear("quiet", "a", "drifted", start), FIRST);
+        assert_eq!(repeats.hear("quiet", "b", "drifted", start), FIRST);
+        assert_eq!(repeats.heard.len(), 4);
+    }
+
+    #[test]
     fn past_its_capacity_an_upstreams_new_warnings_print_together_until_old_ones_are_forgotten() {
-        let mut repeats = Repeats::new(2);
+        // Room for four, two of them an upstream's.
+        let mut repeats = Repeats::new(4);
         let start = Instant::now();
         assert_eq!(repeats.hear("up", "a", "cause", start), FIRST);
         assert_eq!(repeats.hear("up", "b", "cause", after(start, 1)), FIRST);
-        // Full: c and d share the upstream's line, which printed for c.
+        // Its share is full: c and d share the upstream's line, which printed for c.
         assert_eq!(repeats.hear("up", "c", "cause", after(start, 2)), FIRST);
         assert_eq!(repeats.hear("up", "d", "cause", after(start, 3)), None);
         assert_eq!(repeats.hear("other", "e", "cause", after(start, 3)), FIRST, "another upstream's own line");
@@ -176,6 +219,6 @@ mod tests {
         // A second later, a (last heard at 4 s) is forgotten in turn: h is followed alone.
         assert_eq!(repeats.hear("up", "h", "cause", after(start, 64)), FIRST);
         assert_eq!(repeats.hear("up", "h", "cause", after(start, 65)), None);
-        assert_eq!(repeats.heard.len(), 2);
+        assert_eq!(repeats.heard.len(), 2, "f and h: the other upstream's e, quiet for a minute, went with a");
     }
 }

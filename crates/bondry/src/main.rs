@@ -278,7 +278,7 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         }
     }
     let needed = bondry::descriptors::needed(&loaded);
-    match bondry::descriptors::raise_limit() {
+    match bondry::descriptors::raise_limit(needed) {
         Some(limit) if limit < needed => tracing::warn!(
             limit,
             needed,

@@ -42,8 +42,11 @@ const EVENT_STREAM: &str = "text/event-stream";
 const RESUMES: usize = 3;
 /// The longest `retry` an upstream may make Bondry wait before resuming.
 const RETRY_CAP: Duration = Duration::from_secs(10);
-/// A renewed session, or a GET stream, that lived this long resets its backoff.
+/// A renewed session that lived this long resets the renewals' backoff.
 const STEADY: Duration = Duration::from_secs(60);
+/// A GET stream that lived this long resets its backoff: shorter than the idle cut of
+/// common proxies (30 s and more), longer than a stream ended at once.
+const STREAM_STEADY: Duration = Duration::from_secs(10);
 /// How long ending the session (DELETE) may take: it must not hold a shutdown.
 const CLOSE_WITHIN: Duration = Duration::from_secs(2);
 /// How long Bondry's answer to one of the upstream's requests may take to be delivered:
@@ -466,7 +469,7 @@ impl Http {
                         self.follow(response, None, &mut last_event_id).await;
                         // Only a stream that lived starts the waits over: one the upstream
                         // ends at once is opened again later each time.
-                        if opened.elapsed() >= STEADY {
+                        if opened.elapsed() >= STREAM_STEADY {
                             backoff.succeed();
                         }
                         Ok(Listening::Ended)

@@ -9,10 +9,13 @@
 //! in flight. A dead child (stdout ended, or the process exited) fails every pending
 //! request with [`ClientError::Closed`] at once, and every later one.
 //!
-//! Everything for stdin goes through one bounded queue: Bondry's requests wait for room,
-//! its answers to the child's own requests never do (a child that floods requests while
-//! reading nothing has them dropped, not held). A message the child has not taken within
-//! `stdin_stall_ms` ends the connection, and the supervisor restarts the child.
+//! One task writes stdin, from three bounded queues, in this order: Bondry's answers to
+//! the child's own requests (one place per request owed, so an admitted answer always has
+//! room and never waits), its refusals past `max_pending_server_requests` (queued by the
+//! stdout reader alone, waiting for room at most [`ROOM_WITHIN`]: a child that floods
+//! requests while reading nothing has them dropped, not held), then Bondry's requests,
+//! which wait for room. A child that takes none of what Bondry writes for
+//! `stdin_stall_ms` ends the connection, and the supervisor restarts it.
 //!
 //! A stdout line over `max_response_bytes` is never held whole: it is logged and dropped,
 //! and the request it answered (its id read from the part kept) fails with
@@ -42,10 +45,11 @@ use crate::warnings;
 const TERM_GRACE: Duration = Duration::from_secs(5);
 /// How often `close` looks whether the group has ended.
 const POLL: Duration = Duration::from_millis(20);
-/// Messages of Bondry's own queued for stdin at most, besides one answer per owed request.
+/// Messages of Bondry's own (requests, notifications), and refusals, queued for stdin at
+/// most, each.
 const QUEUED: usize = 64;
-/// How long an answer waits for room in the stdin queue before it is dropped: a child
-/// that reads its stdin gets its answers however fast it asks.
+/// How long a refusal waits for room before it is dropped, and the next ones at once
+/// while there is none: a child that reads its stdin gets them however fast it asks.
 const ROOM_WITHIN: Duration = Duration::from_millis(100);
 
 pub(crate) struct Stdio {
@@ -58,11 +62,23 @@ pub(crate) struct Stdio {
 struct Shared {
     upstream: String,
     stdin: mpsc::Sender<Outbound>,
+    /// Bondry's answers to the child's requests, each holding its claim: as many places as
+    /// claims, so one always has room.
+    answers: mpsc::Sender<Outbound>,
+    /// Refusals past the owed limit, sent by the stdout reader only.
+    refusals: mpsc::Sender<Outbound>,
     pending: Pending,
     router: Router,
     limit: usize,
     /// Why the connection ended before the child exited: its stdin stalled or failed.
     broken: watch::Sender<Option<String>>,
+}
+
+/// The writer's queues, in the order it takes them.
+struct Lanes {
+    answered: mpsc::Receiver<Outbound>,
+    refused: mpsc::Receiver<Outbound>,
+    queued: mpsc::Receiver<Outbound>,
 }
 
 /// One message for the child's stdin, and the claim of the request it answers, if any:
@@ -103,10 +119,14 @@ impl Stdio {
         let stdin = child.stdin.take().ok_or_else(not_piped)?;
         let stdout = child.stdout.take().ok_or_else(not_piped)?;
         let stderr = child.stderr.take().ok_or_else(not_piped)?;
-        let (queue, queued) = mpsc::channel(QUEUED + spec.max_pending_server_requests);
+        let (queue, queued) = mpsc::channel(QUEUED);
+        let (answers, answered) = mpsc::channel(spec.max_pending_server_requests.max(1));
+        let (refusals, refused) = mpsc::channel(QUEUED);
         let shared = Arc::new(Shared {
             upstream: spec.name.clone(),
             stdin: queue,
+            answers,
+            refusals,
             pending: Pending::new(),
             router,
             limit: spec.max_response_bytes,
@@ -114,7 +134,8 @@ impl Stdio {
         });
         let (exit, exited) = watch::channel(false);
         tokio::spawn(Arc::clone(&shared).read_stdout(stdout));
-        tokio::spawn(Arc::clone(&shared).write_stdin(stdin, queued, spec.stdin_stall, exited.clone()));
+        let lanes = Lanes { answered, refused, queued };
+        tokio::spawn(Arc::clone(&shared).write_stdin(stdin, lanes, spec.stdin_stall, exited.clone()));
         tokio::spawn(stderr::log_lines(spec.name.clone(), stderr));
         tokio::spawn(Arc::clone(&shared).wait(child, exit));
         tracing::debug!(upstream = spec.name, group = group.id(), "upstream child started");
@@ -225,35 +246,43 @@ impl Shared {
         self.stdin.send(outbound).await.map_err(|_| ClientError::Closed)
     }
 
-    /// Queues Bondry's answer to the child's request without waiting on the child: with
-    /// no room within [`ROOM_WITHIN`], the child reads nothing, and the answer is dropped
-    /// with its claim; so are the next ones at once, while the queue stays full. Whether
-    /// it was dropped.
+    /// Queues Bondry's answer to the child's request without waiting on the child: an
+    /// admitted one in its own place; a refusal past the owed limit within [`ROOM_WITHIN`],
+    /// or at once while `dropping`. Whether refusals are being dropped now.
     async fn reply(&self, reply: Reply, dropping: bool) -> bool {
-        let outbound = Outbound { line: reply.body, _claim: reply.claim };
-        let queued = if dropping {
-            self.stdin.try_send(outbound).is_ok()
-        } else {
-            matches!(tokio::time::timeout(ROOM_WITHIN, self.stdin.send(outbound)).await, Ok(Ok(())))
+        let Some(claim) = reply.claim else {
+            let refusal = Outbound { line: reply.body, _claim: None };
+            let queued = if dropping {
+                self.refusals.try_send(refusal).is_ok()
+            } else {
+                matches!(tokio::time::timeout(ROOM_WITHIN, self.refusals.send(refusal)).await, Ok(Ok(())))
+            };
+            if !queued && !dropping {
+                tracing::debug!(upstream = self.upstream, "refusals to the upstream dropped: its stdin is full");
+            }
+            return !queued;
         };
-        if !queued && !dropping {
-            tracing::debug!(upstream = self.upstream, "answers to the upstream dropped: its stdin is full");
-        }
-        !queued
+        // Never full: it has a place per claim.
+        let _ = self.answers.try_send(Outbound { line: reply.body, _claim: Some(claim) });
+        dropping
     }
 
-    /// Writes the queue to the child's stdin until the child exits; a message not taken
-    /// within `stall` or a failed write breaks the connection, failing what waits on it.
+    /// Writes the queues to the child's stdin, answers first, until the child exits; a
+    /// child that takes nothing for `stall`, or a failed write, breaks the connection,
+    /// failing what waits on it.
     async fn write_stdin(
         self: Arc<Self>,
         mut stdin: ChildStdin,
-        mut queued: mpsc::Receiver<Outbound>,
+        mut lanes: Lanes,
         stall: Duration,
         mut exited: watch::Receiver<bool>,
     ) {
         let broken = loop {
             let outbound = tokio::select! {
-                Some(outbound) = queued.recv() => outbound,
+                biased;
+                Some(outbound) = lanes.answered.recv() => outbound,
+                Some(outbound) = lanes.refused.recv() => outbound,
+                Some(outbound) = lanes.queued.recv() => outbound,
                 _ = exited.wait_for(|exited| *exited) => return,
             };
             let mut line = outbound.line;
@@ -264,7 +293,9 @@ impl Shared {
         };
         tracing::warn!(upstream = self.upstream, why = broken, "upstream child connection broken");
         // Nothing more reaches the child: what waits on it fails now.
-        queued.close();
+        lanes.queued.close();
+        lanes.refused.close();
+        lanes.answered.close();
         self.pending.close();
         self.broken.send_replace(Some(broken));
     }
