@@ -26,6 +26,7 @@ use std::process::Stdio as Piped;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
@@ -84,7 +85,7 @@ struct Lanes {
 /// One message for the child's stdin, and the claim of the request it answers, if any:
 /// owed until written.
 struct Outbound {
-    line: Vec<u8>,
+    line: Bytes,
     _claim: Option<Claim>,
 }
 
@@ -196,12 +197,12 @@ impl Wire for Stdio {
         let answer = self.shared.pending.register(id)?;
         // Dropped before its answer (the caller went away), the request stops waiting.
         let _forget = Forget { pending: &self.shared.pending, id };
-        self.shared.write(&frame.body).await?;
+        self.shared.write(frame.body).await?;
         answer.await.unwrap_or(Err(ClientError::Closed))
     }
 
     async fn send(&self, frame: Frame) -> Result<(), ClientError> {
-        self.shared.write(&frame.body).await
+        self.shared.write(frame.body).await
     }
 }
 
@@ -216,16 +217,18 @@ impl Drop for Forget<'_> {
     }
 }
 
-/// Writes `line` whole; the child must take some of it within every `stall`: a slow
-/// reader of a long message is not a stalled one. Why not, when it fails.
-async fn write_draining(stdin: &mut ChildStdin, line: &[u8], stall: Duration) -> Result<(), String> {
-    let mut written = 0;
-    while written < line.len() {
-        match tokio::time::timeout(stall, stdin.write(&line[written..])).await {
-            Ok(Ok(0)) => return Err("its stdin is closed".to_owned()),
-            Ok(Ok(taken)) => written += taken,
-            Ok(Err(error)) => return Err(format!("its stdin failed: {error}")),
-            Err(_) => return Err(stalled(stall)),
+/// Writes `message` and its line end whole; the child must take some of it within every
+/// `stall`: a slow reader of a long message is not a stalled one. Why not, when it fails.
+async fn write_draining(stdin: &mut ChildStdin, message: &[u8], stall: Duration) -> Result<(), String> {
+    for part in [message, b"\n"] {
+        let mut written = 0;
+        while written < part.len() {
+            match tokio::time::timeout(stall, stdin.write(&part[written..])).await {
+                Ok(Ok(0)) => return Err("its stdin is closed".to_owned()),
+                Ok(Ok(taken)) => written += taken,
+                Ok(Err(error)) => return Err(format!("its stdin failed: {error}")),
+                Err(_) => return Err(stalled(stall)),
+            }
         }
     }
     match tokio::time::timeout(stall, stdin.flush()).await {
@@ -241,8 +244,8 @@ fn stalled(stall: Duration) -> String {
 
 impl Shared {
     /// Queues `message` for stdin, waiting for room.
-    async fn write(&self, message: &[u8]) -> Result<(), ClientError> {
-        let outbound = Outbound { line: message.to_vec(), _claim: None };
+    async fn write(&self, message: Bytes) -> Result<(), ClientError> {
+        let outbound = Outbound { line: message, _claim: None };
         self.stdin.send(outbound).await.map_err(|_| ClientError::Closed)
     }
 
@@ -251,7 +254,7 @@ impl Shared {
     /// or at once while `dropping`. Whether refusals are being dropped now.
     async fn reply(&self, reply: Reply, dropping: bool) -> bool {
         let Some(claim) = reply.claim else {
-            let refusal = Outbound { line: reply.body, _claim: None };
+            let refusal = Outbound { line: reply.body.into(), _claim: None };
             let queued = if dropping {
                 self.refusals.try_send(refusal).is_ok()
             } else {
@@ -263,7 +266,7 @@ impl Shared {
             return !queued;
         };
         // Never full: it has a place per claim.
-        let _ = self.answers.try_send(Outbound { line: reply.body, _claim: Some(claim) });
+        let _ = self.answers.try_send(Outbound { line: reply.body.into(), _claim: Some(claim) });
         dropping
     }
 
@@ -285,9 +288,7 @@ impl Shared {
                 Some(outbound) = lanes.queued.recv() => outbound,
                 _ = exited.wait_for(|exited| *exited) => return,
             };
-            let mut line = outbound.line;
-            line.push(b'\n');
-            if let Err(broken) = write_draining(&mut stdin, &line, stall).await {
+            if let Err(broken) = write_draining(&mut stdin, &outbound.line, stall).await {
                 break broken;
             }
         };
