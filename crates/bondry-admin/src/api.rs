@@ -1,11 +1,6 @@
 //! The JSON API: one entry point that admits, routes, answers and audits each request.
-//!
-//! - `GET /v1/upstreams`
-//! - `GET /v1/realms/{realm}/upstreams/{name}`
-//! - `GET /v1/realms/{realm}/upstreams/{name}/capabilities/{kind}/{key}` (`key`
-//!   percent-encoded: a URI holds slashes)
-//! - `POST /v1/realms/{realm}/upstreams/{name}/approve`
-//! - `POST /v1/realms/{realm}/upstreams/{name}/refresh`
+//! Its routes are one table, [`ROUTES`]; a path's segments are percent-decoded (a
+//! capability's key may be a URI, which holds slashes).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -16,15 +11,13 @@ use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::response::{IntoResponse, Response};
+use bondry_core::BoxFuture;
 use bondry_core::audit::{AuditOutcome, AuditRecord, AuditSink};
-use bondry_core::capability::CapabilityKind;
-use bondry_upstream::pins::{Pin, kind_named, kind_of};
-use bondry_upstream::{Approve, CapabilityReport, Conflict, RealmUpstreams, ReviewError, UpstreamReport};
+use bondry_core::backend::{BackendKind, Backends, Refusal, Review};
 use http::header::{CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::diff::diff;
 use crate::gate::{Gate, Refused};
 
 /// How much of a request's path its audit record keeps.
@@ -35,7 +28,8 @@ const MAX_BODY: usize = 1024 * 1024;
 
 #[derive(Clone)]
 pub struct Admin {
-    pub realms: BTreeMap<String, Arc<RealmUpstreams>>,
+    /// Each realm's backends, a kind at a time.
+    pub realms: BTreeMap<String, Vec<Arc<dyn Backends>>>,
     pub audit: Arc<dyn AuditSink>,
     pub gate: Arc<Gate>,
     /// How long a client may take to send a request's body.
@@ -136,36 +130,84 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
     response
 }
 
+/// One route: a method, a path whose `*` segments are the request's parameters, in order,
+/// and what answers it.
+struct Route {
+    method: Method,
+    path: &'static [&'static str],
+    answer: for<'a> fn(&'a Admin, Asked<'a>) -> BoxFuture<'a, Answer>,
+}
+
+/// What a route is asked: the path's parameters, the body and the operator's token name.
+struct Asked<'a> {
+    params: Vec<&'a str>,
+    body: &'a [u8],
+    token: &'a str,
+}
+
+/// Every route of the API.
+const ROUTES: &[Route] = &[
+    Route { method: Method::GET, path: &["v1", "backends"], answer: |admin, _| now(backends(admin)) },
+    Route { method: Method::GET, path: &["v1", "upstreams"], answer: |admin, _| now(upstreams(admin)) },
+    Route {
+        method: Method::GET,
+        path: &["v1", "realms", "*", "upstreams", "*"],
+        answer: |admin, asked| now(reviewed(admin, &asked, |review, [name]| review.report(name))),
+    },
+    Route {
+        method: Method::GET,
+        path: &["v1", "realms", "*", "upstreams", "*", "capabilities", "*", "*"],
+        answer: |admin, asked| now(reviewed(admin, &asked, |review, [name, kind, key]| review.pin(name, kind, key))),
+    },
+    Route {
+        method: Method::POST,
+        path: &["v1", "realms", "*", "upstreams", "*", "approve"],
+        answer: |admin, asked| now(approve(admin, &asked)),
+    },
+    Route {
+        method: Method::POST,
+        path: &["v1", "realms", "*", "upstreams", "*", "refresh"],
+        answer: |admin, asked| Box::pin(refresh(admin, asked)),
+    },
+];
+
+fn now(answer: Answer) -> BoxFuture<'static, Answer> {
+    Box::pin(std::future::ready(answer))
+}
+
 async fn route(admin: &Admin, method: &Method, path: &str, body: &[u8], token: &str) -> Answer {
     let segments: Vec<String> = match path.strip_prefix('/').unwrap_or(path).split('/').map(decoded).collect() {
         Some(segments) => segments,
         None => return Answer::error(StatusCode::BAD_REQUEST, "bad_path", "the path is not UTF-8 once decoded"),
     };
-    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
-    let (get, post) = (method == Method::GET, method == Method::POST);
-    match segments.as_slice() {
-        ["v1", "upstreams"] if get => upstreams(admin),
-        ["v1", "realms", realm, "upstreams", name] if get => with_realm(admin, realm, |realm| info(realm, name)),
-        ["v1", "realms", realm, "upstreams", name, "capabilities", kind, key] if get => {
-            with_realm(admin, realm, |realm| capability(realm, name, kind, key))
-        }
-        ["v1", "realms", realm, "upstreams", name, "approve"] if post => {
-            with_realm(admin, realm, |realm| approve(realm, name, body, token))
-        }
-        ["v1", "realms", realm, "upstreams", name, "refresh"] if post => match admin.realms.get(*realm) {
-            Some(realm) => refresh(realm, name).await,
-            None => no_realm(),
-        },
-        _ => Answer::error(StatusCode::NOT_FOUND, "not_found", format!("no {method} {path}")),
+    let matched = ROUTES.iter().find_map(|route| {
+        let params = matches(route.path, &segments)?;
+        (route.method == method).then_some((route, params))
+    });
+    match matched {
+        Some((route, params)) => (route.answer)(admin, Asked { params, body, token }).await,
+        None => Answer::error(StatusCode::NOT_FOUND, "not_found", format!("no {method} {path}")),
     }
+}
+
+/// The parameters `path` takes from `segments`, if it matches them.
+fn matches<'a>(path: &[&str], segments: &'a [String]) -> Option<Vec<&'a str>> {
+    if path.len() != segments.len() {
+        return None;
+    }
+    let mut params = Vec::new();
+    for (pattern, segment) in path.iter().zip(segments) {
+        match *pattern {
+            "*" => params.push(segment.as_str()),
+            literal if literal == segment => {}
+            _ => return None,
+        }
+    }
+    Some(params)
 }
 
 fn decoded(segment: &str) -> Option<String> {
     percent_encoding::percent_decode_str(segment).decode_utf8().ok().map(|text| text.into_owned())
-}
-
-fn with_realm(admin: &Admin, realm: &str, answer: impl FnOnce(&RealmUpstreams) -> Answer) -> Answer {
-    admin.realms.get(realm).map_or_else(no_realm, |upstreams| answer(upstreams))
 }
 
 fn no_realm() -> Answer {
@@ -176,166 +218,100 @@ fn no_upstream() -> Answer {
     Answer::error(StatusCode::NOT_FOUND, "unknown_upstream", "no such upstream in the realm")
 }
 
+/// Every backend of every kind, by realm.
+fn backends(admin: &Admin) -> Answer {
+    let realms: Vec<Value> = admin
+        .realms
+        .iter()
+        .map(|(realm, kinds)| {
+            let backends: Vec<Value> =
+                kinds.iter().flat_map(|kind| kind.statuses()).map(|status| json!(status)).collect();
+            json!({"realm": realm, "backends": backends})
+        })
+        .collect();
+    Answer::ok(json!({"realms": realms}))
+}
+
+/// Every realm's upstreams, summed up.
 fn upstreams(admin: &Admin) -> Answer {
     let realms: Vec<Value> = admin
         .realms
         .iter()
-        .map(|(realm, upstreams)| {
-            let reports: Vec<Value> = upstreams.reports().iter().map(summary).collect();
+        .map(|(realm, kinds)| {
+            let reports = upstream_review(kinds).map(Review::summaries).unwrap_or_default();
             json!({"realm": realm, "upstreams": reports})
         })
         .collect();
     Answer::ok(json!({"realms": realms}))
 }
 
-fn summary(report: &UpstreamReport) -> Value {
-    let counts: serde_json::Map<String, Value> =
-        report.counts.iter().map(|(state, count)| (state.as_str().to_owned(), json!(count))).collect();
-    let refused: serde_json::Map<String, Value> =
-        report.status.refused.iter().map(|(kind, why)| (kind_of(*kind).to_owned(), json!(why))).collect();
-    json!({
-        "name": report.name,
-        "transport": report.status.transport,
-        "connected": report.status.connected,
-        "revision": report.status.revision,
-        "counts": counts,
-        "served": report.served,
-        "migrated": report.migrated,
-        "last_refresh_ms": report.status.last_refresh_ms,
-        "last_error": report.status.last_error,
-        "listing_refused": refused,
-        "retry": report.status.retry.map(|retry| json!({"failed": retry.failed, "next_at_ms": retry.next_at_ms})),
-    })
+/// The review of a realm's upstreams.
+fn upstream_review(kinds: &[Arc<dyn Backends>]) -> Option<&dyn Review> {
+    kinds.iter().find(|backends| backends.kind() == BackendKind::UPSTREAM).and_then(|backends| backends.review())
 }
 
-fn info(realm: &RealmUpstreams, name: &str) -> Answer {
-    let Some(report) = realm.report(name) else { return no_upstream() };
-    let mut body = summary(&report);
-    body["capabilities"] = report.capabilities.iter().map(capability_row).collect();
-    Answer::ok(body)
-}
-
-fn capability_row(report: &CapabilityReport) -> Value {
-    let pin = &report.pin;
-    json!({
-        "kind": pin.kind_name(),
-        "key": pin.key,
-        "upstream_name": pin.seen.definition.get("name"),
-        "exposed": report.exposed.as_ref().map(|exposed| &exposed.id),
-        "renamed": report.exposed.as_ref().is_some_and(|exposed| exposed.renamed),
-        "not_served": report.exposed.as_ref().and_then(|exposed| exposed.unserved.as_ref()),
-        "state": pin.state.as_str(),
-        "pinned_hash": pin.pinned.as_ref().map(|pinned| &pinned.hash),
-        "current_hash": pin.seen.hash,
-        "migrated": pin.migrated,
-    })
-}
-
-fn kind(name: &str) -> Result<CapabilityKind, Answer> {
-    kind_named(name).ok_or_else(|| {
-        Answer::error(StatusCode::NOT_FOUND, "unknown_kind", "the kind is tool, prompt, resource or template")
-    })
-}
-
-fn capability(realm: &RealmUpstreams, name: &str, kind_name: &str, key: &str) -> Answer {
-    let kind = match kind(kind_name) {
-        Ok(kind) => kind,
+/// Answers with what `answer` makes of the realm's review and the route's parameters
+/// after the realm.
+fn reviewed<const N: usize>(
+    admin: &Admin,
+    asked: &Asked<'_>,
+    answer: impl FnOnce(&dyn Review, [&str; N]) -> Result<Value, Refusal>,
+) -> Answer {
+    let (review, params) = match review_of(admin, asked) {
+        Ok(found) => found,
         Err(answer) => return answer,
     };
-    match realm.pin(name, kind, key) {
-        Ok(pin) => Answer::ok(pin_body(&pin)),
-        Err(ReviewError::UnknownUpstream) => no_upstream(),
-        Err(_) => Answer::error(StatusCode::NOT_FOUND, "unknown_capability", "the upstream never listed it"),
-    }
+    let Ok(params) = <[&str; N]>::try_from(params) else { return no_upstream() };
+    settled(answer(review, params), AuditOutcome::Succeeded)
 }
 
-fn pin_body(pin: &Pin) -> Value {
-    let changes = pin.pinned.as_ref().map(|pinned| diff(&pinned.definition, &pin.seen.definition));
-    json!({
-        "kind": pin.kind_name(),
-        "key": pin.key,
-        "state": pin.state.as_str(),
-        "pinned_hash": pin.pinned.as_ref().map(|pinned| &pinned.hash),
-        "pinned": pin.pinned.as_ref().map(|pinned| &*pinned.definition),
-        "current_hash": pin.seen.hash,
-        "current": &*pin.seen.definition,
-        "diff": changes,
-        "first_seen_ms": pin.first_seen_ms,
-        "approved_by": pin.approval.as_ref().map(|approval| &approval.by),
-        "approved_at_ms": pin.approval.as_ref().map(|approval| approval.at_ms),
-        "id": pin.id,
-        "migrated": pin.migrated,
-    })
+/// The review of the realm the route names, and the parameters after the realm.
+fn review_of<'a>(admin: &'a Admin, asked: &'a Asked<'_>) -> Result<(&'a dyn Review, &'a [&'a str]), Answer> {
+    let (realm, rest) = asked.params.split_first().ok_or_else(no_realm)?;
+    let kinds = admin.realms.get(*realm).ok_or_else(no_realm)?;
+    Ok((upstream_review(kinds).ok_or_else(no_upstream)?, rest))
 }
 
-fn approve(realm: &RealmUpstreams, name: &str, body: &[u8], token: &str) -> Answer {
-    let request: Value = match serde_json::from_slice(body) {
+fn approve(admin: &Admin, asked: &Asked<'_>) -> Answer {
+    let (review, [name]) = match review_of(admin, asked) {
+        Ok((review, [name])) => (review, [*name]),
+        Ok(_) => return no_upstream(),
+        Err(answer) => return answer,
+    };
+    let request: Value = match serde_json::from_slice(asked.body) {
         Ok(request) => request,
         Err(error) => return Answer::error(StatusCode::BAD_REQUEST, "bad_request", format!("not JSON: {error}")),
     };
-    let all = request.get("all").and_then(Value::as_bool).unwrap_or(false);
-    let field = if all { "expect" } else { "approve" };
-    let approvals = match approvals(request.get(field), field) {
-        Ok(approvals) => approvals,
-        Err(message) => return Answer::error(StatusCode::BAD_REQUEST, "bad_request", message),
+    settled(review.approve(name, &request, asked.token), AuditOutcome::Approved)
+}
+
+async fn refresh<'a>(admin: &'a Admin, asked: Asked<'a>) -> Answer {
+    let (review, name) = match review_of(admin, &asked) {
+        Ok((review, [name])) => (review, *name),
+        Ok(_) => return no_upstream(),
+        Err(answer) => return answer,
     };
-    match realm.approve(name, &approvals, all, token) {
-        Ok(pins) => {
-            let approved: Vec<Value> = pins
-                .iter()
-                .map(|pin| json!({"kind": pin.kind_name(), "key": pin.key, "hash": pin.seen.hash}))
-                .collect();
-            Answer { outcome: AuditOutcome::Approved, ..Answer::ok(json!({"approved": approved})) }
+    settled(review.refresh(name).await, AuditOutcome::Refreshed)
+}
+
+/// The answer to a review's result: `outcome` when it succeeded.
+fn settled(result: Result<Value, Refusal>, outcome: AuditOutcome) -> Answer {
+    match result {
+        Ok(body) => Answer { outcome, ..Answer::ok(body) },
+        Err(Refusal::UnknownBackend) => no_upstream(),
+        Err(Refusal::UnknownKind) => {
+            Answer::error(StatusCode::NOT_FOUND, "unknown_kind", "the kind is tool, prompt, resource or template")
         }
-        Err(ReviewError::UnknownUpstream) => no_upstream(),
-        Err(ReviewError::Conflicts(conflicts)) => {
-            let rows: Vec<Value> = conflicts.iter().map(conflict_row).collect();
-            Answer {
-                body: json!({"error": {"code": "conflict", "message": "nothing was approved", "conflicts": rows}}),
-                ..Answer::error(StatusCode::CONFLICT, "conflict", "")
-            }
+        Err(Refusal::UnknownCapability) => {
+            Answer::error(StatusCode::NOT_FOUND, "unknown_capability", "the upstream never listed it")
         }
-        Err(ReviewError::NotSaved(why)) => Answer::error(StatusCode::INTERNAL_SERVER_ERROR, "not_saved", why),
-        Err(_) => Answer::error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the approval failed"),
-    }
-}
-
-fn conflict_row(conflict: &Conflict) -> Value {
-    json!({
-        "kind": kind_of(conflict.kind),
-        "key": conflict.key,
-        "why": conflict.why,
-        "current_hash": conflict.current,
-    })
-}
-
-/// `[{"kind": "tool", "key": "…", "hash": "sha256:…"}, …]`, at most 2,000.
-fn approvals(list: Option<&Value>, field: &str) -> Result<Vec<Approve>, String> {
-    let list = list.and_then(Value::as_array).ok_or_else(|| format!("{field} must be an array"))?;
-    if list.len() > 2_000 {
-        return Err(format!("{field} names more than 2000 capabilities"));
-    }
-    list.iter()
-        .enumerate()
-        .map(|(index, entry)| {
-            let text = |key: &str| {
-                entry.get(key).and_then(Value::as_str).ok_or_else(|| format!("{field}[{index}].{key} must be a string"))
-            };
-            let kind = kind_named(text("kind")?)
-                .ok_or_else(|| format!("{field}[{index}].kind is not tool, prompt, resource or template"))?;
-            Ok(Approve { kind, key: text("key")?.to_owned(), hash: text("hash")?.to_owned() })
-        })
-        .collect()
-}
-
-async fn refresh(realm: &RealmUpstreams, name: &str) -> Answer {
-    match realm.list_now(name).await {
-        Ok(()) => match realm.report(name) {
-            Some(report) => Answer { outcome: AuditOutcome::Refreshed, ..Answer::ok(summary(&report)) },
-            None => no_upstream(),
+        Err(Refusal::BadRequest(message)) => Answer::error(StatusCode::BAD_REQUEST, "bad_request", message),
+        Err(Refusal::Conflict(rows)) => Answer {
+            body: json!({"error": {"code": "conflict", "message": "nothing was approved", "conflicts": rows}}),
+            ..Answer::error(StatusCode::CONFLICT, "conflict", "")
         },
-        Err(ReviewError::UnknownUpstream) => no_upstream(),
-        Err(ReviewError::NotListed(why)) => Answer::error(StatusCode::BAD_GATEWAY, "not_listed", why),
-        Err(_) => Answer::error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the listing failed"),
+        Err(Refusal::NotSaved(why)) => Answer::error(StatusCode::INTERNAL_SERVER_ERROR, "not_saved", why),
+        Err(Refusal::NotListed(why)) => Answer::error(StatusCode::BAD_GATEWAY, "not_listed", why),
+        Err(Refusal::Failed(what)) => Answer::error(StatusCode::INTERNAL_SERVER_ERROR, "internal", what),
     }
 }

@@ -1,11 +1,10 @@
 //! The admin listener (docs/upstreams.md): an authenticated JSON API, on its own socket and
-//! never on an MCP listener, through which operators see every realm's upstreams, review
-//! a definition against its pin, approve it at the hash they reviewed, and have an
-//! upstream listed now. Every request is audited (`adapter = "admin"`, the token's name
+//! never on an MCP listener, through which operators see every realm's backends, and for
+//! upstreams review a definition against its pin, approve it at the hash they reviewed,
+//! and have one listed now. Every request is audited (`adapter = "admin"`, the token's name
 //! as principal).
 
 mod api;
-mod diff;
 mod gate;
 
 use std::collections::BTreeMap;
@@ -14,8 +13,8 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use bondry_core::audit::AuditSink;
+use bondry_core::backend::Backends;
 use bondry_http_server::{ConnectionLimits, Overflow};
-use bondry_upstream::RealmUpstreams;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -60,7 +59,7 @@ impl BoundAdmin {
         self.listener.local_addr()
     }
 
-    /// Serves the API over `realms` (by realm name), auditing to `audit`. Must be called
+    /// Serves the API over each realm's backends (by realm name), auditing to `audit`. Must be called
     /// within a Tokio runtime.
     ///
     /// Past `max_connections` a new connection is closed at once rather than left in the
@@ -68,7 +67,7 @@ impl BoundAdmin {
     /// token in the last day: strangers holding connections open cannot lock the operator out.
     pub fn serve(
         self,
-        realms: BTreeMap<String, Arc<RealmUpstreams>>,
+        realms: BTreeMap<String, Vec<Arc<dyn Backends>>>,
         audit: Arc<dyn AuditSink>,
     ) -> std::io::Result<RunningAdmin> {
         let addr = self.listener.local_addr()?;

@@ -6,11 +6,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
 use crate::BoxFuture;
+use crate::backend::BackendKind;
 use crate::capability::CapabilityKind;
 use crate::policy::Principal;
 
@@ -39,6 +40,66 @@ pub trait Handler: Send + Sync + 'static {
     fn unwatch(&self, uri: &str) {
         let _ = uri;
     }
+
+    /// Starts `request` as a task that keeps running after the caller's request ends, and
+    /// hands back its handle; or answers at once, as [`Handler::call`] would, a handler
+    /// that cannot run it so. The default answers at once.
+    fn start_task(&self, request: HandlerRequest) -> BoxFuture<'static, Started> {
+        let answer = self.call(request);
+        Box::pin(async move { Started::Answered(answer.await) })
+    }
+}
+
+/// What [`Handler::start_task`] began.
+pub enum Started {
+    /// A task, still running.
+    Task(Box<dyn BackendTask>),
+    /// An answer, given at once.
+    Answered(Answer),
+}
+
+impl std::fmt::Debug for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Started::Task(_) => f.write_str("Started::Task"),
+            Started::Answered(answer) => f.debug_tuple("Started::Answered").field(answer).finish(),
+        }
+    }
+}
+
+/// A call that keeps running after its caller's request ended, as its backend holds it.
+/// The Tasks extension reads and steers it through this handle.
+pub trait BackendTask: Send + Sync {
+    /// Where the task stands now.
+    fn get(&self) -> BoxFuture<'_, TaskState>;
+    /// The client's answers to the input the task asked for, keyed as it asked.
+    fn update(&self, responses: BTreeMap<String, Value>) -> BoxFuture<'_, Result<(), TaskRefused>>;
+    /// Asks the task to stop; it ends cancelled unless it had finished.
+    fn cancel(&self) -> BoxFuture<'_, ()>;
+}
+
+/// Where a backend task stands.
+#[derive(Debug)]
+pub enum TaskState {
+    Working {
+        message: Option<String>,
+    },
+    /// Waits for [`BackendTask::update`] with answers to these requests.
+    InputRequired {
+        requests: BTreeMap<String, InputRequest>,
+    },
+    /// Its answer, as the call would have given it.
+    Finished(Answer),
+    Cancelled,
+}
+
+/// Why a task refused an update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TaskRefused {
+    #[error("the task is not waiting for input")]
+    NotWaiting,
+    #[error("the task has ended")]
+    Ended,
 }
 
 /// One follower of a resource's updates, told to the handler serving it: made by
@@ -92,24 +153,96 @@ pub struct HandlerRequest {
     pub backend: Arc<BackendNote>,
 }
 
-/// What a handler that relays to a backend leaves for the call's audit record: which
-/// backend, and how long it took over every time it was asked in this call.
+/// What a call's audit record says of the backend that served it: which, and how long it
+/// took over every round of the call. Nothing noted: the backend was never reached.
+///
+/// A handler that relays to a backend notes each time it asked ([`BackendNote::record`]).
+/// A builtin handler is timed for it by the clock of whoever drives the call: the adapter
+/// notes when each run is invoked and when it ended ([`BackendNote::invoked`],
+/// [`BackendNote::ended`]); the core, which reads no clock, notes that the handler did run
+/// ([`BackendNote::began`]); the capability's binding names it.
 #[derive(Debug, Default)]
 pub struct BackendNote {
-    taken: Mutex<Option<(String, Duration)>>,
+    noted: Mutex<Noted>,
+}
+
+#[derive(Debug, Default)]
+struct Noted {
+    kind: Option<BackendKind>,
+    /// The backend a relaying handler named; `None` for one timed for it.
+    name: Option<String>,
+    /// The time taken by the runs that ended.
+    spent: Duration,
+    /// When the run under way was invoked.
+    invoked: Option<SystemTime>,
+    /// Whether the run under way is timed here: its handler began, and notes nothing itself.
+    timed: bool,
+}
+
+/// What a [`BackendNote`] holds at the end of a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    pub kind: BackendKind,
+    /// The backend a relaying handler named; `None` when the capability's binding names it.
+    pub name: Option<String>,
+    /// The time the backend took in all.
+    pub took: Duration,
 }
 
 impl BackendNote {
-    /// The call went to `backend`, which answered in `took`.
-    pub fn record(&self, backend: &str, took: Duration) {
-        let mut taken = self.taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let spent = taken.as_ref().map_or(Duration::ZERO, |(_, spent)| *spent);
-        *taken = Some((backend.to_owned(), spent + took));
+    /// The call went to `backend`, of `kind`, which answered in `took`.
+    pub fn record(&self, kind: BackendKind, backend: &str, took: Duration) {
+        let mut noted = self.lock();
+        noted.kind = Some(kind);
+        noted.spent += took;
+        if noted.name.as_deref() != Some(backend) {
+            noted.name = Some(backend.to_owned());
+        }
     }
 
-    /// The backend noted, and the time it took in all.
-    pub fn taken(&self) -> Option<(String, Duration)> {
-        self.taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    /// A run of the call is invoked at `at`: its input still to be validated.
+    pub fn invoked(&self, at: SystemTime) {
+        let mut noted = self.lock();
+        noted.invoked = Some(at);
+        noted.timed = false;
+    }
+
+    /// The run under way reached its handler, of `kind`, which notes nothing itself: it is
+    /// timed from when it was invoked.
+    pub fn began(&self, kind: BackendKind) {
+        let mut noted = self.lock();
+        noted.kind = Some(kind);
+        noted.timed = true;
+    }
+
+    /// The run under way ended at `at`.
+    pub fn ended(&self, at: SystemTime) {
+        let mut noted = self.lock();
+        let run = noted.run_until(at);
+        noted.spent += run;
+        noted.invoked = None;
+        noted.timed = false;
+    }
+
+    /// What was noted, a run still under way counted until `now`; `None` if the call never
+    /// reached its backend.
+    pub fn taken(&self, now: SystemTime) -> Option<Taken> {
+        let noted = self.lock();
+        Some(Taken { kind: noted.kind?, name: noted.name.clone(), took: noted.spent + noted.run_until(now) })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Noted> {
+        self.noted.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Noted {
+    /// How long the timed run under way has taken at `at`; a clock gone back counts nothing.
+    fn run_until(&self, at: SystemTime) -> Duration {
+        match (self.timed, self.invoked) {
+            (true, Some(invoked)) => at.duration_since(invoked).unwrap_or(Duration::ZERO),
+            _ => Duration::ZERO,
+        }
     }
 }
 
@@ -367,4 +500,34 @@ pub struct Completion {
     pub values: Vec<String>,
     pub total: Option<u64>,
     pub has_more: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_note_sums_what_relays_record_and_the_runs_it_timed() {
+        let at = |ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+        let note = BackendNote::default();
+        assert_eq!(note.taken(at(0)), None, "nothing reached");
+        note.record(BackendKind::UPSTREAM, "up", Duration::from_millis(3));
+        note.record(BackendKind::UPSTREAM, "up", Duration::from_millis(4));
+        let relayed = Taken { kind: BackendKind::UPSTREAM, name: Some("up".into()), took: Duration::from_millis(7) };
+        assert_eq!(note.taken(at(100)), Some(relayed));
+
+        let note = BackendNote::default();
+        note.invoked(at(5));
+        note.ended(at(8));
+        assert_eq!(note.taken(at(9)), None, "refused before its handler ran");
+        note.invoked(at(10));
+        note.began(BackendKind::BUILTIN);
+        let running = note.taken(at(15)).unwrap();
+        assert_eq!((running.kind, running.name, running.took), (BackendKind::BUILTIN, None, Duration::from_millis(5)));
+        note.ended(at(20));
+        note.invoked(at(50));
+        note.began(BackendKind::BUILTIN);
+        note.ended(at(49));
+        assert_eq!(note.taken(at(90)).unwrap().took, Duration::from_millis(10), "a clock gone back counts nothing");
+    }
 }

@@ -6,6 +6,7 @@
 //! progress, publishing) is a trait here and is implemented by the runtime.
 
 pub mod audit;
+pub mod backend;
 pub mod canon;
 pub mod capability;
 pub mod compact;

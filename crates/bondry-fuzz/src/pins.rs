@@ -10,14 +10,15 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use bondry_catalogue::hash::definition_hash;
+use bondry_catalogue::naming::Names;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::registry::Lint;
 use bondry_mcp_proto::Era;
 use bondry_mcp_proto::lint::{EntryWire, McpLint, ToolWire};
 use bondry_upstream::catalogue::{self, Served, Source};
 use bondry_upstream::listing::{Collect, KindListing, Listing, Refused};
-use bondry_upstream::naming::Names;
-use bondry_upstream::pins::{PinBook, PinState, Policy, definition_hash};
+use bondry_upstream::pins::{PinBook, PinState, Policy};
 use bondry_upstream::{ListingLimits, NewEntries, TransportSpec, Trust, UpstreamSpec};
 use serde_json::Value;
 

@@ -34,8 +34,9 @@ const LIMIT: usize = 1024 * 1024;
 /// wake-ups to a few hundred a second, and how long a line waits to be written.
 const GATHER: Duration = Duration::from_millis(2);
 
-/// A line's first allocation: a call's record with both digests fits.
-const LINE: usize = 512;
+/// A line's first allocation: a call's record with both digests, a trace id and its
+/// backend fits (about 550 bytes).
+const LINE: usize = 640;
 
 /// Writes audit records as JSON lines, the writing from a dedicated thread.
 pub struct AuditWriter {

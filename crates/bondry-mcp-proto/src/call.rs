@@ -63,7 +63,7 @@ pub struct Call {
     /// The size of the request body, a bound on the arguments' serialised size.
     pub(crate) body_len: usize,
     pub(crate) session: Option<SessionRef>,
-    /// What a relaying handler noted, over every round of the call.
+    /// The backend the call reached and how long it took, over every round of the call.
     pub(crate) backend: Arc<BackendNote>,
 }
 
@@ -98,9 +98,10 @@ impl Call {
         &self.capability
     }
 
-    /// Runs the call through the core: the handler, or for `completion/complete` its
-    /// completion hook.
-    pub fn invoke(&self, request: HandlerRequest) -> BoxFuture<'static, Outcome> {
+    /// Runs the call through the core, invoked at `now`: the handler, or for
+    /// `completion/complete` its completion hook.
+    pub fn invoke(&self, request: HandlerRequest, now: SystemTime) -> BoxFuture<'static, Outcome> {
+        self.backend.invoked(now);
         // The future holds its own capability, so the call is free while it runs.
         let capability = Arc::clone(&self.capability);
         match self.completion.clone() {
@@ -197,9 +198,11 @@ impl Call {
             record.arguments = Some(arguments.clone());
         }
         record.arguments_sha256 = Some(Digest::of(arguments, self.body_len));
-        if let Some((backend, took)) = self.backend.taken() {
-            record.upstream = Some(backend);
-            record.upstream_duration_us = Some(took.as_micros() as u64);
+        // The backend, once reached: a relay names it, a builtin's binding does.
+        if let Some(taken) = self.backend.taken(now) {
+            record.backend_kind = Some(taken.kind);
+            record.backend = Some(taken.name.unwrap_or_else(|| self.capability.descriptor.binding.target.clone()));
+            record.backend_duration_us = Some(taken.took.as_micros() as u64);
         }
         record
     }

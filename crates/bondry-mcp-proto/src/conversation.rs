@@ -162,15 +162,18 @@ impl Conversation {
 
     /// Runs the handler (or a completion hook) once: its future owns what it needs, so the
     /// conversation stays free to be cancelled while it runs.
-    pub fn invoke(&self, request: HandlerRequest) -> BoxFuture<'static, Outcome> {
-        self.call.invoke(request)
+    /// `now` is when it is invoked, the start of its run in the audit record.
+    pub fn invoke(&self, request: HandlerRequest, now: SystemTime) -> BoxFuture<'static, Outcome> {
+        self.call.invoke(request, now)
     }
 
-    /// The handler's outcome at `now`.
+    /// The handler's outcome at `now`, which ends its run for the audit record's
+    /// `backend_duration_us`.
     pub fn handle_outcome(&mut self, outcome: Outcome, now: SystemTime, rng: &mut dyn Csprng) {
         if !matches!(self.stage, Stage::Invoke) {
             return;
         }
+        self.call.backend.ended(now);
         self.invocations += 1;
         let in_session = self.call.session.is_some();
         let (requests, state) = match outcome {

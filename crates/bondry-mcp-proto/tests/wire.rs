@@ -475,7 +475,7 @@ fn answer(
             while let Next::Invoke = conversation.poll() {
                 let quiet = Arc::new(Quiet);
                 let request = conversation.call().handler_request(quiet.clone(), quiet.clone(), quiet);
-                let outcome = ready(conversation.invoke(request));
+                let outcome = ready(conversation.invoke(request, now()));
                 conversation.handle_outcome(outcome, now(), rng);
             }
             match conversation.finish(now()) {

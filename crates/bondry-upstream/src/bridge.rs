@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use bondry_core::backend::BackendKind;
 use bondry_core::handler::{Emitter, HandlerRequest, InputKind, InputRequest, LogLevel};
 use bondry_mcp_proto::error::code as rpc;
 use bondry_mcp_proto::input;
@@ -286,14 +287,14 @@ async fn run(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut held: Hel
             },
             () = tokio::time::sleep_until(quiet.unwrap_or(deadline)), if quiet.is_some() => {
                 held.remaining = deadline.saturating_duration_since(Instant::now());
-                request.backend.record(upstream.name(), began.elapsed());
+                request.backend.record(BackendKind::UPSTREAM, upstream.name(), began.elapsed());
                 return hold(upstream, exchanges, held, requests, request);
             }
             () = tokio::time::sleep_until(deadline) => break Driven::Answered(upstream.settle(&held.flight, None)),
             () = request.cancellation.cancelled() => break Driven::Cancelled,
         }
     };
-    request.backend.record(upstream.name(), began.elapsed());
+    request.backend.record(BackendKind::UPSTREAM, upstream.name(), began.elapsed());
     // Requests gathered but never asked: the upstream is not left waiting on them.
     if !held.asked.is_empty() {
         tokio::spawn(give_up(held, "the call ended before the caller was asked"));

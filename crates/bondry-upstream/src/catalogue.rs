@@ -15,11 +15,12 @@ use std::sync::Arc;
 
 use crate::definition;
 use crate::listing::{KindListing, Listing};
-use crate::naming::{self, Names, Owner};
-use crate::pins::{HASH_FORM, Pin, PinBook, PinState, Seen, definition_hash, hashed_form, kind_of, served};
+use crate::pins::{HASH_FORM, Pin, PinBook, PinState, Seen, kind_of, served};
 use crate::spec::UpstreamSpec;
 use crate::upstream::Target;
 use crate::warnings;
+use bondry_catalogue::hash::{definition_hash, hashed_form};
+use bondry_catalogue::naming::{self, Names, Owner};
 use bondry_core::capability::{CapabilityId, CapabilityKind, Descriptor};
 use bondry_mcp_proto::lint;
 

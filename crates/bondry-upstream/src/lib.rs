@@ -6,16 +6,18 @@
 //! about upstreams, and a relayed capability is resolved, validated and audited by the
 //! same path as a builtin one.
 
+mod backend;
 mod backoff;
 mod bridge;
 pub mod catalogue;
 pub mod client;
 pub mod definition;
+mod diff;
 pub mod listing;
-pub mod naming;
 pub mod pins;
 mod realm;
 pub mod relay;
+mod reported;
 mod review;
 mod slots;
 pub mod spec;
@@ -23,9 +25,10 @@ mod subscriptions;
 mod upstream;
 mod warnings;
 
+// The naming rule is the catalogue's; `crate::naming` keeps naming it for the realm.
+use bondry_catalogue::naming;
+
 pub use catalogue::Exposed;
 pub use client::{ClientError, Connection, Inbox, Notice, Outgoing};
 pub use realm::RealmUpstreams;
-pub use review::{Approve, CapabilityReport, Conflict, ReviewError, UpstreamReport};
 pub use spec::{Expose, ListingLimits, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
-pub use upstream::Status;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bondry_core::BoxFuture;
+use bondry_core::backend::BackendKind;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::handler::{
     Answer, Completion, CompletionAnswer, CompletionFailed, CompletionQuery, Handler, HandlerRequest, TraceContext,
@@ -158,7 +159,7 @@ async fn complete(upstream: &Upstream, request: HandlerRequest, query: Completio
         answered = bridge::relay_watched(upstream, outgoing, &request) => answered,
         () = request.cancellation.cancelled() => return Err(CompletionFailed { code: code::UNAVAILABLE.into() }),
     };
-    request.backend.record(upstream.name(), began.elapsed());
+    request.backend.record(BackendKind::UPSTREAM, upstream.name(), began.elapsed());
     let result = answered.map_err(|why| CompletionFailed {
         code: match why {
             Unrelayed::Unavailable => code::UNAVAILABLE.into(),

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod assemble;
+pub mod backends;
 pub mod builtins;
 pub mod config;
 pub mod credentials;

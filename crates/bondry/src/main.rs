@@ -11,8 +11,6 @@ use bondry::assemble::{Overrides, assemble};
 use bondry::builtins::Builtins;
 use bondry::config::{self, ConfigErrors};
 use bondry::reload::{self, LiveRealm, Reloader};
-use bondry_core::realm::RealmEvents;
-use bondry_upstream::RealmUpstreams;
 use clap::{Parser, Subcommand};
 
 /// jemalloc with its background thread, which gives freed memory back to the operating
@@ -269,7 +267,7 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
     // Checked before the pin store is opened, and the store opened before the realms'
     // key files are made: a missing store is judged by the data directory as it was.
     assemble(&loaded, &builtins, &Overrides { listen }, false)?;
-    let pins = bondry::assemble::pins::open(&loaded, accept_new_pin_store)?;
+    let shared = bondry::backends::Shared::open(&loaded, accept_new_pin_store)?;
     let mut assembled = assemble(&loaded, &builtins, &Overrides { listen }, true)?;
     // The operator's file only: the embedded demo's unheld `admin` role is its point.
     if path.is_some() {
@@ -316,19 +314,18 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
             }
             _ => None,
         };
-        // Then every realm's upstreams start connecting in the background: the realm
-        // serves at once, and their capabilities appear as their listings land.
+        // Then every realm's backends start (upstreams connect in the background): the
+        // realm serves at once, and their capabilities appear as their listings land.
         let mut realms: HashMap<String, LiveRealm> = HashMap::new();
         for (name, registry, auth) in realm_parts {
-            let specs = assembled.upstreams.remove(&name).unwrap_or_default();
-            let events = RealmEvents::new(Arc::clone(&registry));
-            let upstreams = Arc::new(RealmUpstreams::start(&name, events, specs, Arc::clone(&pins))?);
-            realms.insert(name, LiveRealm { registry, auth, upstreams });
+            let plans = assembled.backends.remove(&name).unwrap_or_default();
+            let backends = bondry::backends::start(bondry::backends::KINDS, &name, &registry, plans, &shared)?;
+            realms.insert(name, LiveRealm { registry, auth, backends });
         }
-        let upstreams: Vec<Arc<RealmUpstreams>> = realms.values().map(|live| Arc::clone(&live.upstreams)).collect();
-        let upstreams_by_realm: BTreeMap<String, Arc<RealmUpstreams>> =
-            realms.iter().map(|(name, live)| (name.clone(), Arc::clone(&live.upstreams))).collect();
-        let admin = admin.map(|bound| bound.serve(upstreams_by_realm, audit)).transpose()?;
+        let backends: Vec<_> = realms.values().map(|live| live.backends.clone()).collect();
+        let backends_by_realm: BTreeMap<_, _> =
+            realms.iter().map(|(name, live)| (name.clone(), live.backends.clone())).collect();
+        let admin = admin.map(|bound| bound.serve(backends_by_realm, audit)).transpose()?;
         // Watch the file before announcing readiness: a change made right after the banner
         // must not be missed.
         let reloader = path.map(|path| Reloader {
@@ -370,13 +367,9 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
             if let Some(path) = &address_file {
                 let _ = std::fs::remove_file(path);
             }
-            // After the calls drained: none is left to need an upstream, and every child
-            // ends, every realm's at once.
-            let mut realms = tokio::task::JoinSet::new();
-            for realm in upstreams {
-                realms.spawn(async move { realm.shutdown().await });
-            }
-            while realms.join_next().await.is_some() {}
+            // After the calls drained: none is left to need a backend, and every child
+            // ends, every realm's at once, within what is left of the 5 s.
+            bondry::backends::stop(backends, std::time::Duration::from_secs(5)).await;
         };
         if tokio::time::timeout(grace + std::time::Duration::from_secs(5), orderly).await.is_err() {
             tracing::warn!("shutdown took shutdown_grace_ms + 5 s: ending what is left now");

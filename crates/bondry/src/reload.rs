@@ -4,8 +4,8 @@
 //! swapped in at once. A file that does not pass keeps the running configuration, and the
 //! log says why.
 //!
-//! Upstreams are added, removed and changed as the file says (see
-//! `RealmUpstreams::reconfigure`). What a swap cannot change while serving (listeners,
+//! Backends are added, removed and changed as the file says, each kind as its
+//! `Backends::reconfigure` keeps what it can (an upstream's connection, its pins). What a swap cannot change while serving (listeners,
 //! realms added or removed, limits, rate limits, keys, the audit sink) applies at the
 //! next start; the log says so. A file whose `[admin]` differs from the running one is
 //! refused whole, naming the keys that changed.
@@ -15,15 +15,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bondry_core::backend::Backends;
 use bondry_core::realm::Registry;
 use bondry_http_server::AuthSlot;
-use bondry_upstream::RealmUpstreams;
 use notify::{RecursiveMode, Watcher};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::assemble::admin::{self, AdminStanza};
 use crate::assemble::{Overrides, assemble};
+use crate::backends;
 use crate::builtins::Builtins;
 use crate::config;
 
@@ -34,7 +35,8 @@ const SETTLE: Duration = Duration::from_millis(200);
 pub struct LiveRealm {
     pub registry: Arc<Registry>,
     pub auth: Arc<AuthSlot>,
-    pub upstreams: Arc<RealmUpstreams>,
+    /// Its backends, a kind at a time.
+    pub backends: Vec<Arc<dyn Backends>>,
 }
 
 /// Everything a reload needs: the file, how it was assembled, and the live realms.
@@ -70,9 +72,9 @@ impl Reloader {
                 tracing::warn!(realm = %name, "a new realm is served after a restart");
                 continue;
             };
-            // Upstreams follow the file whatever becomes of the rest: they are served
+            // Backends follow the file whatever becomes of the rest: they are served
             // beside the configured capabilities, not compiled with them.
-            live.upstreams.reconfigure(assembled.upstreams.remove(name).unwrap_or_default());
+            backends::reconfigure(&live.backends, assembled.backends.remove(name).unwrap_or_default());
             // The grants and the credentials whose roles they interpret go in together or
             // not at all: new tickets under old grants could hold what the file no longer
             // gives their roles.

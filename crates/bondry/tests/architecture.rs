@@ -7,6 +7,10 @@
 //!   stack or storage client, so it can be driven by any transport and tested without one.
 //! - `bondry-http-server` is the runtime around the adapter; it must not reach back into the
 //!   `bondry` crate that assembles it from configuration.
+//! - The backends (`bondry-upstream`, and any crate named in [`BACKENDS`]) sit behind core's
+//!   handler interface: neither the runtime nor the protocol crate learns of them.
+//! - `bondry-catalogue` holds what every backend shares (the naming rule, the canonical hash
+//!   of a definition): it builds on the core alone, with no runtime and no I/O.
 //!
 //! Only normal dependencies count (not dev- or build-dependencies), followed transitively,
 //! so a forbidden crate cannot sneak in through a third-party dependency either. Failures
@@ -21,6 +25,11 @@ use serde_json::Value;
 /// Crates that do I/O or run an async runtime; none may be under the sans-IO crates.
 const RUNTIME_AND_IO: [&str; 9] =
     ["tokio", "hyper", "axum", "reqwest", "mio", "redis", "rusqlite", "tower", "tower-http"];
+
+/// The backend crates: each turns someone else's service into capabilities behind core's
+/// handler interface. A name here need not be a crate yet; once it is, it is held to the
+/// same rules with no edit to the tests.
+const BACKENDS: [&str; 2] = ["bondry-upstream", "bondry-backends"];
 
 /// The normal-dependency graph of the workspace.
 struct Graph {
@@ -148,7 +157,7 @@ fn the_graph_sees_normal_dependencies() {
 
 #[test]
 fn the_sans_io_crates_pull_in_no_runtime_and_no_io() {
-    for root in ["bondry-core", "bondry-mcp-proto"] {
+    for root in ["bondry-core", "bondry-mcp-proto", "bondry-catalogue"] {
         assert_no_path(root, &RUNTIME_AND_IO, "it is sans-IO; the runtime lives in bondry-http-server");
     }
 }
@@ -184,8 +193,44 @@ fn the_upstream_crate_builds_on_core_and_proto_only() {
 }
 
 #[test]
+fn the_runtime_and_the_protocol_crate_know_no_backend() {
+    // Guards against passing vacuously: the assembling crate does reach a backend.
+    assert!(!graph().paths_to("bondry", &BACKENDS).is_empty(), "the backends are found in the graph");
+    for root in ["bondry-http-server", "bondry-mcp-proto"] {
+        assert_no_path(
+            root,
+            &BACKENDS,
+            "a backend sits behind core's handler interface; the runtime is not built on it",
+        );
+    }
+}
+
+#[test]
+fn the_catalogue_builds_on_the_core_alone() {
+    // Every other member by name (a crate added later included), and the backends.
+    let mut others: Vec<&str> = graph()
+        .members
+        .keys()
+        .map(String::as_str)
+        .filter(|&name| name != "bondry-core" && name != "bondry-catalogue")
+        .collect();
+    others.extend(BACKENDS);
+    for named in ["bondry-mcp-proto", "bondry-http-server", "bondry-upstream"] {
+        assert!(others.contains(&named), "{named} is looked for: {others:?}");
+    }
+    assert_eq!(graph().paths_to("bondry-catalogue", &["bondry-core"]), ["bondry-catalogue -> bondry-core"]);
+    assert_no_path(
+        "bondry-catalogue",
+        &others,
+        "every backend shares it, so it knows no protocol, no runtime and no backend",
+    );
+}
+
+#[test]
 fn no_shipped_crate_depends_on_test_tools() {
-    for root in ["bondry-core", "bondry-mcp-proto", "bondry-http-server", "bondry-upstream", "bondry"] {
+    for root in
+        ["bondry-core", "bondry-catalogue", "bondry-mcp-proto", "bondry-http-server", "bondry-upstream", "bondry"]
+    {
         assert_no_path(root, &["bondry-test-support", "rmcp"], "test tools stay out of the data path");
     }
 }
@@ -209,6 +254,174 @@ fn the_architecture_map_is_short_and_names_real_files() {
             "ARCHITECTURE.md names `{name}`, which no source file is"
         );
     }
+}
+
+/// Where a bare or partial path of ARCHITECTURE.md may be the tail of a file or folder.
+const MAP_ROOTS: [&str; 6] = ["crates/*/src", "crates/*/tests", "bench", "docs", "scripts", "fuzz"];
+
+/// Whether a backticked token of ARCHITECTURE.md names a path: it ends with `.rs`, `.md`,
+/// `.toml` or `/`, or holds a `/`; and it is no code (no space, `::`, `(`, `=`, `*`, `…`).
+fn is_path(token: &str) -> bool {
+    let code = [" ", "::", "(", "=", "*", "…"].iter().any(|mark| token.contains(mark));
+    !token.is_empty()
+        && !code
+        && ([".rs", ".md", ".toml", "/"].iter().any(|end| token.ends_with(end)) || token.contains('/'))
+}
+
+/// Every file and folder under `dir` (build output and installed packages left out), as
+/// its path components from the repository root and whether it is a folder.
+fn collect_entries(dir: &std::path::Path, base: &[String], into: &mut Vec<(Vec<String>, bool)>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if matches!(name.as_str(), "target" | "node_modules" | ".git") {
+            continue;
+        }
+        let path = entry.path();
+        let components: Vec<String> = base.iter().cloned().chain([name]).collect();
+        if path.is_dir() {
+            collect_entries(&path, &components, into);
+            into.push((components, true));
+        } else {
+            into.push((components, false));
+        }
+    }
+}
+
+/// The files and folders under [`MAP_ROOTS`], a `*` standing for every folder there.
+fn map_entries(root: &std::path::Path) -> Vec<(Vec<String>, bool)> {
+    let mut bases: Vec<Vec<String>> = Vec::new();
+    for pattern in MAP_ROOTS {
+        let mut expanded: Vec<Vec<String>> = vec![Vec::new()];
+        for part in pattern.split('/') {
+            expanded = expanded
+                .into_iter()
+                .flat_map(|base| {
+                    let dir = base.iter().fold(root.to_path_buf(), |dir, part| dir.join(part));
+                    if part == "*" {
+                        let mut children: Vec<Vec<String>> = std::fs::read_dir(&dir)
+                            .into_iter()
+                            .flatten()
+                            .flatten()
+                            .filter(|entry| entry.path().is_dir())
+                            .map(|entry| {
+                                base.iter().cloned().chain([entry.file_name().to_string_lossy().into()]).collect()
+                            })
+                            .collect();
+                        children.sort();
+                        children
+                    } else {
+                        vec![base.into_iter().chain([part.to_owned()]).collect()]
+                    }
+                })
+                .collect();
+        }
+        bases.extend(expanded);
+    }
+    let mut entries = Vec::new();
+    for base in bases {
+        let dir = base.iter().fold(root.to_path_buf(), |dir, part| dir.join(part));
+        if dir.is_dir() {
+            collect_entries(&dir, &base, &mut entries);
+            entries.push((base, true));
+        }
+    }
+    entries
+}
+
+/// Whether `token` (a path of ARCHITECTURE.md) exists: from the repository root, or as the
+/// last components of one of `entries`. A trailing `/` asks for a folder.
+fn path_exists(root: &std::path::Path, entries: &[(Vec<String>, bool)], token: &str) -> bool {
+    let folder = token.ends_with('/');
+    let from_root = root.join(token.trim_end_matches('/'));
+    if from_root.exists() && (!folder || from_root.is_dir()) {
+        return true;
+    }
+    let tail: Vec<&str> = token.trim_end_matches('/').split('/').collect();
+    entries.iter().any(|(components, is_dir)| {
+        (!folder || *is_dir)
+            && components.len() >= tail.len()
+            && components[components.len() - tail.len()..].iter().zip(&tail).all(|(have, want)| have == want)
+    })
+}
+
+/// Whether `token`, a path only by its `/`, is an MCP method (`subscriptions/listen`): a
+/// string the protocol crate's sources spell in quotes.
+fn is_protocol_method(root: &std::path::Path, token: &str) -> bool {
+    let mut sources = Vec::new();
+    collect_rust_files(&root.join("crates/bondry-mcp-proto/src"), &mut sources);
+    let extension = [".rs", ".md", ".toml", "/"].iter().any(|end| token.ends_with(end));
+    !extension
+        && sources
+            .iter()
+            .any(|file| std::fs::read_to_string(file).is_ok_and(|text| text.contains(&format!("\"{token}\""))))
+}
+
+/// Every path ARCHITECTURE.md names exists, and no link of it leaves the repository: a
+/// rename, a move to another crate or a deleted folder that forgets the map fails here.
+#[test]
+fn the_architecture_map_names_only_paths_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md is readable");
+    let entries = map_entries(&root);
+    assert!(
+        entries.iter().any(|(path, _)| path.ends_with(&["call".to_owned(), "drive.rs".to_owned()])),
+        "the crates' sources are found"
+    );
+    let named: Vec<&str> = map.split('`').skip(1).step_by(2).filter(|token| is_path(token)).collect();
+    assert!(named.len() > 20, "the map's paths are found: {named:?}");
+    let missing: Vec<&str> = named
+        .iter()
+        .copied()
+        .filter(|token| !path_exists(&root, &entries, token) && !is_protocol_method(&root, token))
+        .collect();
+    assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:?}");
+    let outside: Vec<&str> = map.lines().filter(|line| line.contains("http://") || line.contains("https://")).collect();
+    assert!(outside.is_empty(), "ARCHITECTURE.md links out of the repository:\n  {}", outside.join("\n  "));
+    let mut broken = Vec::new();
+    for link in map.split("](").skip(1) {
+        let target = link.split(')').next().unwrap_or_default();
+        let file = target.split('#').next().unwrap_or_default().split_whitespace().next().unwrap_or_default();
+        // A link within the map itself (`#section`) needs no file.
+        if target.starts_with('#') {
+            continue;
+        }
+        if file.is_empty() || file.contains(':') || !root.join(file).exists() {
+            broken.push(target);
+        }
+    }
+    assert!(broken.is_empty(), "ARCHITECTURE.md links to what is no file of the repository: {broken:?}");
+}
+
+#[test]
+fn the_map_tells_paths_from_code() {
+    for path in [
+        "crates/bondry/tests/architecture.rs",
+        "call/drive.rs",
+        "endpoint.rs",
+        "docs/fuzzing.md",
+        "client/",
+        "Cargo.toml",
+        "interop/ts",
+    ] {
+        assert!(is_path(path), "{path} is a path");
+    }
+    for code in
+        ["Registry::swap", "lto = \"fat\"", "Mcp-Param-*", "BONDRY__…", "Box<dyn Future>", "serve", "fn(a/b)", ""]
+    {
+        assert!(!is_path(code), "{code} is not a path");
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let entries = map_entries(&root);
+    for real in
+        ["call/drive.rs", "drive.rs", "client/", "docs/fuzzing.md", "crates/bondry/tests", "tests/architecture.rs"]
+    {
+        assert!(path_exists(&root, &entries, real), "{real} exists");
+    }
+    for unreal in ["call/nowhere.rs", "rive.rs", "drive.rs/", "endpoint/", "docs/nowhere.md"] {
+        assert!(!path_exists(&root, &entries, unreal), "{unreal} does not exist");
+    }
+    assert!(is_protocol_method(&root, "subscriptions/listen") && is_protocol_method(&root, "notifications/cancelled"));
+    assert!(!is_protocol_method(&root, "subscriptions/nowhere") && !is_protocol_method(&root, "call/drive.rs"));
 }
 
 fn collect_rust_files(dir: &std::path::Path, into: &mut Vec<String>) {
@@ -347,8 +560,9 @@ fn collect_sources(
             let relative = path.strip_prefix(src).expect("under src");
             let top = relative.components().next().expect("a file").as_os_str().to_string_lossy();
             let module = top.trim_end_matches(".rs");
-            // Binaries under `src/bin` and the binary's `main.rs` are crates of their own.
-            if module == "bin" || module == "main" {
+            // Binaries under `src/bin` and the binary's `main.rs` are crates of their own;
+            // a `tests.rs` is a `#[cfg(test)]` module's file.
+            if module == "bin" || module == "main" || path.file_name().is_some_and(|name| name == "tests.rs") {
                 continue;
             }
             let text = std::fs::read_to_string(&path).expect("a source file is readable");

@@ -199,6 +199,10 @@ async fn notifications_cancelled_reaches_a_slow_handler() {
     let records = server.stop().await;
     assert_eq!(records.len(), 1);
     assert_eq!(records[0]["outcome"], "cancelled");
+    // The handler ran until it was cancelled: its run time is on the record.
+    assert_eq!((&records[0]["backend_kind"], &records[0]["backend"]), (&json!("builtin"), &json!("test.slow")));
+    let backend_us = records[0]["backend_duration_us"].as_u64().unwrap();
+    assert!(backend_us <= records[0]["duration_us"].as_u64().unwrap(), "{}", records[0]);
 }
 
 #[tokio::test]

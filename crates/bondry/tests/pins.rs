@@ -113,6 +113,7 @@ impl Drift {
             .set("audit.path", drift.dir.path().join("audit.jsonl").to_str().unwrap())
             .set("realms.default.anonymous_roles", vec!["caller"])
             .role("caller", &["up.*"])
+            .capability("echo", "tool", "demo.echo", None)
             .push("realms.default.upstreams", up)
             .written(drift.dir.path(), "gateway.toml");
         drift
@@ -471,6 +472,22 @@ async fn an_operator_reviews_a_drift_and_approves_the_hash_reviewed() {
     let (_, reviewed) =
         drift.admin_call(reqwest::Method::GET, "/v1/realms/default/upstreams/up/capabilities/tool/a", None).await;
     assert_eq!((reviewed["state"].as_str(), reviewed["approved_by"].as_str()), (Some("pinned"), Some("generated")));
+
+    // Every backend of every kind, as one list per realm.
+    let (status, mut backends) = drift.admin_call(reqwest::Method::GET, "/v1/backends", None).await;
+    assert_eq!(status, 200, "{backends}");
+    let detail = backends["realms"][0]["backends"][1]["detail"].take();
+    assert_eq!((detail["name"].as_str(), detail["transport"].as_str()), (Some("up"), Some("stdio")), "{detail}");
+    assert_eq!(
+        backends,
+        json!({"realms": [{"realm": "default", "backends": [
+            {"kind": "builtin", "name": "demo.echo", "state": "serving", "capabilities": {"served": 1}, "detail": {}},
+            {"kind": "upstream", "name": "up", "state": "serving",
+             "capabilities": {"served": 2, "withheld": 0, "refused": 0}, "detail": null},
+        ]}]})
+    );
+    let (status, refused) = drift.admin_call(reqwest::Method::POST, "/v1/backends", None).await;
+    assert_eq!((status, refused), (404, json!({"error": {"code": "not_found", "message": "no POST /v1/backends"}})));
 
     let records = drift.admin_records();
     let outcomes: Vec<&str> = records.iter().filter_map(|record| record["outcome"].as_str()).collect();
@@ -831,7 +848,7 @@ impl Drift {
                         received.as_object_mut().unwrap().entry("outputSchema").or_insert_with(|| output.clone());
                     }
                     let kind = bondry_upstream::pins::kind_named(kind).unwrap();
-                    let recomputed = bondry_upstream::pins::definition_hash(kind, &received, ignore_meta);
+                    let recomputed = bondry_catalogue::hash::definition_hash(kind, &received, ignore_meta);
                     assert_eq!(recomputed, pin["pinned_hash"].as_str().unwrap(), "{entry} is not its pin {pin}");
                 }
             }

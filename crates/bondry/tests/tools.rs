@@ -278,8 +278,30 @@ async fn every_outcome_is_audited_once_with_its_fields_and_no_raw_arguments() {
         assert_eq!(record["invocation_id"].is_string(), dispatched, "{line}");
         assert_eq!(record["arguments_sha256"].is_string(), dispatched, "{line}");
         assert_eq!(record["result_sha256"].is_string(), dispatched, "{line}");
+        assert_eq!(record["record_version"], 2, "{line}");
+        // The backend is named once the handler ran: not for arguments it never saw.
+        let ran = dispatched && record["outcome"] != "invalid_input";
+        assert_eq!(record.get("backend_kind").is_some(), ran, "{line}");
+        assert_eq!(record.get("backend_duration_us").is_some(), ran, "{line}");
     }
     assert_eq!(records[0]["arguments_sha256"], bondry_core::canon::digest(&secret));
+}
+
+#[tokio::test]
+async fn a_builtin_calls_record_names_its_handler_and_the_time_it_ran() {
+    // A capability whose id is not its handler's name: the record names the handler.
+    let config = TestConfig::new().capability("test.nap", "tool", "test.slow", None).text();
+    let server = TestServer::with_config(&config).await;
+    server.send(Req::call("test.nap", json!({"ms": 50}))).await.assert_result();
+    let records = server.stop().await;
+    let record = &records[0];
+    assert_eq!(record["record_version"], 2, "{record}");
+    assert_eq!(record["capability"], "test.nap", "{record}");
+    assert_eq!(record["backend_kind"], "builtin", "{record}");
+    assert_eq!(record["backend"], "test.slow", "{record}");
+    let backend_us = record["backend_duration_us"].as_u64().unwrap();
+    assert!(backend_us >= 50_000, "the handler slept 50 ms: {record}");
+    assert!(backend_us <= record["duration_us"].as_u64().unwrap(), "within the whole call: {record}");
 }
 
 #[tokio::test]

@@ -77,12 +77,17 @@ async fn a_bondry_over_http_serves_its_tools_through_the_gateway_in_either_era()
     .await;
     assert!(complete, "two calls and the refused one: {relayed:?}");
     for record in relayed.iter().filter(|record| record["outcome"] == "succeeded") {
-        assert_eq!(record["upstream"], "up", "{record}");
-        let upstream_us = record["upstream_duration_us"].as_u64().unwrap();
+        assert_eq!(record["record_version"], 2, "{record}");
+        assert_eq!(record["backend_kind"], "upstream", "{record}");
+        assert_eq!(record["backend"], "up", "{record}");
+        let upstream_us = record["backend_duration_us"].as_u64().unwrap();
         assert!(upstream_us > 0 && upstream_us <= record["duration_us"].as_u64().unwrap(), "{record}");
     }
     let refused = relayed.iter().find(|record| record["outcome"] == "invalid_input").unwrap();
-    assert!(refused.get("upstream").is_none(), "arguments refused before the upstream saw them: {refused}");
+    assert_eq!(refused["record_version"], 2, "{refused}");
+    for member in ["backend_kind", "backend", "backend_duration_us"] {
+        assert!(refused.get(member).is_none(), "arguments refused before the upstream saw them: {refused}");
+    }
 }
 
 #[tokio::test]

@@ -43,8 +43,12 @@ pub async fn drive(
                 round = None;
                 let request =
                     conversation.call().handler_request(cancellation.clone(), emitter.clone(), publisher.clone());
-                let outcome =
-                    CancelOnDrop { token: token.clone(), work: conversation.invoke(request), done: false }.await;
+                let outcome = CancelOnDrop {
+                    token: token.clone(),
+                    work: conversation.invoke(request, SystemTime::now()),
+                    done: false,
+                }
+                .await;
                 // A handler that noticed its cancellation may still have answered: nothing is sent.
                 if token.is_cancelled() {
                     conversation.cancel(SystemTime::now());

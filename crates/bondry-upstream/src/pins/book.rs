@@ -5,10 +5,11 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use bondry_catalogue::hash::definition_hash;
 use bondry_core::capability::CapabilityKind;
 use serde_json::Value;
 
-use super::hash::{HASH_FORM, definition_hash, form_1_hash, kind_of, newly_covered};
+use super::hash::{HASH_FORM, form_1_hash, kind_of, newly_covered};
 use crate::spec::{NewEntries, Trust};
 
 /// Where a pinned key stands. Only `Pinned` is served; the rest answer as missing.

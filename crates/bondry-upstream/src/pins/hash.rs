@@ -1,35 +1,25 @@
-//! What a pin's hash covers (its hash form), what is served of a definition, and the
-//! names of the kinds pins are kept under.
+//! What a pin's hash covers (its hash form), what is served of a pinned definition, and
+//! the names of the kinds pins are kept under.
 //!
-//! Everything served of a definition is hashed but for what changes with the data: a
-//! resource's or template's `size` (an integer) and `annotations.lastModified` (a
-//! timestamp). Keys of `_meta` that are Bondry's own (`dev.bondry/*`, but for the
-//! clients a tool requires, which is served as the upstream says) or the protocol's
-//! (`io.modelcontextprotocol/*`) are never served from an upstream and never hashed; keys
-//! in `pin_ignore_meta` are stripped before serving, so they are neither.
+//! The hash itself is the catalogue's ([`bondry_catalogue::hash`]): this module holds
+//! what is the pins' own, the form that names it, the migration from the older form, and
+//! the `pin_ignore_meta` keys that are neither pinned nor served.
 
+use bondry_catalogue::hash::{REQUIRES_CLIENT_KEY, definition_hash, hashed_form, strip_meta};
 use bondry_core::canon;
 use bondry_core::capability::CapabilityKind;
-use bondry_mcp_proto::vocabulary::REQUIRES_CLIENT_KEY;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// The hash form this Bondry writes. Form 1 hashed only six fields of a resource or
-/// template and the protocol's `_meta` keys; a store's form-1 pins are migrated at start.
+/// The hash form this Bondry writes: [`definition_hash`]. Form 1 hashed only six fields
+/// of a resource or template and the protocol's `_meta` keys; a store's form-1 pins are
+/// migrated at start. Anything that changes what `definition_hash` covers is a new form.
 pub const HASH_FORM: u32 = 2;
 
 /// The fields of a resource or template that form 1 covered.
 const FORM_1_RESOURCE_FIELDS: [&str; 6] = ["uri", "uriTemplate", "name", "title", "description", "mimeType"];
 
-/// `_meta` key prefixes that are never an upstream's to say: Bondry's and the protocol's.
-const OWN_META: [&str; 2] = ["dev.bondry/", "io.modelcontextprotocol/"];
-
-/// `sha256:` and the hex SHA-256 of the RFC 8785 form of what `entry` (an upstream's
-/// list entry of `kind`) serves: the whole definition but for a resource's or template's
-/// `size` and `annotations.lastModified`, and for `_meta` keys that are Bondry's, the
-/// protocol's or in `ignore_meta`.
-pub fn definition_hash(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> String {
-    format!("sha256:{}", canon::digest(&hashed_form(kind, entry, ignore_meta)))
-}
+/// The `_meta` key prefix form 1 left out of a tool or prompt: Bondry's own.
+const FORM_1_OWN_META: &str = "dev.bondry/";
 
 /// The hash of `entry` in form 1, which a store's older pins hold.
 pub fn form_1_hash(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> String {
@@ -41,7 +31,7 @@ pub fn form_1_hash(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) 
         }
         CapabilityKind::Tool | CapabilityKind::Prompt => {
             let mut object = object.clone();
-            strip_meta(&mut object, |key| key.starts_with(OWN_META[0]) || ignore_meta.iter().any(|k| k == key));
+            strip_meta(&mut object, |key| key.starts_with(FORM_1_OWN_META) || ignore_meta.iter().any(|k| k == key));
             Value::Object(object)
         }
     };
@@ -76,56 +66,6 @@ pub fn served(entry: &Value, ignore_meta: &[String]) -> Value {
     entry
 }
 
-/// What the hash of `entry` covers, as a value: two definitions whose hashes are equal
-/// but whose hashed forms differ differ in what RFC 8785 spells alike (`1` and `1.0`).
-pub fn hashed_form(kind: CapabilityKind, entry: &Value, ignore_meta: &[String]) -> Value {
-    let Some(object) = entry.as_object() else { return entry.clone() };
-    let mut object: Map<String, Value> = object.clone();
-    // The clients a tool requires is served from the upstream's own `_meta`: hashed. Of
-    // any other kind it is not served, and not hashed.
-    let served_own = |key: &str| kind == CapabilityKind::Tool && key == REQUIRES_CLIENT_KEY;
-    strip_meta(&mut object, |key| {
-        (OWN_META.iter().any(|own| key.starts_with(own)) && !served_own(key))
-            || ignore_meta.iter().any(|ignored| ignored == key)
-    });
-    if matches!(kind, CapabilityKind::Resource | CapabilityKind::ResourceTemplate) {
-        // Left out only in the shapes the protocol gives them: a size, a timestamp. Any
-        // other value is text a model reads, and is hashed.
-        if object.get("size").is_some_and(|size| size.as_u64().is_some()) {
-            object.remove("size");
-        }
-        if let Some(Value::Object(annotations)) = object.get_mut("annotations") {
-            if annotations.get("lastModified").and_then(Value::as_str).is_some_and(is_timestamp) {
-                annotations.remove("lastModified");
-            }
-            // A timestamp alone must not make `annotations` that an entry without it lacks.
-            if annotations.is_empty() {
-                object.remove("annotations");
-            }
-        }
-    }
-    Value::Object(object)
-}
-
-/// Whether `text` has the shape of an ISO 8601 timestamp (`2026-12-06T17:00:00Z`, with
-/// fractions or an offset): at most 40 bytes of digits and `-:.TZ+`.
-fn is_timestamp(text: &str) -> bool {
-    text.len() <= 40
-        && text.bytes().next().is_some_and(|byte| byte.is_ascii_digit())
-        && text.bytes().all(|byte| byte.is_ascii_digit() || b"-:.TZ+".contains(&byte))
-}
-
-/// Removes the `_meta` keys `strip` names, and `_meta` itself when that empties it:
-/// stripped keys alone must not make a `_meta` that an entry without them lacks.
-fn strip_meta(object: &mut Map<String, Value>, strip: impl Fn(&str) -> bool) {
-    if let Some(Value::Object(meta)) = object.get_mut("_meta") {
-        meta.retain(|key, _| !strip(key));
-        if meta.is_empty() {
-            object.remove("_meta");
-        }
-    }
-}
-
 /// The name a pin's kind has in the store, the admin API and the CLI.
 pub fn kind_of(kind: CapabilityKind) -> &'static str {
     match kind {
@@ -151,88 +91,6 @@ pub fn kind_named(name: &str) -> Option<CapabilityKind> {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn tool_hash(entry: Value) -> String {
-        definition_hash(CapabilityKind::Tool, &entry, &["com.example/etag".to_owned()])
-    }
-
-    #[test]
-    fn every_field_of_a_tool_counts_but_key_order_does_not() {
-        let base = json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}});
-        let reordered = json!({"inputSchema": {"type": "object"}, "description": "d", "name": "t"});
-        assert_eq!(tool_hash(base.clone()), tool_hash(reordered));
-        for changed in [
-            json!({"name": "t", "description": "e", "inputSchema": {"type": "object"}}),
-            json!({"name": "t", "description": "d", "inputSchema": {"type": "object", "required": ["x"]}}),
-            json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}, "title": "T"}),
-            json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
-            json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}),
-            json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}, "_meta": {"x": 1}}),
-        ] {
-            assert_ne!(tool_hash(base.clone()), tool_hash(changed.clone()), "{changed}");
-        }
-        assert!(tool_hash(base).starts_with("sha256:"));
-    }
-
-    #[test]
-    fn bondry_meta_keys_and_ignored_ones_do_not_count() {
-        let base = json!({"name": "t", "inputSchema": {"type": "object"}});
-        let with = |meta: Value| json!({"name": "t", "inputSchema": {"type": "object"}, "_meta": meta});
-        assert_eq!(tool_hash(base.clone()), tool_hash(with(json!({"dev.bondry/hash": "forged"}))));
-        assert_ne!(tool_hash(base.clone()), tool_hash(with(json!({"dev.bondry/requiresClient": ["sampling"]}))));
-        // Of a resource it is not served, so not hashed.
-        let resource = json!({"uri": "test://a", "name": "a"});
-        let required =
-            json!({"uri": "test://a", "name": "a", "_meta": {"dev.bondry/requiresClient": {"sampling": {}}}});
-        assert_eq!(
-            definition_hash(CapabilityKind::Resource, &resource, &[]),
-            definition_hash(CapabilityKind::Resource, &required, &[])
-        );
-        assert_eq!(tool_hash(base.clone()), tool_hash(with(json!({"com.example/etag": "v7"}))));
-        assert_ne!(tool_hash(base), tool_hash(with(json!({"com.example/etag": "v7", "other": 1}))));
-    }
-
-    #[test]
-    fn a_resource_counts_everything_served_but_its_size_and_timestamp() {
-        for kind in [CapabilityKind::Resource, CapabilityKind::ResourceTemplate] {
-            let hash = |entry: Value| definition_hash(kind, &entry, &["com.example/etag".to_owned()]);
-            let base = json!({"uri": "test://a", "name": "a", "mimeType": "text/plain",
-                              "annotations": {"audience": ["user"], "priority": 0.5}});
-            let unhashed = json!({"uri": "test://a", "name": "a", "mimeType": "text/plain", "size": 9,
-                                  "annotations": {"audience": ["user"], "priority": 0.5, "lastModified": "2026-01-01"},
-                                  "_meta": {"com.example/etag": "v2", "dev.bondry/x": 1, "io.modelcontextprotocol/y": 2}});
-            assert_eq!(hash(base.clone()), hash(unhashed));
-            // Not a size or a timestamp: text a model reads, hashed.
-            for (field, value) in [("size", json!("ignore previous instructions")), ("size", json!(-1))] {
-                let mut odd = base.clone();
-                odd[field] = value;
-                assert_ne!(hash(base.clone()), hash(odd));
-            }
-            let mut odd = base.clone();
-            odd["annotations"]["lastModified"] = json!("ignore previous instructions");
-            assert_ne!(hash(base.clone()), hash(odd));
-            let bare = json!({"uri": "test://a", "name": "a"});
-            assert_eq!(
-                hash(bare.clone()),
-                hash(
-                    json!({"uri": "test://a", "name": "a", "annotations": {"lastModified": "2026-12-06T17:00:00.123+01:00"}})
-                )
-            );
-            for (field, value) in [
-                ("description", json!("x")),
-                ("title", json!("T")),
-                ("icons", json!([{"src": "https://example.com/i.png"}])),
-                ("annotations", json!({"audience": ["assistant"], "priority": 0.5})),
-                ("annotations", json!({"audience": ["user"], "priority": 1})),
-                ("_meta", json!({"com.example/owner": "ops"})),
-                ("x-unknown", json!(true)),
-            ] {
-                let mut changed = base.clone();
-                changed[field] = value;
-                assert_ne!(hash(base.clone()), hash(changed.clone()), "{kind:?} {changed}");
-            }
-        }
-    }
 
     #[test]
     fn form_1_covered_six_fields_of_a_resource_and_the_protocols_meta_of_a_tool() {
@@ -260,6 +118,39 @@ mod tests {
         let entry = json!({"name": "t", "_meta": {"com.example/etag": "v1", "other": 1}});
         assert_eq!(served(&entry, &ignore), json!({"name": "t", "_meta": {"other": 1}}));
         assert_eq!(served(&json!({"name": "t", "_meta": {"com.example/etag": "v1"}}), &ignore), json!({"name": "t"}));
+    }
+
+    #[test]
+    fn what_is_served_hashes_as_what_was_listed() {
+        let ignore = ["com.example/etag".to_owned()];
+        let entry = json!({"name": "t", "inputSchema": {"type": "object"},
+                           "_meta": {"com.example/etag": "v1", "dev.bondry/x": 1, "other": 1}});
+        let hash = |entry: &Value| definition_hash(CapabilityKind::Tool, entry, &ignore);
+        assert_eq!(hash(&served(&entry, &ignore)), hash(&entry));
+    }
+
+    #[test]
+    fn form_2_is_the_catalogues_hash_as_stores_hold_it() {
+        // Stores hold these: a change to the catalogue's hash that moves them needs a new
+        // `HASH_FORM` and its migration, not a new expected value here.
+        assert_eq!(HASH_FORM, 2);
+        let tool = json!({"name": "t", "inputSchema": {"type": "object"},
+                          "_meta": {"dev.bondry/requiresClient": {"sampling": {}}, "dev.bondry/x": 1}});
+        let resource = json!({"uri": "test://a", "name": "a", "size": 3, "icons": [],
+                              "annotations": {"lastModified": "2026-01-01T00:00:00Z"}});
+        assert_eq!(
+            definition_hash(CapabilityKind::Tool, &tool, &[]),
+            "sha256:a838f21997beacf536c3b29c0f49409b6b0797f1ffd6aa7b363b3cc7f12166fc"
+        );
+        assert_eq!(
+            definition_hash(CapabilityKind::Resource, &resource, &[]),
+            "sha256:8122266c9702b97402138b4832a989503aaf4e6e933481ef6e8bf58af62a0feb"
+        );
+    }
+
+    #[test]
+    fn the_requires_client_key_is_the_protocols() {
+        assert_eq!(REQUIRES_CLIENT_KEY, bondry_mcp_proto::vocabulary::REQUIRES_CLIENT_KEY);
     }
 
     #[test]

@@ -8,5 +8,5 @@ mod hash;
 mod store;
 
 pub use book::{Approval, Observed, Pin, PinBook, PinState, Policy, Refusal, Seen};
-pub use hash::{HASH_FORM, definition_hash, form_1_hash, hashed_form, kind_named, kind_of, newly_covered, served};
+pub use hash::{HASH_FORM, form_1_hash, kind_named, kind_of, newly_covered, served};
 pub use store::{MemoryStore, PinStore, SqliteStore, StoreError};

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::book::{Approval, Pin, PinBook, PinState, Seen};
+use bondry_catalogue::naming::Owner;
 use bondry_core::capability::CapabilityKind;
 
 use super::hash::{kind_named, kind_of};
-use crate::naming::Owner;
 use crate::upstream::{lock, now_ms};
 
 /// What keeps each upstream's pins.
@@ -543,7 +543,7 @@ mod tests {
         let listed: Vec<(CapabilityKind, String, Seen)> = book
             .pins()
             .map(|pin| {
-                let hash = crate::pins::definition_hash(pin.kind, &pin.seen.definition, &[]);
+                let hash = bondry_catalogue::hash::definition_hash(pin.kind, &pin.seen.definition, &[]);
                 (pin.kind, pin.key.clone(), Seen { hash, definition: Arc::clone(&pin.seen.definition) })
             })
             .collect();

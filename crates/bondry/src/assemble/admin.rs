@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bondry_http_server::ConnectionLimits;
 
-use super::diagnostics::Diagnostics;
+use crate::config::diagnostics::Diagnostics;
 use crate::config::{Loaded, RawAdmin};
 
 /// The generated token's file in `data_dir`, read by the CLI given `--config`.

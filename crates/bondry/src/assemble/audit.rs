@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bondry_core::audit::AuditSink;
 use bondry_http_server::audit::{AuditWriter, NoAudit};
 
-use super::diagnostics::Diagnostics;
+use crate::config::diagnostics::Diagnostics;
 use crate::config::{AuditSinkKind, Loaded};
 
 /// Where the records go, as checked.

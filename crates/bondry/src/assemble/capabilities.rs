@@ -13,8 +13,8 @@ use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::lint::McpLint;
 use serde_json::Value;
 
-use super::diagnostics::Diagnostics;
 use crate::builtins::Builtins;
+use crate::config::diagnostics::Diagnostics;
 use crate::config::{Loaded, RawCapability};
 
 /// Every configured capability, in the file's order: `None` for one that was refused.

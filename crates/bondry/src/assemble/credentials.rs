@@ -13,7 +13,7 @@ use bondry_http_server::auth::oauth::{IssuerSpec, KeySource, OAuth, OAuthSpec};
 use bondry_http_server::{Credentials, Ticket, User};
 use serde_json::Value;
 
-use super::diagnostics::Diagnostics;
+use crate::config::diagnostics::Diagnostics;
 use crate::config::{Loaded, RawOAuth, RawPrincipal, RawRealm, RawTicket};
 
 /// The most memory one password check may take, in KiB (256 MiB).

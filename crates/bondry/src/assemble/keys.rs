@@ -10,7 +10,7 @@ use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use bondry_core::realm::{Key, KeySet};
 use serde::{Deserialize, Serialize};
 
-use super::diagnostics::Diagnostics;
+use crate::config::diagnostics::Diagnostics;
 use crate::config::{Loaded, RawKey, RawRealm};
 
 /// The keys that seal a realm's session ids and request states. Configured keys: the

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use bondry_http_server::limits::Cidr;
 use bondry_http_server::{ConnectionLimits, ListenerConfig, OriginPolicy};
-use bondry_mcp_proto::{ListenerSettings, Revision};
+use bondry_mcp_proto::ListenerSettings;
 
-use super::diagnostics::Diagnostics;
 use super::rates::rate;
 use crate::config::RawListener;
+use crate::config::diagnostics::{Diagnostics, revisions};
 
 /// Every configured listener; `listen` (the command line's `--listen`) replaces the bind
 /// address of the one there must then be.
@@ -113,23 +113,6 @@ fn listener_config(
         trusted_proxies: trusted_proxies?,
         per_address: per_address?,
     })
-}
-
-/// `protocol_versions`: at least one, and each a revision this build serves.
-pub(super) fn revisions(diagnostics: &mut Diagnostics, key: &str, versions: &[String]) -> Option<Vec<Revision>> {
-    if versions.is_empty() {
-        diagnostics
-            .refuse(key, "the list is empty; serve at least one of \"2026-07-28\", \"2025-11-25\", \"2025-06-18\"");
-        return None;
-    }
-    let revisions: Vec<_> = versions
-        .iter()
-        .enumerate()
-        .map(|(index, version)| {
-            diagnostics.ok(format!("{key}[{index}]"), version.parse::<Revision>().map_err(|e| e.to_string()))
-        })
-        .collect();
-    revisions.into_iter().collect()
 }
 
 /// `allowed_origins`: every entry must be `local`, `any` or an origin (`scheme://host[:port]`,

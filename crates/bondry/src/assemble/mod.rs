@@ -8,13 +8,10 @@ pub mod admin;
 mod audit;
 mod capabilities;
 mod credentials;
-mod diagnostics;
 mod keys;
-mod listener;
-pub mod pins;
+pub(crate) mod listener;
 mod rates;
 mod realm;
-mod upstreams;
 pub mod warnings;
 
 use std::collections::HashMap;
@@ -22,22 +19,23 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bondry_core::backend::Plan;
 use bondry_http_server::audit::AuditWriter;
 use bondry_http_server::{AuthSlot, Authenticator, RealmEntry, ServerConfig};
-use bondry_upstream::UpstreamSpec;
 
-use self::diagnostics::Diagnostics;
+use crate::backends::{self, Plans};
 use crate::builtins::Builtins;
+use crate::config::diagnostics::Diagnostics;
 use crate::config::{ConfigErrors, Loaded, RawRealm};
 
 /// What `assemble` produced: the runtime's config, the audit writer to close last, and
-/// the upstreams to start beside the runtime (which never learns of them).
+/// the backends to start beside the runtime (which never learns of them).
 pub struct Assembled {
     pub server: ServerConfig,
     pub audit: Option<Arc<AuditWriter>>,
-    /// Each realm's upstream MCP servers, checked, in stanza order, by realm name: every
-    /// realm has an entry, most an empty one. `assemble` starts none of them.
-    pub upstreams: HashMap<String, Vec<UpstreamSpec>>,
+    /// Each realm's backends, checked, one plan per kind, by realm name: every realm has
+    /// a plan of every kind, most an empty one. `assemble` starts none of them.
+    pub backends: Plans,
     /// The checked `[admin]` stanza; whether the listener runs is decided at start.
     pub admin: admin::AdminStanza,
 }
@@ -77,7 +75,7 @@ fn assemble_once(
     let mut diagnostics = Diagnostics::new(&loaded.origin, Arc::clone(&loaded.places));
     let listeners = listener::listeners(&mut diagnostics, &loaded.raw.listeners, overrides.listen);
     let destination = audit::destination(&mut diagnostics, loaded);
-    pins::check(&mut diagnostics, loaded);
+    backends::upstream::pins::check(&mut diagnostics, loaded);
     let admin = admin::stanza(&mut diagnostics, loaded);
     let realms = realms(&mut diagnostics, loaded, builtins, open_sinks);
     let sink = destination.and_then(|destination| {
@@ -85,20 +83,20 @@ fn assemble_once(
         audit::open(&mut diagnostics, destination, open)
     });
     let assembled = match (listeners, realms, sink, admin) {
-        (Some(listeners), Some(Realms { served: realms, upstreams }), Some(sink), Some(admin)) => {
+        (Some(listeners), Some(Realms { served: realms, backends }), Some(sink), Some(admin)) => {
             let shutdown_grace = Duration::from_millis(loaded.raw.shutdown_grace_ms);
             let server = ServerConfig { listeners, realms, audit: sink.records, shutdown_grace };
-            Some(Assembled { server, audit: sink.writer, upstreams, admin })
+            Some(Assembled { server, audit: sink.writer, backends, admin })
         }
         _ => None,
     };
     diagnostics.finish(assembled)
 }
 
-/// Every realm, checked, by name: what the runtime serves, and the upstreams beside it.
+/// Every realm, checked, by name: what the runtime serves, and the backends beside it.
 struct Realms {
     served: HashMap<String, RealmEntry>,
-    upstreams: HashMap<String, Vec<UpstreamSpec>>,
+    backends: Plans,
 }
 
 /// Every realm, each checked whole.
@@ -114,13 +112,13 @@ fn realms(diagnostics: &mut Diagnostics, loaded: &Loaded, builtins: &Builtins, p
         .map(|(name, raw)| Some((name.clone(), realm(diagnostics, loaded, name, raw, builtins, persist_keys)?)))
         .collect();
     let entries: Vec<_> = entries.into_iter().collect::<Option<_>>()?;
-    let (served, upstreams) =
-        entries.into_iter().map(|(name, (entry, upstreams))| ((name.clone(), entry), (name, upstreams))).unzip();
-    Some(Realms { served, upstreams })
+    let (served, backends) =
+        entries.into_iter().map(|(name, (entry, plans))| ((name.clone(), entry), (name, plans))).unzip();
+    Some(Realms { served, backends })
 }
 
 /// One realm: its roles and limits, credentials, capabilities and sealing keys, each checked,
-/// then the registry compiled from them; then its upstreams.
+/// then the registry compiled from them; then its backends' stanzas.
 fn realm(
     diagnostics: &mut Diagnostics,
     loaded: &Loaded,
@@ -128,7 +126,7 @@ fn realm(
     raw: &RawRealm,
     builtins: &Builtins,
     persist_keys: bool,
-) -> Option<(RealmEntry, Vec<UpstreamSpec>)> {
+) -> Option<(RealmEntry, Vec<Plan>)> {
     let named = realm::name(diagnostics, name);
     let policy = realm::policy(diagnostics, name, raw);
     let limits = realm::session_limits(diagnostics, name, &raw.limits);
@@ -138,14 +136,14 @@ fn realm(
     // The key file is named after the realm, so only a valid name is looked up.
     let keys = named.and_then(|()| keys::keys(diagnostics, loaded, name, raw, persist_keys));
     let registry = capabilities::registry(diagnostics, name, &registrations, policy, keys);
-    let upstreams = upstreams::upstreams(diagnostics, loaded, name, &raw.upstreams);
+    let plans = backends::plans(diagnostics, loaded, name, raw);
     let entry = RealmEntry {
         limits: limits?,
         registry: Arc::new(registry?),
         auth: Arc::new(AuthSlot::new(Authenticator::new(name, credentials?))),
         rate_limits: rate_limits?,
     };
-    Some((entry, upstreams?))
+    Some((entry, plans?))
 }
 
 #[cfg(test)]
@@ -251,14 +249,15 @@ mod tests {
     #[test]
     fn each_realm_carries_its_upstreams_in_stanza_order() {
         let assembled = assemble_in(EMBEDDED_DEFAULT, &[]).unwrap_or_else(|errors| panic!("{errors}"));
-        assert_eq!(assembled.upstreams.keys().collect::<Vec<_>>(), ["default"]);
-        assert!(assembled.upstreams["default"].is_empty());
+        assert_eq!(assembled.backends.keys().collect::<Vec<_>>(), ["default"]);
+        assert!(backends::upstream::specs(&assembled.backends["default"]).is_empty());
         let stanza = |name: &str| {
             format!("[[realms.default.upstreams]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = \"node\"\n")
         };
         let two = format!("pin_store = \"memory\"\n{EMBEDDED_DEFAULT}\n{}{}", stanza("b"), stanza("a"));
         let assembled = assemble_in(&two, &[]).unwrap_or_else(|errors| panic!("{errors}"));
-        let names: Vec<_> = assembled.upstreams["default"].iter().map(|spec| spec.name.as_str()).collect();
+        let names: Vec<_> =
+            backends::upstream::specs(&assembled.backends["default"]).iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(names, ["b", "a"]);
     }
 

@@ -9,8 +9,8 @@ use bondry_http_server::SessionLimits;
 use bondry_http_server::limits::{Bucket, FailureLimit, RealmLimits};
 use bondry_mcp_proto::ADAPTER;
 
-use super::diagnostics::Diagnostics;
 use super::rates::rate;
+use crate::config::diagnostics::Diagnostics;
 use crate::config::{RawLimits, RawRate, RawRealm, RawRealmRateLimits};
 
 /// Whether `name` can be a realm's name: it appears in `/mcp/realm/NAME`.

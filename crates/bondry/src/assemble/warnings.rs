@@ -34,7 +34,8 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
         }
     }
     for (realm, raw) in &loaded.raw.realms {
-        let upstreams = assembled.upstreams.get(realm).map(Vec::as_slice).unwrap_or_default();
+        let upstreams =
+            assembled.backends.get(realm).map(|plans| crate::backends::upstream::specs(plans)).unwrap_or_default();
         let ids: Vec<CapabilityId> = assembled
             .server
             .realms

@@ -7,6 +7,7 @@
 //! names the key path of anything it refuses; [`Loaded::places`] places those too.
 
 mod check;
+pub(crate) mod diagnostics;
 mod locate;
 mod shape;
 

@@ -1,5 +1,6 @@
-//! The naming rule (docs/upstreams.md, Names): the capability id each upstream entry is
-//! served under, and which source serves a URI two of them offer.
+//! The naming rule (docs/upstreams.md, Names): the capability id each entry of a source
+//! (an upstream MCP server today) is served under, and which source serves a URI two of
+//! them offer.
 //!
 //! An entry named `n` of upstream `U` is `prefix.n` (`n` alone with an empty prefix), every
 //! byte outside the id alphabet replaced by `_`. An id over 64 bytes, or one another source

@@ -15,8 +15,7 @@ use bondry_upstream::{Expose, ListingLimits, NameGlob, NewEntries, Root, Transpo
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::diagnostics::Diagnostics;
-use super::listener;
+use crate::config::diagnostics::{Diagnostics, revisions};
 use crate::config::{Loaded, RawRoot, RawUpstream};
 
 /// The longest upstream name, and the longest prefix: short enough that a prefixed id
@@ -51,7 +50,7 @@ const SET_BY_BONDRY: [&str; 11] = [
 const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 
 /// Every upstream of the realm `realm`, each checked whole; `None` once any is refused.
-pub(super) fn upstreams(
+pub(crate) fn upstreams(
     diagnostics: &mut Diagnostics,
     loaded: &Loaded,
     realm: &str,
@@ -587,7 +586,7 @@ fn offered(diagnostics: &mut Diagnostics, key: &str, versions: &[String]) -> Opt
         );
         return None;
     }
-    let mut revisions = listener::revisions(diagnostics, key, versions)?;
+    let mut revisions = revisions(diagnostics, key, versions)?;
     let mut valid = true;
     for (index, revision) in revisions.iter().enumerate() {
         if revisions[..index].contains(revision) {

@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
+use bondry_mcp_proto::Revision;
+
 use crate::config::{ConfigError, ConfigErrors, Places};
 
 /// What the sections refused so far, in the order they found it.
-pub(super) struct Diagnostics {
+pub struct Diagnostics {
     origin: String,
     places: Arc<Places>,
     refusals: Vec<ConfigError>,
@@ -52,6 +54,23 @@ impl Diagnostics {
             })),
         }
     }
+}
+
+/// `protocol_versions`: at least one, and each a revision this build serves.
+pub(crate) fn revisions(diagnostics: &mut Diagnostics, key: &str, versions: &[String]) -> Option<Vec<Revision>> {
+    if versions.is_empty() {
+        diagnostics
+            .refuse(key, "the list is empty; serve at least one of \"2026-07-28\", \"2025-11-25\", \"2025-06-18\"");
+        return None;
+    }
+    let revisions: Vec<_> = versions
+        .iter()
+        .enumerate()
+        .map(|(index, version)| {
+            diagnostics.ok(format!("{key}[{index}]"), version.parse::<Revision>().map_err(|e| e.to_string()))
+        })
+        .collect();
+    revisions.into_iter().collect()
 }
 
 #[cfg(test)]

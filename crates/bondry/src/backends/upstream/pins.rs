@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bondry_upstream::pins::{MemoryStore, PinStore, SqliteStore};
 
-use super::diagnostics::Diagnostics;
+use crate::config::diagnostics::Diagnostics;
 use crate::config::{Loaded, PinStoreKind};
 
 /// The store's file name in `data_dir`.
@@ -17,7 +17,7 @@ pub const PIN_STORE_FILE: &str = "pins.sqlite3";
 
 /// Refuses upstreams whose pins would have nowhere to survive a restart, unless the
 /// configuration says so with `pin_store = "memory"`.
-pub(super) fn check(diagnostics: &mut Diagnostics, loaded: &Loaded) {
+pub(crate) fn check(diagnostics: &mut Diagnostics, loaded: &Loaded) {
     if loaded.raw.has_upstreams() && loaded.raw.pin_store == PinStoreKind::Sqlite && loaded.raw.data_dir.is_none() {
         diagnostics.refuse(
             "pin_store",

@@ -1,0 +1,113 @@
+//! The one factory of backends. Each kind Bondry serves capabilities from is one [`Kind`]
+//! in [`KINDS`]: how a realm's stanzas of that kind are checked into a [`Plan`], and how a
+//! plan starts. `assemble`, `serve`, reload and the admin API go through this table and
+//! core's [`Backends`] interface, and never name a kind's own types.
+
+mod builtin;
+pub mod upstream;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bondry_core::backend::{BackendKind, Backends, Plan};
+use bondry_core::realm::{RealmEvents, Registry};
+
+use crate::config::diagnostics::Diagnostics;
+use crate::config::{Loaded, RawRealm};
+
+/// One kind of backend: its name, the realm stanzas it reads, and its constructor.
+#[derive(Clone, Copy)]
+pub struct Kind {
+    pub(crate) kind: BackendKind,
+    /// Checks the realm's stanzas of this kind (every refusal to `diagnostics`, keyed
+    /// under `realms.NAME.`) into a plan; `None` once one is refused.
+    pub(crate) plan: fn(&mut Diagnostics, &Loaded, &str, &RawRealm) -> Option<Plan>,
+    /// Starts a realm's plan. Called within a Tokio runtime, after every listener is bound.
+    pub(crate) start: fn(Start) -> anyhow::Result<Arc<dyn Backends>>,
+}
+
+/// What a kind's backends start with in one realm.
+pub struct Start<'a> {
+    pub realm: &'a str,
+    /// Where its capabilities are offered and its resources' updates told.
+    pub events: RealmEvents,
+    /// The realm's own registry: its configured capabilities and their builtin handlers.
+    pub registry: Arc<Registry>,
+    pub plan: Plan,
+    pub shared: &'a Shared,
+}
+
+/// What the backends of every realm share.
+pub struct Shared {
+    pins: Arc<dyn bondry_upstream::pins::PinStore>,
+}
+
+impl Shared {
+    /// Opens what the backends keep across restarts (the upstreams' pin store), for a
+    /// configuration that passed `assemble`'s checks, before anything is written to
+    /// `data_dir`; see [`upstream::pins::open`].
+    pub fn open(loaded: &Loaded, accept_new_pin_store: bool) -> anyhow::Result<Self> {
+        Ok(Self { pins: upstream::pins::open(loaded, accept_new_pin_store)? })
+    }
+}
+
+/// Every kind of backend, in the order a realm starts them.
+pub const KINDS: &[Kind] = &[builtin::KIND, upstream::KIND];
+
+/// The plans of one realm's every kind, or `None` once any stanza is refused.
+pub(crate) fn plans(diagnostics: &mut Diagnostics, loaded: &Loaded, realm: &str, raw: &RawRealm) -> Option<Vec<Plan>> {
+    let plans: Vec<_> = KINDS.iter().map(|kind| (kind.plan)(diagnostics, loaded, realm, raw)).collect();
+    plans.into_iter().collect()
+}
+
+/// Starts a realm's plans, each by the kind that made it, from `kinds`.
+pub fn start(
+    kinds: &[Kind],
+    realm: &str,
+    registry: &Arc<Registry>,
+    plans: Vec<Plan>,
+    shared: &Shared,
+) -> anyhow::Result<Vec<Arc<dyn Backends>>> {
+    plans
+        .into_iter()
+        .map(|plan| {
+            let kind = kinds
+                .iter()
+                .find(|kind| kind.kind == plan.kind())
+                .ok_or_else(|| anyhow::anyhow!("no backend kind {} is built into this Bondry", plan.kind()))?;
+            let events = RealmEvents::new(Arc::clone(registry));
+            (kind.start)(Start { realm, events, registry: Arc::clone(registry), plan, shared })
+        })
+        .collect()
+}
+
+/// Hands each of a reload's plans to the running backends of its kind.
+pub fn reconfigure(running: &[Arc<dyn Backends>], plans: Vec<Plan>) {
+    for plan in plans {
+        let kind = plan.kind();
+        match running.iter().find(|backends| backends.kind() == kind) {
+            Some(backends) => {
+                if let Err(error) = backends.reconfigure(plan) {
+                    tracing::error!(%error, "backends not reconfigured");
+                }
+            }
+            None => tracing::warn!(kind = %kind, "backends of a kind not started are served after a restart"),
+        }
+    }
+}
+
+/// Stops every realm's backends at once, each within `deadline`.
+pub async fn stop(realms: Vec<Vec<Arc<dyn Backends>>>, deadline: Duration) {
+    let mut stopping = tokio::task::JoinSet::new();
+    for backends in realms.into_iter().flatten() {
+        stopping.spawn(async move { backends.stop(deadline).await });
+    }
+    while stopping.join_next().await.is_some() {}
+}
+
+/// The realms' plans by name, as `assemble` hands them to `serve` and reload.
+pub type Plans = HashMap<String, Vec<Plan>>;
+
+#[cfg(test)]
+mod tests;
