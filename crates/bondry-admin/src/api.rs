@@ -151,18 +151,35 @@ const ROUTES: &[Route] = &[
     Route { method: Method::GET, path: &["v1", "upstreams"], answer: |admin, _| now(upstreams(admin)) },
     Route {
         method: Method::GET,
+        path: &["v1", "realms", "*", "capabilities"],
+        answer: |admin, asked| now(capabilities(admin, asked.params[0])),
+    },
+    Route {
+        method: Method::GET,
         path: &["v1", "realms", "*", "upstreams", "*"],
-        answer: |admin, asked| now(reviewed(admin, &asked, |review, [name]| review.report(name))),
+        answer: |admin, asked| {
+            now(reviewed(admin, &asked, AuditOutcome::Succeeded, |review, [name]| review.report(name)))
+        },
     },
     Route {
         method: Method::GET,
         path: &["v1", "realms", "*", "upstreams", "*", "capabilities", "*", "*"],
-        answer: |admin, asked| now(reviewed(admin, &asked, |review, [name, kind, key]| review.pin(name, kind, key))),
+        answer: |admin, asked| {
+            now(reviewed(admin, &asked, AuditOutcome::Succeeded, |review, [name, kind, key]| {
+                review.pin(name, kind, key)
+            }))
+        },
     },
     Route {
         method: Method::POST,
         path: &["v1", "realms", "*", "upstreams", "*", "approve"],
-        answer: |admin, asked| now(approve(admin, &asked)),
+        answer: |admin, asked| {
+            now(reviewed(admin, &asked, AuditOutcome::Approved, |review, [name]| {
+                let request: Value = serde_json::from_slice(asked.body)
+                    .map_err(|error| Refusal::BadRequest(format!("not JSON: {error}")))?;
+                review.approve(name, &request, asked.token)
+            }))
+        },
     },
     Route {
         method: Method::POST,
@@ -232,6 +249,23 @@ fn backends(admin: &Admin) -> Answer {
     Answer::ok(json!({"realms": realms}))
 }
 
+/// Every entry the realm's backends listed, served or not, each with its backend.
+fn capabilities(admin: &Admin, realm: &str) -> Answer {
+    let Some(kinds) = admin.realms.get(realm) else { return no_realm() };
+    let entries: Vec<Value> = kinds
+        .iter()
+        .flat_map(|backends| {
+            let kind = backends.kind();
+            backends.catalogue().into_iter().map(move |listed| {
+                let mut entry = json!(listed);
+                entry["backend_kind"] = json!(kind);
+                entry
+            })
+        })
+        .collect();
+    Answer::ok(json!({"realm": realm, "capabilities": entries}))
+}
+
 /// Every realm's upstreams, summed up.
 fn upstreams(admin: &Admin) -> Answer {
     let realms: Vec<Value> = admin
@@ -251,47 +285,37 @@ fn upstream_review(kinds: &[Arc<dyn Backends>]) -> Option<&dyn Review> {
 }
 
 /// Answers with what `answer` makes of the realm's review and the route's parameters
-/// after the realm.
+/// after the realm, audited as `outcome` when it succeeds.
 fn reviewed<const N: usize>(
     admin: &Admin,
     asked: &Asked<'_>,
+    outcome: AuditOutcome,
     answer: impl FnOnce(&dyn Review, [&str; N]) -> Result<Value, Refusal>,
 ) -> Answer {
-    let (review, params) = match review_of(admin, asked) {
-        Ok(found) => found,
-        Err(answer) => return answer,
-    };
-    let Ok(params) = <[&str; N]>::try_from(params) else { return no_upstream() };
-    settled(answer(review, params), AuditOutcome::Succeeded)
-}
-
-/// The review of the realm the route names, and the parameters after the realm.
-fn review_of<'a>(admin: &'a Admin, asked: &'a Asked<'_>) -> Result<(&'a dyn Review, &'a [&'a str]), Answer> {
-    let (realm, rest) = asked.params.split_first().ok_or_else(no_realm)?;
-    let kinds = admin.realms.get(*realm).ok_or_else(no_realm)?;
-    Ok((upstream_review(kinds).ok_or_else(no_upstream)?, rest))
-}
-
-fn approve(admin: &Admin, asked: &Asked<'_>) -> Answer {
-    let (review, [name]) = match review_of(admin, asked) {
-        Ok((review, [name])) => (review, [*name]),
-        Ok(_) => return no_upstream(),
-        Err(answer) => return answer,
-    };
-    let request: Value = match serde_json::from_slice(asked.body) {
-        Ok(request) => request,
-        Err(error) => return Answer::error(StatusCode::BAD_REQUEST, "bad_request", format!("not JSON: {error}")),
-    };
-    settled(review.approve(name, &request, asked.token), AuditOutcome::Approved)
+    match review_of(admin, asked) {
+        Ok((review, params)) => settled(answer(review, params), outcome),
+        Err(refused) => refused,
+    }
 }
 
 async fn refresh<'a>(admin: &'a Admin, asked: Asked<'a>) -> Answer {
-    let (review, name) = match review_of(admin, &asked) {
-        Ok((review, [name])) => (review, *name),
-        Ok(_) => return no_upstream(),
-        Err(answer) => return answer,
-    };
-    settled(review.refresh(name).await, AuditOutcome::Refreshed)
+    match review_of(admin, &asked) {
+        Ok((review, [name])) => settled(review.refresh(name).await, AuditOutcome::Refreshed),
+        Err(refused) => refused,
+    }
+}
+
+/// The review of the realm the route names, and the `N` parameters after the realm.
+fn review_of<'a, const N: usize>(
+    admin: &'a Admin,
+    asked: &'a Asked<'_>,
+) -> Result<(&'a dyn Review, [&'a str; N]), Answer> {
+    let (realm, rest) = asked.params.split_first().ok_or_else(no_realm)?;
+    let kinds = admin.realms.get(*realm).ok_or_else(no_realm)?;
+    let review = upstream_review(kinds).ok_or_else(no_upstream)?;
+    // The routes' patterns fix how many parameters each has.
+    let params = <[&str; N]>::try_from(rest).map_err(|_| no_upstream())?;
+    Ok((review, params))
 }
 
 /// The answer to a review's result: `outcome` when it succeeded.
@@ -312,6 +336,5 @@ fn settled(result: Result<Value, Refusal>, outcome: AuditOutcome) -> Answer {
         },
         Err(Refusal::NotSaved(why)) => Answer::error(StatusCode::INTERNAL_SERVER_ERROR, "not_saved", why),
         Err(Refusal::NotListed(why)) => Answer::error(StatusCode::BAD_GATEWAY, "not_listed", why),
-        Err(Refusal::Failed(what)) => Answer::error(StatusCode::INTERNAL_SERVER_ERROR, "internal", what),
     }
 }

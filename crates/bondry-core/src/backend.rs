@@ -62,6 +62,10 @@ pub trait Backends: Send + Sync + 'static {
     /// Each backend as an operator sees it, in stanza order.
     fn statuses(&self) -> Vec<BackendStatus>;
 
+    /// Every entry the backends listed as the realm holds it now: served, withheld until
+    /// an operator approves it, or refused; by backend in stanza order.
+    fn catalogue(&self) -> Vec<Listed>;
+
     /// Serves `plan` from now on, as a reload says; what each kind keeps across a reload
     /// (a connection, its pins) is its own. A plan of another kind is refused.
     fn reconfigure(&self, plan: Plan) -> Result<(), WrongKind>;
@@ -84,10 +88,54 @@ pub struct BackendStatus {
     /// `serving`, `connecting`, `reconnecting`, `stopped`: whether its capabilities can be
     /// called now.
     pub state: &'static str,
-    /// How many of its capabilities are in each state (`served`, `withheld`, `refused`).
+    /// How many entries of its catalogue are in each [`EntryState`].
     pub capabilities: BTreeMap<&'static str, usize>,
     /// What the kind adds (a transport, a revision, the last error).
     pub detail: Value,
+}
+
+/// One entry of a backend's catalogue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Listed {
+    /// The backend that listed it.
+    pub backend: String,
+    /// `tool`, `prompt`, `resource` or `resource_template`.
+    pub kind: &'static str,
+    /// The backend's own name for it (an upstream's tool name, a resource's URI).
+    pub key: String,
+    /// The capability id it is served as, or would be once served.
+    pub id: Option<String>,
+    pub state: EntryState,
+    /// Why a refused entry is not served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// The hash of its definition as listed, for a kind that pins them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+}
+
+/// Where an entry of a backend's catalogue stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryState {
+    /// Callers whose grants cover it can see and call it.
+    Served,
+    /// New or changed, held until an operator approves it.
+    Withheld,
+    /// Not served: its id or URI is taken, or its definition did not compile.
+    Refused,
+}
+
+impl EntryState {
+    pub const ALL: [Self; 3] = [Self::Served, Self::Withheld, Self::Refused];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Served => "served",
+            Self::Withheld => "withheld",
+            Self::Refused => "refused",
+        }
+    }
 }
 
 /// A kind's checked stanzas for one realm, opaque to everyone but that kind's factory
@@ -159,5 +207,13 @@ pub enum Refusal {
     Conflict(Vec<Value>),
     NotSaved(String),
     NotListed(String),
-    Failed(&'static str),
+}
+
+/// How many of `listed` are in each state, for `backend`'s [`BackendStatus`].
+pub fn counted(listed: &[Listed], backend: &str) -> BTreeMap<&'static str, usize> {
+    let mut counts: BTreeMap<_, _> = EntryState::ALL.iter().map(|state| (state.as_str(), 0)).collect();
+    for entry in listed.iter().filter(|entry| entry.backend == backend) {
+        *counts.entry(entry.state.as_str()).or_default() += 1;
+    }
+    counts
 }

@@ -12,7 +12,6 @@ use std::task::{Context, Poll};
 
 use crate::BoxFuture;
 use crate::audit::AuditOutcome;
-use crate::backend::BackendKind;
 use crate::capability::CapabilityKind;
 use crate::handler::{Answer, Completion, CompletionFailed, CompletionQuery, HandlerRequest, Watching};
 use crate::policy::Principal;
@@ -197,7 +196,6 @@ pub async fn invoke(capability: &Capability, request: HandlerRequest) -> Outcome
     if let Err(violations) = capability.input.validate(&request.arguments) {
         return Outcome::InvalidInput(violations);
     }
-    began(capability, &request);
     // A panicking handler fails its own call, not the connection or the server.
     let answer = match panic::catch_unwind(AssertUnwindSafe(|| capability.handler.call(request))) {
         Ok(future) => CatchUnwind(future).await,
@@ -230,7 +228,6 @@ pub const MAX_COMPLETION_VALUES: usize = 100;
 /// Runs `capability`'s completion hook for `query`, asked by `request`'s caller; a hook
 /// that panics or fails fails the completion.
 pub async fn complete(capability: &Capability, request: HandlerRequest, query: CompletionQuery) -> Outcome {
-    began(capability, &request);
     let completion = match panic::catch_unwind(AssertUnwindSafe(|| capability.handler.complete(request, query))) {
         Ok(future) => CatchUnwind(future).await,
         Err(_) => None,
@@ -245,15 +242,6 @@ pub async fn complete(capability: &Capability, request: HandlerRequest, query: C
         completion.has_more = Some(true);
     }
     Outcome::Completed(completion)
-}
-
-/// A builtin handler is about to run: the call's audit record gets its run time, timed
-/// by whoever drives the call ([`crate::handler::BackendNote`]). A handler of any other
-/// kind notes its backend itself.
-fn began(capability: &Capability, request: &HandlerRequest) {
-    if capability.descriptor.binding.kind == BackendKind::BUILTIN.as_str() {
-        request.backend.began(BackendKind::BUILTIN);
-    }
 }
 
 /// Polls a handler's future, turning a panic into `None`.

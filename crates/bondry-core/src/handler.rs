@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -153,38 +153,19 @@ pub struct HandlerRequest {
     pub backend: Arc<BackendNote>,
 }
 
-/// What a call's audit record says of the backend that served it: which, and how long it
-/// took over every round of the call. Nothing noted: the backend was never reached.
-///
-/// A handler that relays to a backend notes each time it asked ([`BackendNote::record`]).
-/// A builtin handler is timed for it by the clock of whoever drives the call: the adapter
-/// notes when each run is invoked and when it ended ([`BackendNote::invoked`],
-/// [`BackendNote::ended`]); the core, which reads no clock, notes that the handler did run
-/// ([`BackendNote::began`]); the capability's binding names it.
+/// What a handler that relays to a backend leaves for the call's audit record: which
+/// backend, and how long it took over every time it was asked in this call. A builtin
+/// handler notes nothing: the adapter times its runs by its own clock.
 #[derive(Debug, Default)]
 pub struct BackendNote {
-    noted: Mutex<Noted>,
-}
-
-#[derive(Debug, Default)]
-struct Noted {
-    kind: Option<BackendKind>,
-    /// The backend a relaying handler named; `None` for one timed for it.
-    name: Option<String>,
-    /// The time taken by the runs that ended.
-    spent: Duration,
-    /// When the run under way was invoked.
-    invoked: Option<SystemTime>,
-    /// Whether the run under way is timed here: its handler began, and notes nothing itself.
-    timed: bool,
+    taken: Mutex<Option<Taken>>,
 }
 
 /// What a [`BackendNote`] holds at the end of a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Taken {
     pub kind: BackendKind,
-    /// The backend a relaying handler named; `None` when the capability's binding names it.
-    pub name: Option<String>,
+    pub backend: String,
     /// The time the backend took in all.
     pub took: Duration,
 }
@@ -192,57 +173,16 @@ pub struct Taken {
 impl BackendNote {
     /// The call went to `backend`, of `kind`, which answered in `took`.
     pub fn record(&self, kind: BackendKind, backend: &str, took: Duration) {
-        let mut noted = self.lock();
-        noted.kind = Some(kind);
-        noted.spent += took;
-        if noted.name.as_deref() != Some(backend) {
-            noted.name = Some(backend.to_owned());
+        let mut taken = self.taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match &mut *taken {
+            Some(noted) if noted.kind == kind && noted.backend == backend => noted.took += took,
+            noted => *noted = Some(Taken { kind, backend: backend.to_owned(), took }),
         }
     }
 
-    /// A run of the call is invoked at `at`: its input still to be validated.
-    pub fn invoked(&self, at: SystemTime) {
-        let mut noted = self.lock();
-        noted.invoked = Some(at);
-        noted.timed = false;
-    }
-
-    /// The run under way reached its handler, of `kind`, which notes nothing itself: it is
-    /// timed from when it was invoked.
-    pub fn began(&self, kind: BackendKind) {
-        let mut noted = self.lock();
-        noted.kind = Some(kind);
-        noted.timed = true;
-    }
-
-    /// The run under way ended at `at`.
-    pub fn ended(&self, at: SystemTime) {
-        let mut noted = self.lock();
-        let run = noted.run_until(at);
-        noted.spent += run;
-        noted.invoked = None;
-        noted.timed = false;
-    }
-
-    /// What was noted, a run still under way counted until `now`; `None` if the call never
-    /// reached its backend.
-    pub fn taken(&self, now: SystemTime) -> Option<Taken> {
-        let noted = self.lock();
-        Some(Taken { kind: noted.kind?, name: noted.name.clone(), took: noted.spent + noted.run_until(now) })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Noted> {
-        self.noted.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-impl Noted {
-    /// How long the timed run under way has taken at `at`; a clock gone back counts nothing.
-    fn run_until(&self, at: SystemTime) -> Duration {
-        match (self.timed, self.invoked) {
-            (true, Some(invoked)) => at.duration_since(invoked).unwrap_or(Duration::ZERO),
-            _ => Duration::ZERO,
-        }
+    /// The backend noted, and the time it took in all.
+    pub fn taken(&self) -> Option<Taken> {
+        self.taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 }
 
@@ -507,27 +447,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_backend_note_sums_what_relays_record_and_the_runs_it_timed() {
-        let at = |ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+    fn a_backend_note_sums_what_a_relay_records() {
         let note = BackendNote::default();
-        assert_eq!(note.taken(at(0)), None, "nothing reached");
+        assert_eq!(note.taken(), None, "nothing reached");
         note.record(BackendKind::UPSTREAM, "up", Duration::from_millis(3));
         note.record(BackendKind::UPSTREAM, "up", Duration::from_millis(4));
-        let relayed = Taken { kind: BackendKind::UPSTREAM, name: Some("up".into()), took: Duration::from_millis(7) };
-        assert_eq!(note.taken(at(100)), Some(relayed));
-
-        let note = BackendNote::default();
-        note.invoked(at(5));
-        note.ended(at(8));
-        assert_eq!(note.taken(at(9)), None, "refused before its handler ran");
-        note.invoked(at(10));
-        note.began(BackendKind::BUILTIN);
-        let running = note.taken(at(15)).unwrap();
-        assert_eq!((running.kind, running.name, running.took), (BackendKind::BUILTIN, None, Duration::from_millis(5)));
-        note.ended(at(20));
-        note.invoked(at(50));
-        note.began(BackendKind::BUILTIN);
-        note.ended(at(49));
-        assert_eq!(note.taken(at(90)).unwrap().took, Duration::from_millis(10), "a clock gone back counts nothing");
+        let relayed = Taken { kind: BackendKind::UPSTREAM, backend: "up".into(), took: Duration::from_millis(7) };
+        assert_eq!(note.taken(), Some(relayed));
     }
 }

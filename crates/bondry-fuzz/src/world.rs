@@ -54,7 +54,7 @@ impl Handler for Echo {
 pub fn invoked(call: &Call) -> Outcome {
     let quiet = Arc::new(Quiet);
     let request = call.handler_request(quiet.clone(), quiet.clone(), quiet);
-    let mut future = call.invoke(request, UNIX_EPOCH);
+    let mut future = call.invoke(request);
     match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(outcome) => outcome,
         Poll::Pending => unreachable!("the echo handler answers at once"),

@@ -2,10 +2,11 @@
 //! reply and audit record are made from.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use bondry_core::BoxFuture;
 use bondry_core::audit::{AuditOutcome, AuditRecord, Digest};
+use bondry_core::backend::BackendKind;
 use bondry_core::dispatch::{self, Outcome};
 use bondry_core::handler::{
     BackendNote, Cancellation, CompletionQuery, Emitter, HandlerRequest, InvocationId, Publisher, Retry, TraceContext,
@@ -63,8 +64,36 @@ pub struct Call {
     /// The size of the request body, a bound on the arguments' serialised size.
     pub(crate) body_len: usize,
     pub(crate) session: Option<SessionRef>,
-    /// The backend the call reached and how long it took, over every round of the call.
+    /// What a relaying handler noted, over every round of the call.
     pub(crate) backend: Arc<BackendNote>,
+    /// A builtin handler's runs, timed here: the core reads no clock.
+    pub(crate) runs: Runs,
+}
+
+/// The time a builtin handler ran over the rounds of a call, by the driver's clock: from
+/// when each run was invoked to its outcome (its arguments' validation, microseconds,
+/// included); a run refused for invalid input never reached the handler.
+#[derive(Debug, Default)]
+pub(crate) struct Runs {
+    invoked: Option<SystemTime>,
+    /// Over the runs that reached the handler; `None` while none did.
+    spent: Option<Duration>,
+}
+
+impl Runs {
+    pub(crate) fn invoked(&mut self, at: SystemTime) {
+        self.invoked = Some(at);
+    }
+
+    /// The run under way ended at `at`, having `reached` the handler or not.
+    pub(crate) fn ended(&mut self, at: SystemTime, reached: bool) {
+        if let Some(invoked) = self.invoked.take()
+            && reached
+        {
+            let run = at.duration_since(invoked).unwrap_or(Duration::ZERO);
+            self.spent = Some(self.spent.unwrap_or_default() + run);
+        }
+    }
 }
 
 impl Call {
@@ -90,6 +119,7 @@ impl Call {
             body_len: request.body_len,
             session: request.session,
             backend: Arc::default(),
+            runs: Runs::default(),
         }
     }
 
@@ -98,10 +128,9 @@ impl Call {
         &self.capability
     }
 
-    /// Runs the call through the core, invoked at `now`: the handler, or for
-    /// `completion/complete` its completion hook.
-    pub fn invoke(&self, request: HandlerRequest, now: SystemTime) -> BoxFuture<'static, Outcome> {
-        self.backend.invoked(now);
+    /// Runs the call through the core: the handler, or for `completion/complete` its
+    /// completion hook.
+    pub fn invoke(&self, request: HandlerRequest) -> BoxFuture<'static, Outcome> {
         // The future holds its own capability, so the call is free while it runs.
         let capability = Arc::clone(&self.capability);
         match self.completion.clone() {
@@ -199,10 +228,18 @@ impl Call {
         }
         record.arguments_sha256 = Some(Digest::of(arguments, self.body_len));
         // The backend, once reached: a relay names it, a builtin's binding does.
-        if let Some(taken) = self.backend.taken(now) {
-            record.backend_kind = Some(taken.kind);
-            record.backend = Some(taken.name.unwrap_or_else(|| self.capability.descriptor.binding.target.clone()));
-            record.backend_duration_us = Some(taken.took.as_micros() as u64);
+        let binding = &self.capability.descriptor.binding;
+        let reached = match (self.backend.taken(), self.runs.spent) {
+            (Some(taken), _) => Some((taken.kind, taken.backend, taken.took)),
+            (None, Some(spent)) if binding.kind == BackendKind::BUILTIN.as_str() => {
+                Some((BackendKind::BUILTIN, binding.target.clone(), spent))
+            }
+            (None, _) => None,
+        };
+        if let Some((kind, backend, took)) = reached {
+            record.backend_kind = Some(kind);
+            record.backend = Some(backend);
+            record.backend_duration_us = Some(took.as_micros() as u64);
         }
         record
     }

@@ -162,9 +162,10 @@ impl Conversation {
 
     /// Runs the handler (or a completion hook) once: its future owns what it needs, so the
     /// conversation stays free to be cancelled while it runs.
-    /// `now` is when it is invoked, the start of its run in the audit record.
-    pub fn invoke(&self, request: HandlerRequest, now: SystemTime) -> BoxFuture<'static, Outcome> {
-        self.call.invoke(request, now)
+    /// `now` is when it is invoked, the start of a builtin handler's run in the audit record.
+    pub fn invoke(&mut self, request: HandlerRequest, now: SystemTime) -> BoxFuture<'static, Outcome> {
+        self.call.runs.invoked(now);
+        self.call.invoke(request)
     }
 
     /// The handler's outcome at `now`, which ends its run for the audit record's
@@ -173,7 +174,7 @@ impl Conversation {
         if !matches!(self.stage, Stage::Invoke) {
             return;
         }
-        self.call.backend.ended(now);
+        self.call.runs.ended(now, !matches!(outcome, Outcome::InvalidInput(_)));
         self.invocations += 1;
         let in_session = self.call.session.is_some();
         let (requests, state) = match outcome {
@@ -249,6 +250,8 @@ impl Conversation {
 
     /// Ends the call silently at `now`, whatever it was doing; an ended call stays ended.
     pub fn cancel(&mut self, now: SystemTime) {
+        // A run cancelled under way counts until now.
+        self.call.runs.ended(now, true);
         if !matches!(self.stage, Stage::Ended(_)) {
             let record = self.call.record(AuditOutcome::Cancelled, now);
             self.stage = Stage::Ended(Ended::Cancelled(Box::new(record)));

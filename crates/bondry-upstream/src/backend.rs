@@ -1,15 +1,18 @@
 //! A realm's upstreams behind core's backend interface: the binary starts, reloads, reports
 //! and stops them as it does every kind of backend.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bondry_core::BoxFuture;
-use bondry_core::backend::{BackendKind, BackendStatus, Backends, Plan, Review, WrongKind};
+use bondry_core::backend::{
+    BackendKind, BackendStatus, Backends, EntryState, Listed, Plan, Review, WrongKind, counted,
+};
 
+use crate::catalogue::Exposed;
 use crate::pins::PinState;
 use crate::realm::RealmUpstreams;
 use crate::reported;
+use crate::review::{CapabilityReport, UpstreamReport};
 use crate::spec::UpstreamSpec;
 
 impl Backends for RealmUpstreams {
@@ -18,19 +21,11 @@ impl Backends for RealmUpstreams {
     }
 
     fn statuses(&self) -> Vec<BackendStatus> {
-        self.reports()
+        let reports = self.full_reports();
+        let listed = catalogue(&reports);
+        reports
             .iter()
             .map(|report| {
-                let count = |states: &[PinState]| -> usize {
-                    report.counts.iter().filter(|(state, _)| states.contains(state)).map(|(_, count)| count).sum()
-                };
-                let pinned = count(&[PinState::Pinned]);
-                let capabilities = BTreeMap::from([
-                    ("served", report.served),
-                    ("withheld", count(&[PinState::Held, PinState::Drifted])),
-                    // Pinned, yet not served: its name or URI taken, or its definition refused.
-                    ("refused", pinned.saturating_sub(report.served)),
-                ]);
                 let state = match (report.status.connected, report.status.retry) {
                     (true, _) => "serving",
                     (false, Some(_)) => "reconnecting",
@@ -40,11 +35,15 @@ impl Backends for RealmUpstreams {
                     kind: BackendKind::UPSTREAM,
                     name: report.name.clone(),
                     state,
-                    capabilities,
+                    capabilities: counted(&listed, &report.name),
                     detail: reported::summary(report),
                 }
             })
             .collect()
+    }
+
+    fn catalogue(&self) -> Vec<Listed> {
+        catalogue(&self.full_reports())
     }
 
     fn reconfigure(&self, plan: Plan) -> Result<(), WrongKind> {
@@ -66,4 +65,33 @@ impl Backends for RealmUpstreams {
     fn review(&self) -> Option<&dyn Review> {
         Some(self)
     }
+}
+
+/// Every pin still listed, as the realm holds it: withheld while held or drifted; pinned,
+/// served unless naming or the registry refused it.
+fn catalogue(reports: &[UpstreamReport]) -> Vec<Listed> {
+    let mut listed = Vec::new();
+    for report in reports {
+        for CapabilityReport { exposed, pin } in &report.capabilities {
+            let (state, why) = match (pin.state, exposed) {
+                (PinState::Removed, _) => continue,
+                (PinState::Held | PinState::Drifted, _) => (EntryState::Withheld, None),
+                (PinState::Pinned, Some(Exposed { unserved: None, .. })) => (EntryState::Served, None),
+                (PinState::Pinned, Some(Exposed { unserved: Some(why), .. })) => {
+                    (EntryState::Refused, Some(why.clone()))
+                }
+                (PinState::Pinned, None) => (EntryState::Refused, Some("not named".to_owned())),
+            };
+            listed.push(Listed {
+                backend: report.name.clone(),
+                kind: pin.kind.as_str(),
+                key: pin.key.clone(),
+                id: exposed.as_ref().map(|exposed| exposed.id.clone()),
+                state,
+                why,
+                hash: Some(pin.seen.hash.clone()),
+            });
+        }
+    }
+    listed
 }

@@ -72,6 +72,11 @@ impl RealmUpstreams {
         read(&self.realm.members).iter().map(|member| report(member, false)).collect()
     }
 
+    /// Every upstream of the realm, in stanza order, with every capability.
+    pub fn full_reports(&self) -> Vec<UpstreamReport> {
+        read(&self.realm.members).iter().map(|member| report(member, true)).collect()
+    }
+
     /// The upstream `name` with every capability.
     pub fn report(&self, name: &str) -> Option<UpstreamReport> {
         self.member(name).map(|member| report(&member, true))

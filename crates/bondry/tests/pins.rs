@@ -481,11 +481,29 @@ async fn an_operator_reviews_a_drift_and_approves_the_hash_reviewed() {
     assert_eq!(
         backends,
         json!({"realms": [{"realm": "default", "backends": [
-            {"kind": "builtin", "name": "demo.echo", "state": "serving", "capabilities": {"served": 1}, "detail": {}},
+            {"kind": "builtin", "name": "demo.echo", "state": "serving",
+             "capabilities": {"served": 1, "withheld": 0, "refused": 0}, "detail": {}},
             {"kind": "upstream", "name": "up", "state": "serving",
              "capabilities": {"served": 2, "withheld": 0, "refused": 0}, "detail": null},
         ]}]})
     );
+    // And every entry they listed, with its state.
+    let (status, listed) = drift.admin_call(reqwest::Method::GET, "/v1/realms/default/capabilities", None).await;
+    assert_eq!(status, 200, "{listed}");
+    let hash = |key: &str| {
+        let rows = info["capabilities"].as_array().unwrap();
+        rows.iter().find(|row| row["key"] == key).unwrap()["current_hash"].clone()
+    };
+    assert_eq!(
+        listed,
+        json!({"realm": "default", "capabilities": [
+            {"backend_kind": "builtin", "backend": "demo.echo", "kind": "tool", "key": "echo", "id": "echo", "state": "served"},
+            {"backend_kind": "upstream", "backend": "up", "kind": "tool", "key": "a", "id": "up.a", "state": "served", "hash": hash("a")},
+            {"backend_kind": "upstream", "backend": "up", "kind": "tool", "key": "b", "id": "up.b", "state": "served", "hash": hash("b")},
+        ]})
+    );
+    let (status, unknown) = drift.admin_call(reqwest::Method::GET, "/v1/realms/nowhere/capabilities", None).await;
+    assert_eq!((status, unknown), (404, json!({"error": {"code": "unknown_realm", "message": "no such realm"}})));
     let (status, refused) = drift.admin_call(reqwest::Method::POST, "/v1/backends", None).await;
     assert_eq!((status, refused), (404, json!({"error": {"code": "not_found", "message": "no POST /v1/backends"}})));
 

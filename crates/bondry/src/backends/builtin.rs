@@ -2,12 +2,11 @@
 //! which `assemble` checks and compiles with the realm's registry. As backends they only
 //! report: they hold no connection to start, reload or stop.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bondry_core::BoxFuture;
-use bondry_core::backend::{BackendKind, BackendStatus, Backends, Plan, WrongKind};
+use bondry_core::backend::{BackendKind, BackendStatus, Backends, EntryState, Listed, Plan, WrongKind, counted};
 use bondry_core::realm::Registry;
 use serde_json::json;
 
@@ -29,23 +28,40 @@ impl Backends for Builtins {
         BackendKind::BUILTIN
     }
 
-    /// One per handler, by name, with how many configured capabilities it serves.
+    /// One per handler, by name.
     fn statuses(&self) -> Vec<BackendStatus> {
-        let mut served: BTreeMap<String, usize> = BTreeMap::new();
-        for registration in self.registry.configured() {
-            let binding = &registration.descriptor.binding;
-            if binding.kind == BackendKind::BUILTIN.as_str() {
-                *served.entry(binding.target.clone()).or_default() += 1;
-            }
-        }
-        served
+        let listed = self.catalogue();
+        let mut handlers: Vec<&str> = listed.iter().map(|entry| entry.backend.as_str()).collect();
+        handlers.sort_unstable();
+        handlers.dedup();
+        handlers
             .into_iter()
-            .map(|(name, count)| BackendStatus {
+            .map(|name| BackendStatus {
                 kind: BackendKind::BUILTIN,
-                name,
+                name: name.to_owned(),
                 state: "serving",
-                capabilities: BTreeMap::from([("served", count)]),
+                capabilities: counted(&listed, name),
                 detail: json!({}),
+            })
+            .collect()
+    }
+
+    /// The configured capabilities a builtin handler serves: all served, none pinned.
+    fn catalogue(&self) -> Vec<Listed> {
+        let configured = self.registry.configured();
+        let builtin = configured
+            .iter()
+            .map(|registration| &registration.descriptor)
+            .filter(|descriptor| descriptor.binding.kind == BackendKind::BUILTIN.as_str());
+        builtin
+            .map(|descriptor| Listed {
+                backend: descriptor.binding.target.clone(),
+                kind: descriptor.kind.as_str(),
+                key: descriptor.uri.clone().unwrap_or_else(|| descriptor.id.as_str().to_owned()),
+                id: Some(descriptor.id.as_str().to_owned()),
+                state: EntryState::Served,
+                why: None,
+                hash: None,
             })
             .collect()
     }

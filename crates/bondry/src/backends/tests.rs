@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use bondry_core::BoxFuture;
-use bondry_core::backend::{BackendKind, BackendStatus, Backends, Plan, WrongKind};
+use bondry_core::backend::{BackendKind, BackendStatus, Backends, EntryState, Listed, Plan, WrongKind, counted};
 use bondry_core::capability::{Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::dispatch::{self, Outcome};
 use bondry_core::handler::{
@@ -52,8 +52,13 @@ impl Backends for EchoBackends {
     }
 
     fn statuses(&self) -> Vec<BackendStatus> {
-        let capabilities = BTreeMap::from([("served", 1)]);
+        let capabilities = counted(&self.catalogue(), "echo");
         vec![BackendStatus { kind: ECHO, name: "echo".into(), state: "serving", capabilities, detail: json!({}) }]
+    }
+
+    fn catalogue(&self) -> Vec<Listed> {
+        let (key, id) = ("later".to_owned(), Some("echo.later".to_owned()));
+        vec![Listed { backend: "echo".into(), kind: "tool", key, id, state: EntryState::Served, why: None, hash: None }]
     }
 
     fn reconfigure(&self, plan: Plan) -> Result<(), WrongKind> {
@@ -160,7 +165,15 @@ async fn a_new_kind_needs_the_interface_and_one_entry() {
     let statuses: Vec<Value> = backends.iter().flat_map(|backends| backends.statuses()).map(|s| json!(s)).collect();
     assert_eq!(
         statuses.last().unwrap(),
-        &json!({"kind": "echo", "name": "echo", "state": "serving", "capabilities": {"served": 1}, "detail": {}})
+        &json!({"kind": "echo", "name": "echo", "state": "serving",
+                "capabilities": {"served": 1, "withheld": 0, "refused": 0}, "detail": {}})
+    );
+    let builtins: Vec<Value> = backends[0].catalogue().iter().map(|listed| json!(listed)).collect();
+    assert!(
+        builtins.contains(
+            &json!({"backend": "demo.echo", "kind": "tool", "key": "demo.echo", "id": "demo.echo", "state": "served"})
+        ),
+        "{builtins:?}"
     );
 
     // Served, resolved and dispatched like every capability.
