@@ -163,6 +163,33 @@ fn the_sans_io_crates_pull_in_no_runtime_and_no_io() {
 }
 
 #[test]
+fn the_binary_names_a_backend_crate_only_in_its_factory() {
+    // `serve`, reload, assembly and the CLI hold backends through core's interface; each
+    // kind's own types stay beside its entry in `backends/`.
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = std::collections::BTreeMap::new();
+    collect_sources(&src, &src, &mut files);
+    // The binary's `main.rs` too, which the module graph leaves out as a crate of its own.
+    files.insert("main".to_owned(), vec![std::fs::read_to_string(src.join("main.rs")).expect("main.rs is readable")]);
+    let crate_names: Vec<String> = BACKENDS.iter().map(|name| name.replace('-', "_")).collect();
+    let mut named = Vec::new();
+    for (module, texts) in files.iter().filter(|(module, _)| *module != "backends") {
+        for text in texts {
+            let code = production(text);
+            named.extend(
+                crate_names.iter().filter(|name| code.contains(name.as_str())).map(|name| format!("{module}: {name}")),
+            );
+        }
+    }
+    assert!(
+        files.contains_key("backends") && files.contains_key("assemble"),
+        "the sources are read: {:?}",
+        files.keys()
+    );
+    assert!(named.is_empty(), "a backend crate named outside backends/:\n  {}", named.join("\n  "));
+}
+
+#[test]
 fn the_core_depends_on_no_other_bondry_crate() {
     let others: Vec<&str> = graph().members.keys().map(String::as_str).filter(|&name| name != "bondry-core").collect();
     assert!(others.len() >= 3, "the other members are found: {others:?}");

@@ -246,19 +246,26 @@ mod tests {
         assert!(assemble(&broken, &Builtins::demo(), &listen, false).is_err());
     }
 
+    /// The names of the realm's upstreams, in its plan.
+    fn upstreams(assembled: &Assembled) -> Vec<String> {
+        let plans = &assembled.backends["default"];
+        let specs = plans.iter().find_map(|plan| plan.stanzas::<Vec<bondry_upstream::UpstreamSpec>>()).unwrap();
+        specs.iter().map(|spec| spec.name.clone()).collect()
+    }
+
     #[test]
     fn each_realm_carries_its_upstreams_in_stanza_order() {
         let assembled = assemble_in(EMBEDDED_DEFAULT, &[]).unwrap_or_else(|errors| panic!("{errors}"));
         assert_eq!(assembled.backends.keys().collect::<Vec<_>>(), ["default"]);
-        assert!(backends::upstream::specs(&assembled.backends["default"]).is_empty());
+        let kinds: Vec<&str> = assembled.backends["default"].iter().map(|plan| plan.kind().as_str()).collect();
+        assert_eq!(kinds, ["builtin", "upstream"], "a plan of every kind");
+        assert!(upstreams(&assembled).is_empty());
         let stanza = |name: &str| {
             format!("[[realms.default.upstreams]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = \"node\"\n")
         };
         let two = format!("pin_store = \"memory\"\n{EMBEDDED_DEFAULT}\n{}{}", stanza("b"), stanza("a"));
         let assembled = assemble_in(&two, &[]).unwrap_or_else(|errors| panic!("{errors}"));
-        let names: Vec<_> =
-            backends::upstream::specs(&assembled.backends["default"]).iter().map(|spec| spec.name.as_str()).collect();
-        assert_eq!(names, ["b", "a"]);
+        assert_eq!(upstreams(&assembled), ["b", "a"]);
     }
 
     #[test]

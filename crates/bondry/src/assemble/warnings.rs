@@ -1,17 +1,14 @@
 //! What a configuration that passed every check will still not do as its author meant:
-//! a grant that covers nothing, a role no caller can hold, a program that will not start,
-//! a listener open to the network in plain HTTP. `check` prints these and exits 0 (1 with
+//! a grant that covers nothing, a role no caller can hold, a listener open to the network
+//! in plain HTTP, and what each kind of backend warns of (a program that will not start). `check` prints these and exits 0 (1 with
 //! `--strict`); `serve` logs them.
-
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 
 use bondry_core::capability::CapabilityId;
 use bondry_core::policy::{CapabilityPattern, Grant, Subject};
 use bondry_mcp_proto::ADAPTER;
-use bondry_upstream::TransportSpec;
 
 use super::Assembled;
+use crate::backends;
 use crate::config::{ConfigError, Loaded, RawRealm};
 
 /// Every warning of `loaded`, assembled as `assembled`, placed where its key is written.
@@ -34,15 +31,15 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
         }
     }
     for (realm, raw) in &loaded.raw.realms {
-        let upstreams =
-            assembled.backends.get(realm).map(|plans| crate::backends::upstream::specs(plans)).unwrap_or_default();
+        let plans = assembled.backends.get(realm).map(Vec::as_slice).unwrap_or_default();
         let ids: Vec<CapabilityId> = assembled
             .server
             .realms
             .get(realm)
             .map(|entry| entry.registry.snapshot().catalogue.iter().map(|entry| entry.id().clone()).collect())
             .unwrap_or_default();
-        let prefixes: Vec<&str> = upstreams.iter().map(|upstream| upstream.prefix.as_str()).collect();
+        let prefixes = backends::prefixes(plans);
+        let prefixes: Vec<&str> = prefixes.iter().map(String::as_str).collect();
         for (index, role) in raw.roles.iter().enumerate() {
             if !can_be_given(raw, &role.name) {
                 warn(
@@ -65,12 +62,8 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
                 }
             }
         }
-        for (index, upstream) in upstreams.iter().enumerate() {
-            let TransportSpec::Stdio { command, env, .. } = &upstream.transport else { continue };
-            let path = env.iter().find(|(name, _)| name == "PATH").map(|(_, value)| value.as_str());
-            if let Err(why) = runnable(command, path) {
-                warn(format!("realms.{realm}.upstreams[{index}].command"), why);
-            }
+        for (key, why) in backends::warnings(realm, plans) {
+            warn(key, why);
         }
     }
     found
@@ -84,8 +77,8 @@ fn can_be_given(raw: &RawRealm, role: &str) -> bool {
         || raw.principals.iter().any(|principal| named(&principal.roles))
 }
 
-/// Whether `pattern` matches none of `ids` and no entry an upstream of one of `prefixes`
-/// could list: its entries are named `PREFIX.NAME`, and one without a prefix could list any.
+/// Whether `pattern` matches none of `ids` and no entry a backend naming under one of
+/// `prefixes` could list: its entries are named `PREFIX.NAME`, and `""` could name any.
 fn covers_nothing(pattern: &CapabilityPattern, ids: &[CapabilityId], prefixes: &[&str]) -> bool {
     let text = match pattern {
         CapabilityPattern::Exact(id) => id.as_str(),
@@ -100,28 +93,6 @@ fn covers_nothing(pattern: &CapabilityPattern, ids: &[CapabilityId], prefixes: &
         prefix.is_empty() || below || above
     });
     !matches_own && !could_be_listed
-}
-
-/// Whether `command` can be started: a path to an executable file, or a name found as one
-/// on `path` (the child's `PATH`).
-fn runnable(command: &str, path: Option<&str>) -> Result<(), String> {
-    let is_executable = |meta: &std::fs::Metadata| meta.is_file() && meta.permissions().mode() & 0o111 != 0;
-    let executable = |candidate: &Path| std::fs::metadata(candidate).is_ok_and(|meta| is_executable(&meta));
-    if command.contains('/') {
-        return match std::fs::metadata(command) {
-            Err(error) => Err(format!("{command:?} cannot be started: {error}")),
-            Ok(meta) if !is_executable(&meta) => Err(format!(
-                "{command:?} is not an executable file: chmod +x it, or name its interpreter as the command"
-            )),
-            Ok(_) => Ok(()),
-        };
-    }
-    let path = path.unwrap_or_default();
-    if std::env::split_paths(path).any(|dir| executable(&dir.join(command))) {
-        Ok(())
-    } else {
-        Err(format!("{command:?} is not found on PATH ({path}): install it, or give its full path"))
-    }
 }
 
 #[cfg(test)]
@@ -140,21 +111,5 @@ mod tests {
         assert!(covers_nothing(&pattern("ev"), &ids, &upstreams), "an exact id is not an upstream's entry");
         assert!(covers_nothing(&pattern("e"), &ids, &upstreams));
         assert!(!covers_nothing(&pattern("anything"), &ids, &[""]), "an upstream without a prefix lists any");
-    }
-
-    #[test]
-    fn a_program_is_runnable_when_found_executable() {
-        assert_eq!(runnable("sh", Some("/nowhere:/bin:/usr/bin")), Ok(()));
-        assert_eq!(
-            runnable("no-such-program-here", Some("/bin")),
-            Err("\"no-such-program-here\" is not found on PATH (/bin): install it, or give its full path".into())
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("server.sh");
-        std::fs::write(&script, "#!/bin/sh\n").unwrap();
-        let shown = script.display().to_string();
-        assert!(runnable(&shown, None).unwrap_err().contains("is not an executable file"));
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(runnable(&shown, None), Ok(()));
     }
 }

@@ -16,6 +16,9 @@ pub(super) const KIND: Kind = Kind {
     kind: BackendKind::BUILTIN,
     plan: |_, _, _, _| Some(Plan::new(BackendKind::BUILTIN, ())),
     start: |Start { registry, .. }| Ok(Arc::new(Builtins { registry })),
+    // Its ids are the registry's own, which `check` reads there.
+    prefixes: |_| Vec::new(),
+    warnings: |_, _| Vec::new(),
 };
 
 /// The builtin handlers a realm's configured capabilities name.

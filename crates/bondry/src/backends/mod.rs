@@ -25,6 +25,12 @@ pub struct Kind {
     pub(crate) plan: fn(&mut Diagnostics, &Loaded, &str, &RawRealm) -> Option<Plan>,
     /// Starts a realm's plan. Called within a Tokio runtime, after every listener is bound.
     pub(crate) start: fn(Start) -> anyhow::Result<Arc<dyn Backends>>,
+    /// The id prefixes a plan's entries may be named under (`""`: any id), so that `check`
+    /// can tell a grant that covers nothing.
+    pub(crate) prefixes: fn(&Plan) -> Vec<String>,
+    /// What a plan that passed its checks will still not do as meant, as (key path, why),
+    /// for the realm named.
+    pub(crate) warnings: fn(&Plan, &str) -> Vec<(String, String)>,
 }
 
 /// What a kind's backends start with in one realm.
@@ -59,6 +65,21 @@ pub const KINDS: &[Kind] = &[builtin::KIND, upstream::KIND];
 pub(crate) fn plans(diagnostics: &mut Diagnostics, loaded: &Loaded, realm: &str, raw: &RawRealm) -> Option<Vec<Plan>> {
     let plans: Vec<_> = KINDS.iter().map(|kind| (kind.plan)(diagnostics, loaded, realm, raw)).collect();
     plans.into_iter().collect()
+}
+
+/// The kind that made `plan`.
+fn kind_of(plan: &Plan) -> Option<&'static Kind> {
+    KINDS.iter().find(|kind| kind.kind == plan.kind())
+}
+
+/// The id prefixes a realm's backends may name entries under.
+pub(crate) fn prefixes(plans: &[Plan]) -> Vec<String> {
+    plans.iter().filter_map(|plan| Some((kind_of(plan)?.prefixes)(plan))).flatten().collect()
+}
+
+/// What a realm's backends warn of, as (key path, why).
+pub(crate) fn warnings(realm: &str, plans: &[Plan]) -> Vec<(String, String)> {
+    plans.iter().filter_map(|plan| Some((kind_of(plan)?.warnings)(plan, realm))).flatten().collect()
 }
 
 /// Starts a realm's plans, each by the kind that made it, from `kinds`.

@@ -42,6 +42,8 @@ const ECHO_KIND: Kind = Kind {
         assert!(events.offer("echo", vec![registration]).is_empty());
         Ok(Arc::new(EchoBackends))
     },
+    prefixes: |_| vec!["echo".to_owned()],
+    warnings: |_, _| Vec::new(),
 };
 
 struct EchoBackends;
