@@ -59,7 +59,8 @@ impl Serialize for BackendKind {
 pub trait Backends: Send + Sync + 'static {
     fn kind(&self) -> BackendKind;
 
-    /// Each backend as an operator sees it, in stanza order.
+    /// Each backend as an operator sees it: in stanza order, or by name for a kind without
+    /// stanzas of its own.
     fn statuses(&self) -> Vec<BackendStatus>;
 
     /// Every entry the backends listed as the realm holds it now: served, withheld until
@@ -85,8 +86,8 @@ pub trait Backends: Send + Sync + 'static {
 pub struct BackendStatus {
     pub kind: BackendKind,
     pub name: String,
-    /// `serving`, `connecting`, `reconnecting`, `stopped`: whether its capabilities can be
-    /// called now.
+    /// `serving`, `connecting` or `reconnecting`: whether its capabilities can be called
+    /// now.
     pub state: &'static str,
     /// How many entries of its catalogue are in each [`EntryState`].
     pub capabilities: BTreeMap<&'static str, usize>,
@@ -99,7 +100,7 @@ pub struct BackendStatus {
 pub struct Listed {
     /// The backend that listed it.
     pub backend: String,
-    /// `tool`, `prompt`, `resource` or `resource_template`.
+    /// `tool`, `prompt`, `resource` or `template`, as the admin API names kinds.
     pub kind: &'static str,
     /// The backend's own name for it (an upstream's tool name, a resource's URI).
     pub key: String,

@@ -13,7 +13,9 @@ use std::task::{Context, Poll};
 use crate::BoxFuture;
 use crate::audit::AuditOutcome;
 use crate::capability::CapabilityKind;
-use crate::handler::{Answer, Completion, CompletionFailed, CompletionQuery, HandlerRequest, Watching};
+use crate::handler::{
+    Answer, BackendTask, Completion, CompletionFailed, CompletionQuery, HandlerRequest, Started, Watching,
+};
 use crate::policy::Principal;
 use crate::realm::RealmSnapshot;
 use crate::registry::Capability;
@@ -201,9 +203,33 @@ pub async fn invoke(capability: &Capability, request: HandlerRequest) -> Outcome
         Ok(future) => CatchUnwind(future).await,
         Err(_) => None,
     };
-    let Some(answer) = answer else {
-        return Outcome::Failed { code: failure::HANDLER_PANICKED.to_owned() };
+    match answer {
+        Some(answer) => checked(capability, answer),
+        None => Outcome::Failed { code: failure::HANDLER_PANICKED.to_owned() },
+    }
+}
+
+/// As [`invoke`], for a call that may go on as a task after its request ends: validates
+/// `request.arguments`, then has the handler start it, and hands back the task's handle,
+/// or the outcome of a call answered at once (checked as [`invoke`] checks it).
+pub async fn start_task(capability: &Capability, request: HandlerRequest) -> Result<Box<dyn BackendTask>, Outcome> {
+    if let Err(violations) = capability.input.validate(&request.arguments) {
+        return Err(Outcome::InvalidInput(violations));
+    }
+    let started = match panic::catch_unwind(AssertUnwindSafe(|| capability.handler.start_task(request))) {
+        Ok(future) => CatchUnwind(future).await,
+        Err(_) => None,
     };
+    match started {
+        Some(Started::Task(task)) => Ok(task),
+        Some(Started::Answered(answer)) => Err(checked(capability, answer)),
+        None => Err(Outcome::Failed { code: failure::HANDLER_PANICKED.to_owned() }),
+    }
+}
+
+/// The outcome of `answer`: refused when the capability's kind may not answer it, or its
+/// structured result fails the output schema.
+fn checked(capability: &Capability, answer: Answer) -> Outcome {
     if !answer.allowed_for(capability.kind()) {
         return Outcome::Failed { code: failure::WRONG_ANSWER_KIND.to_owned() };
     }

@@ -43,7 +43,8 @@ pub trait Handler: Send + Sync + 'static {
 
     /// Starts `request` as a task that keeps running after the caller's request ends, and
     /// hands back its handle; or answers at once, as [`Handler::call`] would, a handler
-    /// that cannot run it so. The default answers at once.
+    /// that cannot run it so. The default answers at once. Called through
+    /// `dispatch::start_task`, which validates the arguments first and checks an answer.
     fn start_task(&self, request: HandlerRequest) -> BoxFuture<'static, Started> {
         let answer = self.call(request);
         Box::pin(async move { Started::Answered(answer.await) })

@@ -248,6 +248,13 @@ impl Conversation {
         }
     }
 
+    /// The call is cancelled at `now`, its handler's run having ended with `outcome`,
+    /// which nothing sends: a run refused for invalid input never reached its backend.
+    pub fn cancel_after(&mut self, outcome: &Outcome, now: SystemTime) {
+        self.call.runs.ended(now, !matches!(outcome, Outcome::InvalidInput(_)));
+        self.cancel(now);
+    }
+
     /// Ends the call silently at `now`, whatever it was doing; an ended call stays ended.
     pub fn cancel(&mut self, now: SystemTime) {
         // A run cancelled under way counts until now.

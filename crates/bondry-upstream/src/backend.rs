@@ -9,7 +9,7 @@ use bondry_core::backend::{
 };
 
 use crate::catalogue::Exposed;
-use crate::pins::PinState;
+use crate::pins::{PinState, kind_of};
 use crate::realm::RealmUpstreams;
 use crate::reported;
 use crate::review::{CapabilityReport, UpstreamReport};
@@ -56,7 +56,7 @@ impl Backends for RealmUpstreams {
             if tokio::time::timeout(deadline, self.shutdown()).await.is_err() {
                 tracing::warn!(
                     realm = self.realm.name,
-                    "upstreams still closing at the deadline: left to the runtime's end"
+                    "upstreams still closing at the deadline: their connections are dropped and their children's process groups killed"
                 );
             }
         })
@@ -84,7 +84,7 @@ fn catalogue(reports: &[UpstreamReport]) -> Vec<Listed> {
             };
             listed.push(Listed {
                 backend: report.name.clone(),
-                kind: pin.kind.as_str(),
+                kind: kind_of(pin.kind),
                 key: pin.key.clone(),
                 id: exposed.as_ref().map(|exposed| exposed.id.clone()),
                 state,

@@ -350,6 +350,8 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         // shutdown_grace_ms + 6 s: the orderly steps get the grace and 5 s more (a child's
         // SIGTERM and SIGKILL), then whatever is left is dropped, children's process
         // groups killed, within the runtime's last second.
+        let orderly_for = grace + std::time::Duration::from_secs(5);
+        let stopping = std::time::Instant::now();
         let orderly = async {
             let admin_stopped = async {
                 if let Some(admin) = admin
@@ -368,10 +370,10 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
                 let _ = std::fs::remove_file(path);
             }
             // After the calls drained: none is left to need a backend, and every child
-            // ends, every realm's at once, within what is left of the 5 s.
-            bondry::backends::stop(backends, std::time::Duration::from_secs(5)).await;
+            // ends, every realm's at once, within what is left of the orderly time.
+            bondry::backends::stop(backends, orderly_for.saturating_sub(stopping.elapsed())).await;
         };
-        if tokio::time::timeout(grace + std::time::Duration::from_secs(5), orderly).await.is_err() {
+        if tokio::time::timeout(orderly_for, orderly).await.is_err() {
             tracing::warn!("shutdown took shutdown_grace_ms + 5 s: ending what is left now");
             if let Some(path) = &address_file {
                 let _ = std::fs::remove_file(path);

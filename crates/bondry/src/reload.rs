@@ -4,11 +4,11 @@
 //! swapped in at once. A file that does not pass keeps the running configuration, and the
 //! log says why.
 //!
-//! Backends are added, removed and changed as the file says, each kind as its
-//! `Backends::reconfigure` keeps what it can (an upstream's connection, its pins). What a swap cannot change while serving (listeners,
-//! realms added or removed, limits, rate limits, keys, the audit sink) applies at the
-//! next start; the log says so. A file whose `[admin]` differs from the running one is
-//! refused whole, naming the keys that changed.
+//! Backends are added, removed and changed as the file says, each kind keeping what it
+//! can (an upstream its connection and pins; see `Backends::reconfigure`). What a swap
+//! cannot change while serving (listeners, realms added or removed, limits, rate limits,
+//! keys, the audit sink) applies at the next start; the log says so. A file whose
+//! `[admin]` differs from the running one is refused whole, naming the keys that changed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -74,7 +74,7 @@ impl Reloader {
             };
             // Backends follow the file whatever becomes of the rest: they are served
             // beside the configured capabilities, not compiled with them.
-            backends::reconfigure(&live.backends, assembled.backends.remove(name).unwrap_or_default());
+            backends::reconfigure(name, &live.backends, assembled.backends.remove(name).unwrap_or_default());
             // The grants and the credentials whose roles they interpret go in together or
             // not at all: new tickets under old grants could hold what the file no longer
             // gives their roles.

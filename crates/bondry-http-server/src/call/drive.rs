@@ -51,7 +51,7 @@ pub async fn drive(
                 .await;
                 // A handler that noticed its cancellation may still have answered: nothing is sent.
                 if token.is_cancelled() {
-                    conversation.cancel(SystemTime::now());
+                    conversation.cancel_after(&outcome, SystemTime::now());
                 } else {
                     conversation.handle_outcome(outcome, SystemTime::now(), &mut OsRandom);
                 }

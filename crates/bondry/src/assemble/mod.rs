@@ -9,7 +9,7 @@ mod audit;
 mod capabilities;
 mod credentials;
 mod keys;
-pub(crate) mod listener;
+mod listener;
 mod rates;
 mod realm;
 pub mod warnings;

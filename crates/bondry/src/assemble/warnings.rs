@@ -1,7 +1,7 @@
 //! What a configuration that passed every check will still not do as its author meant:
 //! a grant that covers nothing, a role no caller can hold, a listener open to the network
-//! in plain HTTP, and what each kind of backend warns of (a program that will not start). `check` prints these and exits 0 (1 with
-//! `--strict`); `serve` logs them.
+//! in plain HTTP, and what each kind of backend warns of (a program that will not start).
+//! `check` prints these and exits 0 (1 with `--strict`); `serve` logs them.
 
 use bondry_core::capability::CapabilityId;
 use bondry_core::policy::{CapabilityPattern, Grant, Subject};

@@ -1,6 +1,7 @@
 //! Builtin handlers: compiled into Bondry and bound by `[[realms.NAME.capabilities]]`,
-//! which `assemble` checks and compiles with the realm's registry. As backends they only
-//! report: they hold no connection to start, reload or stop.
+//! which `assemble` checks and compiles with the realm's registry, or published by a
+//! handler while serving. As backends they only report: they hold no connection to start,
+//! reload or stop.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use bondry_core::BoxFuture;
 use bondry_core::backend::{BackendKind, BackendStatus, Backends, EntryState, Listed, Plan, WrongKind, counted};
 use bondry_core::realm::Registry;
+use bondry_upstream::pins::kind_of;
 use serde_json::json;
 
 use super::{Kind, Start};
@@ -21,7 +23,7 @@ pub(super) const KIND: Kind = Kind {
     warnings: |_, _| Vec::new(),
 };
 
-/// The builtin handlers a realm's configured capabilities name.
+/// The builtin handlers a realm's capabilities name.
 struct Builtins {
     registry: Arc<Registry>,
 }
@@ -49,17 +51,19 @@ impl Backends for Builtins {
             .collect()
     }
 
-    /// The configured capabilities a builtin handler serves: all served, none pinned.
+    /// What builtin handlers serve, configured or published by a handler while serving:
+    /// all served, none pinned.
     fn catalogue(&self) -> Vec<Listed> {
-        let configured = self.registry.configured();
-        let builtin = configured
+        let snapshot = self.registry.snapshot();
+        let builtin = snapshot
+            .catalogue
             .iter()
-            .map(|registration| &registration.descriptor)
+            .map(|capability| &capability.descriptor)
             .filter(|descriptor| descriptor.binding.kind == BackendKind::BUILTIN.as_str());
         builtin
             .map(|descriptor| Listed {
                 backend: descriptor.binding.target.clone(),
-                kind: descriptor.kind.as_str(),
+                kind: kind_of(descriptor.kind),
                 key: descriptor.uri.clone().unwrap_or_else(|| descriptor.id.as_str().to_owned()),
                 id: Some(descriptor.id.as_str().to_owned()),
                 state: EntryState::Served,

@@ -103,17 +103,17 @@ pub fn start(
         .collect()
 }
 
-/// Hands each of a reload's plans to the running backends of its kind.
-pub fn reconfigure(running: &[Arc<dyn Backends>], plans: Vec<Plan>) {
+/// Hands each of a reload's plans for `realm` to its running backends of that kind.
+pub fn reconfigure(realm: &str, running: &[Arc<dyn Backends>], plans: Vec<Plan>) {
     for plan in plans {
         let kind = plan.kind();
         match running.iter().find(|backends| backends.kind() == kind) {
             Some(backends) => {
                 if let Err(error) = backends.reconfigure(plan) {
-                    tracing::error!(%error, "backends not reconfigured");
+                    tracing::error!(realm, %error, "backends not reconfigured");
                 }
             }
-            None => tracing::warn!(kind = %kind, "backends of a kind not started are served after a restart"),
+            None => tracing::warn!(realm, kind = %kind, "backends of a kind not started are served after a restart"),
         }
     }
 }

@@ -189,7 +189,7 @@ async fn a_new_kind_needs_the_interface_and_one_entry() {
     }
 
     // As a task: asked for input, fed, finished; another cancelled.
-    let Started::Task(task) = capability.handler.start_task(request(&id, json!({"say": "hi"}))).await else {
+    let Ok(task) = dispatch::start_task(capability, request(&id, json!({"say": "hi"}))).await else {
         panic!("not a task")
     };
     assert!(matches!(task.get().await, TaskState::InputRequired { requests } if requests.contains_key("word")));
@@ -199,7 +199,9 @@ async fn a_new_kind_needs_the_interface_and_one_entry() {
         TaskState::Finished(Answer::Value(value)) => assert_eq!(value, json!({"echo": {"say": "hi"}, "word": "yes"})),
         other => panic!("not finished: {other:?}"),
     }
-    let Started::Task(other) = capability.handler.start_task(request(&id, json!({}))).await else { panic!() };
+    let Ok(other) = dispatch::start_task(capability, request(&id, json!({}))).await else { panic!("not a task") };
+    let refused = dispatch::start_task(capability, request(&id, json!("not an object"))).await;
+    assert!(matches!(refused, Err(Outcome::InvalidInput(_))), "validated before the handler starts it");
     other.cancel().await;
     assert!(matches!(other.get().await, TaskState::Cancelled));
     assert_eq!(other.update(BTreeMap::from([("word".to_owned(), json!("late"))])).await, Err(TaskRefused::Ended));
