@@ -309,7 +309,7 @@ impl LogLevel {
 }
 
 /// What a handler answers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     /// A plain tool result.
     Value(Value),

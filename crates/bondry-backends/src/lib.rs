@@ -1,0 +1,9 @@
+//! Bondry's HTTP backends: capabilities served by ordinary web services, behind core's
+//! backend interface like every other kind. The request pipeline, proto and the runtime
+//! learn nothing of them: a procedure's capability is resolved, validated, audited and
+//! asked for input exactly as a builtin one.
+//!
+//! - [`procedure`]: the wire contract between Bondry and a service (the request body,
+//!   the answers and their failures, and the signature that proves a request is Bondry's).
+
+pub mod procedure;
