@@ -2,8 +2,13 @@
 //! request to and reads a JSON answer from (`docs/backends.md`).
 
 pub mod answer;
+mod call;
 pub mod request;
 pub mod signing;
 
 pub use answer::{Failure, read};
+pub use call::{Procedure, ProcedureSpec};
 pub use request::body;
+
+#[cfg(test)]
+mod testing;

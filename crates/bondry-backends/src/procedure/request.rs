@@ -48,60 +48,14 @@ pub fn body(request: &HandlerRequest, kind: CapabilityKind, request_id: &str, di
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use bondry_core::BoxFuture;
-    use bondry_core::capability::{CapabilityId, Descriptor};
-    use bondry_core::handler::{Cancellation, Emitter, InvocationId, LogLevel, Publisher, Retry, TraceContext};
-    use bondry_core::policy::{Principal, PrincipalKind};
+    use bondry_core::handler::Retry;
 
     use super::*;
-
-    struct Quiet;
-
-    impl Cancellation for Quiet {
-        fn is_cancelled(&self) -> bool {
-            false
-        }
-
-        fn cancelled(&self) -> BoxFuture<'_, ()> {
-            Box::pin(std::future::pending())
-        }
-    }
-
-    impl Emitter for Quiet {
-        fn progress(&self, _: f64, _: Option<f64>, _: Option<String>) {}
-
-        fn log(&self, _: LogLevel, _: Option<String>, _: Value) {}
-    }
-
-    impl Publisher for Quiet {
-        fn resource_updated(&self, _: &str) {}
-
-        fn set_dynamic(&self, _: Vec<Descriptor>) {}
-    }
-
-    fn request(retry: Option<Retry>) -> HandlerRequest {
-        HandlerRequest {
-            capability: CapabilityId::new("weather.forecast").unwrap(),
-            arguments: json!({"city": "Lyon"}),
-            uri: None,
-            realm: "default".into(),
-            principal: Principal::new("ada", PrincipalKind::User, vec!["ops".to_owned()]),
-            invocation: InvocationId::from_random([1; 16]),
-            trace: TraceContext { traceparent: Some("00-t-s-01".into()), ..TraceContext::default() },
-            client_capabilities: json!({"elicitation": {}}),
-            cancellation: Arc::new(Quiet),
-            emitter: Arc::new(Quiet),
-            publisher: Arc::new(Quiet),
-            retry,
-            backend: Arc::default(),
-        }
-    }
+    use crate::procedure::testing::request;
 
     #[test]
     fn the_body_names_the_call_and_discloses_the_principal_only_when_asked() {
-        let first = body(&request(None), CapabilityKind::Tool, "r1", false);
+        let first = body(&request(json!({"city": "Lyon"}), None), CapabilityKind::Tool, "r1", false);
         assert_eq!(
             first,
             json!({
@@ -120,7 +74,7 @@ mod tests {
             state: Some(json!({"round": 2})),
             continuation: None,
         };
-        let again = body(&request(Some(retry)), CapabilityKind::Tool, "r2", true);
+        let again = body(&request(json!({"city": "Lyon"}), Some(retry)), CapabilityKind::Tool, "r2", true);
         assert_eq!(again["principal"], json!({"id": "ada", "kind": "user", "roles": ["ops"]}));
         assert_eq!(again["input_responses"], json!({"name": {"action": "accept"}}));
         assert_eq!(again["state"], json!({"round": 2}));
