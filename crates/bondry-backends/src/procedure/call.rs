@@ -55,11 +55,6 @@ impl Procedure {
         let slots = Semaphore::new(spec.max_concurrent_calls);
         Self { inner: Arc::new(Inner { spec, origin, client, slots }) }
     }
-
-    /// The service's origin: the backend audit records name.
-    pub fn origin(&self) -> &str {
-        &self.inner.origin
-    }
 }
 
 impl Handler for Procedure {
