@@ -15,6 +15,8 @@ use http::{HeaderName, HeaderValue};
 /// One upstream MCP server of a realm.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpstreamSpec {
+    /// The realm it serves: its HTTP client is the realm's own.
+    pub realm: String,
     /// 1-32 bytes of `[a-z0-9_-]`, unique in its realm; names it in audit, logs and the CLI.
     pub name: String,
     pub transport: TransportSpec,
@@ -89,6 +91,7 @@ impl UpstreamSpec {
     /// of its stanza.
     pub fn new(name: &str, transport: TransportSpec) -> Self {
         Self {
+            realm: String::new(),
             name: name.into(),
             transport,
             prefix: name.into(),

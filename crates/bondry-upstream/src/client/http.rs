@@ -55,7 +55,10 @@ const REPLY_WITHIN: Duration = Duration::from_secs(10);
 
 pub(crate) struct Http {
     upstream: String,
+    /// The realm's pooled client for the upstream's origin.
     client: reqwest::Client,
+    /// `headers_from`, sent on every request.
+    headers: HeaderMap,
     url: reqwest::Url,
     limit: usize,
     router: Router,
@@ -124,25 +127,19 @@ impl Http {
         router: Router,
         ids: Arc<Ids>,
     ) -> Result<Self, ClientError> {
-        let setup = |what: &str, error: &dyn std::fmt::Display| ClientError::Setup(format!("{what}: {error}"));
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(spec.connect_timeout)
-            .default_headers(spec_headers.iter().cloned().collect());
-        builder = match proxy {
-            Some(proxy) => builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(|e| setup("proxy", &e))?),
-            None => builder.no_proxy(),
+        let settings = bondry_outbound::Settings {
+            connect_timeout: spec.connect_timeout,
+            http2_prior_knowledge: false,
+            ca_file: ca_file.map(std::path::Path::to_path_buf),
+            proxy: proxy.cloned(),
         };
-        if let Some(ca_file) = ca_file {
-            // Read once, as the connection is made; the file is small and local.
-            let pem = std::fs::read(ca_file).map_err(|e| setup(&format!("ca_file {}", ca_file.display()), &e))?;
-            let certificates = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| setup(&format!("ca_file {}", ca_file.display()), &e))?;
-            builder = builder.tls_certs_merge(certificates);
-        }
+        let client = bondry_outbound::Pool::shared()
+            .client(&spec.realm, url, &settings)
+            .map_err(|error| ClientError::Setup(error.to_string()))?;
         Ok(Self {
             upstream: spec.name.clone(),
-            client: builder.build().map_err(|e| setup("HTTP client", &e))?,
+            client,
+            headers: spec_headers.iter().cloned().collect(),
             url: url.clone(),
             limit: spec.max_response_bytes,
             router,
@@ -180,6 +177,7 @@ impl Http {
         let request = self
             .client
             .delete(self.url.clone())
+            .headers(self.headers.clone())
             .headers(Self::session_headers(&Session { id: Some(id), revision: session.revision }));
         match tokio::time::timeout(CLOSE_WITHIN, request.send()).await {
             Ok(Ok(response)) => {
@@ -219,6 +217,7 @@ impl Http {
     ) -> Result<reqwest::Response, ClientError> {
         self.client
             .post(self.url.clone())
+            .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, BOTH)
             .headers(Self::session_headers(session))
@@ -231,8 +230,12 @@ impl Http {
 
     /// A GET of the session's event stream, resuming after `last_event_id` when given.
     async fn get(&self, session: &Session, last_event_id: Option<&str>) -> Result<reqwest::Response, ClientError> {
-        let mut request =
-            self.client.get(self.url.clone()).header(ACCEPT, EVENT_STREAM).headers(Self::session_headers(session));
+        let mut request = self
+            .client
+            .get(self.url.clone())
+            .headers(self.headers.clone())
+            .header(ACCEPT, EVENT_STREAM)
+            .headers(Self::session_headers(session));
         if let Some(last) = last_event_id.and_then(|last| HeaderValue::from_str(last).ok()) {
             request = request.header(LAST_EVENT_ID, last);
         }

@@ -6,14 +6,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+use bondry_core::handler::Handler;
 use bondry_core::policy::Policy;
 use bondry_core::realm::{KeySet, Registry, Sources};
 use bondry_core::registry::{Catalogue, CatalogueError, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::lint::McpLint;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::builtins::Builtins;
+use crate::backends::{self, Stanza};
+use crate::builtins::{Builtin, Builtins};
 use crate::config::diagnostics::Diagnostics;
 use crate::config::{Loaded, RawCapability};
 
@@ -133,36 +135,7 @@ fn registration(
             None
         }
     };
-    let served = diagnostics.ok(
-        at("backend"),
-        match raw.backend.as_str() {
-            "builtin" => Ok(()),
-            // An upstream's capabilities are listed from the upstream, never declared one by one.
-            "upstream" => Err(format!(
-                "\"upstream\" is not a backend of a capability stanza: an upstream MCP server is configured in [[realms.{realm}.upstreams]], which serves all its capabilities; use \"builtin\" here"
-            )),
-            other => Err(format!(
-                "{other:?} is not a backend served by this version; use \"builtin\""
-            )),
-        },
-    );
-    let builtin = diagnostics.ok(
-        at("handler"),
-        builtins.get(&raw.handler).ok_or_else(|| {
-            let known: Vec<&str> = builtins.names().collect();
-            format!("no builtin handler is called {:?}; registered handlers: {}", raw.handler, known.join(", "))
-        }),
-    );
-    // The handler's kind is checked only against a kind there is.
-    let builtin = match (builtin, kind) {
-        (Some(builtin), Some(kind)) => diagnostics.ok(
-            at("kind"),
-            (builtin.kind == kind).then_some(builtin).ok_or_else(|| {
-                format!("handler {:?} serves a {}, not a {}", raw.handler, builtin.kind.as_str(), kind.as_str())
-            }),
-        ),
-        _ => None,
-    };
+    let served = served(diagnostics, loaded, realm, path, raw, kind, builtins);
     let input_schema =
         schema(diagnostics, loaded, &at("input_schema"), raw.input_schema.as_deref(), raw.input_schema_file.as_deref());
     let output_schema = schema(
@@ -181,34 +154,133 @@ fn registration(
             .map(Some),
         None => Some(None),
     };
-    let (id, kind, builtin, ()) = (id?, kind?, builtin?, served?);
-    let annotations = match &raw.annotations {
-        Some(a) => Annotations {
+    let (id, kind, served) = (id?, kind?, served?);
+    let defaults = served.defaults;
+    let annotations = match (&raw.annotations, defaults) {
+        (Some(a), Some(builtin)) => Annotations {
             read_only: a.read_only.or(builtin.annotations.read_only),
             destructive: a.destructive.or(builtin.annotations.destructive),
             idempotent: a.idempotent.or(builtin.annotations.idempotent),
             open_world: a.open_world.or(builtin.annotations.open_world),
         },
-        None => builtin.annotations.clone(),
+        (Some(a), None) => Annotations {
+            read_only: a.read_only,
+            destructive: a.destructive,
+            idempotent: a.idempotent,
+            open_world: a.open_world,
+        },
+        (None, Some(builtin)) => builtin.annotations.clone(),
+        (None, None) => Annotations::default(),
     };
+    let default = |field: fn(&Builtin) -> Option<String>| defaults.and_then(field);
     Some(Registration {
         descriptor: Arc::new(Descriptor {
             id,
             kind,
-            title: raw.title.clone().or_else(|| builtin.title.clone()),
-            summary: raw.summary.clone().or_else(|| builtin.summary.clone()),
-            uri: raw.uri.clone().or_else(|| builtin.uri.clone()),
-            mime_type: raw.mime_type.clone().or_else(|| builtin.mime_type.clone()),
-            input_schema: input_schema?.unwrap_or_else(|| builtin.input_schema.clone()),
-            output_schema: output_schema?.or_else(|| builtin.output_schema.clone()),
+            title: raw.title.clone().or_else(|| default(|b| b.title.clone())),
+            summary: raw.summary.clone().or_else(|| default(|b| b.summary.clone())),
+            uri: raw.uri.clone().or_else(|| default(|b| b.uri.clone())),
+            mime_type: raw.mime_type.clone().or_else(|| default(|b| b.mime_type.clone())),
+            input_schema: input_schema?
+                .or_else(|| defaults.map(|b| b.input_schema.clone()))
+                .unwrap_or_else(|| json!({"type": "object"})),
+            output_schema: output_schema?.or_else(|| defaults.and_then(|b| b.output_schema.clone())),
             annotations,
-            requires_client: requires_client?.or_else(|| builtin.requires_client.clone()),
-            binding: Binding { kind: raw.backend.clone(), target: raw.handler.clone() },
+            requires_client: requires_client?.or_else(|| defaults.and_then(|b| b.requires_client.clone())),
+            binding: Binding { kind: raw.backend.clone(), target: served.target },
             audit_arguments: raw.audit_arguments,
             verbatim: None,
         }),
-        handler: Arc::clone(&builtin.handler),
+        handler: served.handler,
     })
+}
+
+/// What serves a capability, and what it says of the capability unless the file says
+/// otherwise (a builtin handler's defaults).
+struct Served<'a> {
+    handler: Arc<dyn Handler>,
+    target: String,
+    defaults: Option<&'a Builtin>,
+}
+
+/// The backend a capability stanza names, bound: a builtin handler, or a kind that binds
+/// its capabilities one by one (a web service).
+fn served<'a>(
+    diagnostics: &mut Diagnostics,
+    loaded: &Loaded,
+    realm: &str,
+    path: &str,
+    raw: &RawCapability,
+    kind: Option<CapabilityKind>,
+    builtins: &'a Builtins,
+) -> Option<Served<'a>> {
+    let at = |k: &str| format!("{path}.{k}");
+    match raw.backend.as_str() {
+        "builtin" => builtin(diagnostics, path, raw, kind, builtins),
+        // An upstream's capabilities are listed from the upstream, never declared one by one.
+        "upstream" => {
+            diagnostics.refuse(
+                at("backend"),
+                format!(
+                    "\"upstream\" is not a backend of a capability stanza: an upstream MCP server is configured in [[realms.{realm}.upstreams]], which serves all its capabilities; use \"builtin\" or \"http\" here"
+                ),
+            );
+            None
+        }
+        other => match backends::binder(other) {
+            Some(bind) => {
+                let bound = bind(diagnostics, loaded, &Stanza { realm, path, raw, kind })?;
+                Some(Served { handler: bound.handler, target: bound.target, defaults: None })
+            }
+            None => {
+                diagnostics.refuse(
+                    at("backend"),
+                    format!("{other:?} is not a backend of a capability stanza; use \"builtin\" or \"http\""),
+                );
+                None
+            }
+        },
+    }
+}
+
+/// The builtin handler a stanza names, of the stanza's kind.
+fn builtin<'a>(
+    diagnostics: &mut Diagnostics,
+    path: &str,
+    raw: &RawCapability,
+    kind: Option<CapabilityKind>,
+    builtins: &'a Builtins,
+) -> Option<Served<'a>> {
+    let at = |k: &str| format!("{path}.{k}");
+    for (key, given) in backends::http::service_keys(raw) {
+        if given {
+            diagnostics.refuse(
+                at(key),
+                format!("{key} is a key of a service's capability (backend = \"http\"); a builtin handler takes none"),
+            );
+        }
+    }
+    let known = || builtins.names().collect::<Vec<_>>().join(", ");
+    let Some(name) = &raw.handler else {
+        diagnostics
+            .refuse(at("handler"), format!("a builtin capability names its handler; registered handlers: {}", known()));
+        return None;
+    };
+    let builtin = diagnostics.ok(
+        at("handler"),
+        builtins
+            .get(name)
+            .ok_or_else(|| format!("no builtin handler is called {name:?}; registered handlers: {}", known())),
+    )?;
+    // The handler's kind is checked only against a kind there is.
+    let kind = kind?;
+    let builtin = diagnostics.ok(
+        at("kind"),
+        (builtin.kind == kind)
+            .then_some(builtin)
+            .ok_or_else(|| format!("handler {name:?} serves a {}, not a {}", builtin.kind.as_str(), kind.as_str())),
+    )?;
+    Some(Served { handler: Arc::clone(&builtin.handler), target: name.clone(), defaults: Some(builtin) })
 }
 
 /// A schema given inline (a JSON string) or as a file; not both. `Some(None)` when it is

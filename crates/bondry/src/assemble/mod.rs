@@ -258,7 +258,7 @@ mod tests {
         let assembled = assemble_in(EMBEDDED_DEFAULT, &[]).unwrap_or_else(|errors| panic!("{errors}"));
         assert_eq!(assembled.backends.keys().collect::<Vec<_>>(), ["default"]);
         let kinds: Vec<&str> = assembled.backends["default"].iter().map(|plan| plan.kind().as_str()).collect();
-        assert_eq!(kinds, ["builtin", "upstream"], "a plan of every kind");
+        assert_eq!(kinds, ["builtin", "http", "upstream"], "a plan of every kind");
         assert!(upstreams(&assembled).is_empty());
         let stanza = |name: &str| {
             format!("[[realms.default.upstreams]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = \"node\"\n")

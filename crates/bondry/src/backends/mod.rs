@@ -4,6 +4,9 @@
 //! core's [`Backends`] interface, and never name a kind's own types.
 
 mod builtin;
+mod configured;
+pub(crate) mod endpoint;
+pub(crate) mod http;
 pub mod upstream;
 
 use std::collections::HashMap;
@@ -11,10 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bondry_core::backend::{BackendKind, Backends, Plan};
+use bondry_core::capability::CapabilityKind;
+use bondry_core::handler::Handler;
 use bondry_core::realm::{RealmEvents, Registry};
 
 use crate::config::diagnostics::Diagnostics;
-use crate::config::{Loaded, RawRealm};
+use crate::config::{Loaded, RawCapability, RawRealm};
 
 /// One kind of backend: its name, the realm stanzas it reads, and its constructor.
 #[derive(Clone, Copy)]
@@ -31,6 +36,29 @@ pub struct Kind {
     /// What a plan that passed its checks will still not do as meant, as (key path, why),
     /// for the realm named.
     pub(crate) warnings: fn(&Plan, &str) -> Vec<(String, String)>,
+    /// Checks a capability stanza whose `backend` names this kind into the handler that
+    /// serves it (every refusal to `diagnostics`); `None` for a kind that is not bound one
+    /// capability at a time here.
+    pub(crate) bind: Option<Bind>,
+}
+
+/// Checks one capability stanza into what serves it; see [`Kind::bind`].
+pub(crate) type Bind = fn(&mut Diagnostics, &Loaded, &Stanza) -> Option<Bound>;
+
+/// A capability stanza, as a kind's `bind` reads it.
+pub(crate) struct Stanza<'a> {
+    pub realm: &'a str,
+    /// Its key path, `realms.NAME.capabilities[I]`.
+    pub path: &'a str,
+    pub raw: &'a RawCapability,
+    /// Its kind, when that passed its own check.
+    pub kind: Option<CapabilityKind>,
+}
+
+/// What serves a bound capability, and the target its binding names.
+pub(crate) struct Bound {
+    pub handler: Arc<dyn Handler>,
+    pub target: String,
 }
 
 /// What a kind's backends start with in one realm.
@@ -59,12 +87,17 @@ impl Shared {
 }
 
 /// Every kind of backend, in the order a realm starts them.
-pub const KINDS: &[Kind] = &[builtin::KIND, upstream::KIND];
+pub const KINDS: &[Kind] = &[builtin::KIND, http::KIND, upstream::KIND];
 
 /// The plans of one realm's every kind, or `None` once any stanza is refused.
 pub(crate) fn plans(diagnostics: &mut Diagnostics, loaded: &Loaded, realm: &str, raw: &RawRealm) -> Option<Vec<Plan>> {
     let plans: Vec<_> = KINDS.iter().map(|kind| (kind.plan)(diagnostics, loaded, realm, raw)).collect();
     plans.into_iter().collect()
+}
+
+/// How a capability stanza whose `backend` is `name` is bound, when a kind binds so.
+pub(crate) fn binder(name: &str) -> Option<Bind> {
+    KINDS.iter().find(|kind| kind.kind.as_str() == name)?.bind
 }
 
 /// The kind that made `plan`.

@@ -44,6 +44,7 @@ const ECHO_KIND: Kind = Kind {
     },
     prefixes: |_| vec!["echo".to_owned()],
     warnings: |_, _| Vec::new(),
+    bind: None,
 };
 
 struct EchoBackends;
@@ -158,12 +159,12 @@ async fn a_new_kind_needs_the_interface_and_one_entry() {
     let registry = Arc::clone(&assembled.server.realms["default"].registry);
     let mut plans = assembled.backends.remove("default").unwrap();
     plans.push(Plan::new(ECHO, ()));
-    let kinds = [KINDS[0], KINDS[1], ECHO_KIND];
+    let kinds = [KINDS[0], KINDS[1], KINDS[2], ECHO_KIND];
     let shared = Shared { pins: Arc::new(bondry_upstream::pins::MemoryStore::default()) };
     let backends = start(&kinds, "default", &registry, plans, &shared).unwrap();
 
     let kinds_started: Vec<&str> = backends.iter().map(|backends| backends.kind().as_str()).collect();
-    assert_eq!(kinds_started, ["builtin", "upstream", "echo"]);
+    assert_eq!(kinds_started, ["builtin", "http", "upstream", "echo"]);
     let statuses: Vec<Value> = backends.iter().flat_map(|backends| backends.statuses()).map(|s| json!(s)).collect();
     assert_eq!(
         statuses.last().unwrap(),

@@ -25,6 +25,8 @@ pub(super) const KIND: Kind = Kind {
     },
     prefixes: |plan| specs(plan).iter().map(|spec| spec.prefix.clone()).collect(),
     warnings: commands,
+    // An upstream lists its own capabilities; none is declared one by one.
+    bind: None,
 };
 
 /// The upstreams of a plan of this kind, in stanza order.

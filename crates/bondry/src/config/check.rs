@@ -195,7 +195,7 @@ colour = \"blue\"
                 "7:8: audit.sink: \"fiel\" is not accepted: expected one of \"stdout\", \"file\", \"off\"; did you mean \"file\"?",
                 "10:19: realms.default.anonymous_roles: expected an array of strings, found a string",
                 "11:1: realms.default.roles[0]: missing key `name`: expected a string",
-                "17:1: realms.default.capabilities[0].colour: unknown key; this table takes id, kind, backend, handler, uri, mime_type, title, summary, input_schema, input_schema_file, output_schema, output_schema_file, annotations, requires_client, audit_arguments",
+                "17:1: realms.default.capabilities[0].colour: unknown key; this table takes id, kind, backend, handler, uri, mime_type, title, summary, input_schema, input_schema_file, output_schema, output_schema_file, annotations, requires_client, audit_arguments, url, timeout_ms, max_concurrent_calls, headers_from, disclose_principal, signing_key_env, http2, max_response_bytes, allow_plain_http, allow_url_elicitation, ca_file, proxy",
             ]
         );
     }

@@ -600,7 +600,8 @@ pub struct RawCapability {
     pub kind: String,
     #[serde(default = "builtin")]
     pub backend: String,
-    pub handler: String,
+    /// The builtin handler serving it (`backend = "builtin"`).
+    pub handler: Option<String>,
     /// A resource's URI or a resource template's URI template; the handler's when absent.
     pub uri: Option<String>,
     pub mime_type: Option<String>,
@@ -614,6 +615,19 @@ pub struct RawCapability {
     pub requires_client: Option<String>,
     #[serde(default)]
     pub audit_arguments: bool,
+    // How Bondry reaches the web service serving it (`backend = "http"`).
+    pub url: Option<String>,
+    pub timeout_ms: Option<u64>,
+    pub max_concurrent_calls: Option<u64>,
+    pub headers_from: Option<BTreeMap<String, String>>,
+    pub disclose_principal: Option<bool>,
+    pub signing_key_env: Option<String>,
+    pub http2: Option<String>,
+    pub max_response_bytes: Option<u64>,
+    pub allow_plain_http: Option<bool>,
+    pub allow_url_elicitation: Option<bool>,
+    pub ca_file: Option<PathBuf>,
+    pub proxy: Option<String>,
 }
 
 fn builtin() -> String {

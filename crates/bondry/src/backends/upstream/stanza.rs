@@ -4,8 +4,6 @@
 //! process's own. Nothing here starts or reaches an upstream: `check` runs no child and
 //! opens no connection.
 
-use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -13,8 +11,8 @@ use std::time::Duration;
 use bondry_mcp_proto::Revision;
 use bondry_upstream::{Expose, ListingLimits, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
 use reqwest::Url;
-use reqwest::header::{HeaderName, HeaderValue};
 
+use crate::backends::endpoint::{self, Query, Reserved};
 use crate::config::diagnostics::{Diagnostics, revisions};
 use crate::config::{Loaded, RawRoot, RawUpstream};
 
@@ -47,7 +45,7 @@ const SET_BY_BONDRY: [&str; 11] = [
     "mcp-name",
     "last-event-id",
 ];
-const PARAM_HEADER_PREFIX: &str = "mcp-param-";
+const RESERVED: Reserved = Reserved { names: &SET_BY_BONDRY, prefix: Some("mcp-param-"), to: "an upstream" };
 
 /// Every upstream of the realm `realm`, each checked whole; `None` once any is refused.
 pub(crate) fn upstreams(
@@ -128,6 +126,7 @@ fn spec(
         page_timeout: Duration::from_millis(list_timeout?),
     };
     Some(UpstreamSpec {
+        realm: realm.to_owned(),
         name: name?,
         transport: transport?,
         prefix: prefix?,
@@ -367,152 +366,20 @@ fn http(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &str, raw: &RawU
             );
             None
         }
-        Some(url) => diagnostics.ok(at("url"), endpoint(url, raw.allow_plain_http.unwrap_or(false))),
+        Some(url) => {
+            diagnostics.ok(at("url"), endpoint::url(url, raw.allow_plain_http.unwrap_or(false), Query::Allowed))
+        }
     };
-    let headers = headers(diagnostics, loaded, stanza, raw.headers_from.as_ref());
+    let headers = endpoint::headers(diagnostics, loaded, stanza, raw.headers_from.as_ref(), &RESERVED);
     let ca_file = match &raw.ca_file {
         None => Some(None),
-        Some(file) => diagnostics.ok(at("ca_file"), readable_file(&loaded.base_dir.join(file))).map(Some),
+        Some(file) => diagnostics.ok(at("ca_file"), endpoint::readable_file(&loaded.base_dir.join(file))).map(Some),
     };
     let proxy = match &raw.proxy {
         None => Some(None),
-        Some(proxy) => diagnostics.ok(at("proxy"), self::proxy(proxy)).map(Some),
+        Some(proxy) => diagnostics.ok(at("proxy"), endpoint::proxy(proxy)).map(Some),
     };
     Some(TransportSpec::Http { url: url?, headers: headers?, ca_file: ca_file?, proxy: proxy? })
-}
-
-/// The upstream's endpoint: https, or plain http to a loopback host (or with
-/// `allow_plain_http`), and no credentials in it.
-fn endpoint(text: &str, allow_plain_http: bool) -> Result<Url, String> {
-    let example = "write it as \"https://mcp.example.com/mcp\"";
-    let url = Url::parse(text).map_err(|e| format!("{} is not a URL ({e}); {example}", shown(text)))?;
-    if has_user_info(&url) {
-        return Err(format!(
-            "{} holds credentials (left out here); send them in a header instead, e.g. headers_from = {{ Authorization = \"VARIABLE\" }}",
-            without_user_info(&url)
-        ));
-    }
-    match url.scheme() {
-        "https" => Ok(url),
-        "http" if allow_plain_http || is_loopback(&url) => Ok(url),
-        "http" => Err(format!(
-            "{:?} is plain http to a host that is not loopback; use https, or set allow_plain_http = true to send requests and their headers unencrypted",
-            url.as_str()
-        )),
-        _ => Err(format!("{:?} is not an http or https URL; {example}", url.as_str())),
-    }
-}
-
-/// `localhost`, `127.0.0.0/8` or `::1`: a host no network stands between.
-fn is_loopback(url: &Url) -> bool {
-    match url.host_str() {
-        Some("localhost") => true,
-        Some(host) => host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok_and(|address| address.is_loopback()),
-        None => false,
-    }
-}
-
-fn has_user_info(url: &Url) -> bool {
-    !url.username().is_empty() || url.password().is_some()
-}
-
-/// `url` as a refusal may show it: a password in it would end up in logs.
-fn without_user_info(url: &Url) -> String {
-    let mut shown = url.clone();
-    // Only URLs that cannot have user info refuse these, and they have none to remove.
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
-    format!("{:?}", shown.as_str())
-}
-
-/// Text that is not a URL, as a refusal may show it: not at all when it may hold user info.
-fn shown(text: &str) -> String {
-    if text.contains('@') {
-        return "the URL (not repeated here: it may hold credentials)".to_owned();
-    }
-    format!("{text:?}")
-}
-
-/// `headers_from`: each header one Bondry does not set, named once (names are
-/// case-insensitive), with the value of the variable it names. The values are marked
-/// sensitive, so that HTTP/2 never indexes them.
-fn headers(
-    diagnostics: &mut Diagnostics,
-    loaded: &Loaded,
-    stanza: &str,
-    raw: Option<&BTreeMap<String, String>>,
-) -> Option<Vec<(HeaderName, HeaderValue)>> {
-    let mut seen: Vec<HeaderName> = Vec::new();
-    let mut headers = Vec::new();
-    let mut valid = true;
-    for (name, variable) in raw.into_iter().flatten() {
-        let key = format!("{stanza}.headers_from.{name}");
-        let header = diagnostics.ok(&key, header_name(name)).and_then(|header| {
-            if seen.contains(&header) {
-                diagnostics.refuse(&key, format!("{name:?} is given twice (header names are case-insensitive)"));
-                return None;
-            }
-            seen.push(header.clone());
-            Some(header)
-        });
-        let value = diagnostics.ok(&key, header_value(loaded, name, variable));
-        match (header, value) {
-            (Some(header), Some(value)) => headers.push((header, value)),
-            _ => valid = false,
-        }
-    }
-    valid.then_some(headers)
-}
-
-fn header_name(name: &str) -> Result<HeaderName, String> {
-    let header = HeaderName::from_bytes(name.as_bytes())
-        .map_err(|_| format!("{name:?} is not a header name: use letters, digits and ! # $ % & ' * + - . ^ _ ` | ~"))?;
-    if SET_BY_BONDRY.contains(&header.as_str()) || header.as_str().starts_with(PARAM_HEADER_PREFIX) {
-        return Err(format!("{name:?} is a header Bondry sets itself on requests to an upstream; remove it"));
-    }
-    Ok(header)
-}
-
-/// The value of `variable`, never repeated in a refusal: it is a secret.
-fn header_value(loaded: &Loaded, header: &str, variable: &str) -> Result<HeaderValue, String> {
-    let text = loaded.env.get(variable).ok_or_else(|| {
-        format!("the environment variable {variable:?} is not set (its value is sent as the {header} header)")
-    })?;
-    let mut value = HeaderValue::from_str(text).map_err(|_| {
-        format!("the value of {variable:?} is not a header value: use visible ASCII, spaces and tabs, no line breaks")
-    })?;
-    value.set_sensitive(true);
-    Ok(value)
-}
-
-fn readable_file(path: &Path) -> Result<PathBuf, String> {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() => Err(format!("{:?} is not a file", path.display())),
-        _ => std::fs::File::open(path)
-            .map(|_| path.to_path_buf())
-            .map_err(|e| format!("cannot read {:?}: {e}", path.display())),
-    }
-}
-
-/// The one proxy used: an http or https URL. Its credentials would sit in the file, where
-/// no backend credential belongs, and show in refusals and logs; so it has none.
-fn proxy(text: &str) -> Result<Url, String> {
-    let example = "write it as \"http://proxy.example:3128\"";
-    let url = Url::parse(text).map_err(|e| format!("{} is not a URL ({e}); {example}", shown(text)))?;
-    if has_user_info(&url) {
-        return Err(format!(
-            "{} holds credentials (left out here), which do not belong in the file; use a proxy that needs none",
-            without_user_info(&url)
-        ));
-    }
-    match url.scheme() {
-        "http" | "https" => Ok(url),
-        _ => Err(format!("{:?} is not an http or https proxy; {example}", url.as_str())),
-    }
 }
 
 /// `""`, or 1-32 bytes of the capability id alphabet, not ending in the dot put after it.
@@ -653,6 +520,8 @@ fn new_entries(text: &str) -> Result<NewEntries, String> {
 mod tests {
     use reqwest::header::AUTHORIZATION;
 
+    use reqwest::header::HeaderValue;
+
     use super::*;
     use crate::config::{ConfigError, parse};
 
@@ -699,7 +568,7 @@ mod tests {
     }
 
     fn spec_with(name: &str, transport: TransportSpec) -> UpstreamSpec {
-        UpstreamSpec::new(name, transport)
+        UpstreamSpec { realm: "default".into(), ..UpstreamSpec::new(name, transport) }
     }
 
     #[test]
@@ -950,13 +819,13 @@ list_timeout_ms = 3600000
         assert_refused(
             &with_url("ftp://mcp.example.com/"),
             &[
-                "url: \"ftp://mcp.example.com/\" is not an http or https URL; write it as \"https://mcp.example.com/mcp\"",
+                "url: \"ftp://mcp.example.com/\" is not an http or https URL; write it as \"https://api.example.com/path\"",
             ],
         );
         assert_refused(
             &with_url("mcp.example.com"),
             &[
-                "url: \"mcp.example.com\" is not a URL (relative URL without a base); write it as \"https://mcp.example.com/mcp\"",
+                "url: \"mcp.example.com\" is not a URL (relative URL without a base); write it as \"https://api.example.com/path\"",
             ],
         );
         assert_refused(
@@ -978,7 +847,7 @@ list_timeout_ms = 3600000
         assert_eq!(
             unparsed,
             [
-                "url: the URL (not repeated here: it may hold credentials) is not a URL (invalid port number); write it as \"https://mcp.example.com/mcp\""
+                "url: the URL (not repeated here: it may hold credentials) is not a URL (invalid port number); write it as \"https://api.example.com/path\""
             ]
         );
         let proxy = refused(&format!("{HTTP}proxy = \"http://alice:pa55@proxy.example:3128\"\n"), &[]);
@@ -1014,7 +883,7 @@ list_timeout_ms = 3600000
             ]
         );
         for name in SET_BY_BONDRY {
-            assert!(header_name(name).is_err(), "{name}");
+            assert!(endpoint::header_name(name, &RESERVED).is_err(), "{name}");
         }
     }
 
