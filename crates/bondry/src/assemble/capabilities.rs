@@ -214,33 +214,22 @@ fn served<'a>(
     kind: Option<CapabilityKind>,
     builtins: &'a Builtins,
 ) -> Option<Served<'a>> {
-    let at = |k: &str| format!("{path}.{k}");
-    match raw.backend.as_str() {
-        "builtin" => builtin(diagnostics, path, raw, kind, builtins),
+    let refusal = match raw.backend.as_str() {
+        "builtin" => return builtin(diagnostics, path, raw, kind, builtins),
         // An upstream's capabilities are listed from the upstream, never declared one by one.
-        "upstream" => {
-            diagnostics.refuse(
-                at("backend"),
-                format!(
-                    "\"upstream\" is not a backend of a capability stanza: an upstream MCP server is configured in [[realms.{realm}.upstreams]], which serves all its capabilities; use \"builtin\" or \"http\" here"
-                ),
-            );
-            None
-        }
+        "upstream" => format!(
+            "\"upstream\" is not a backend of a capability stanza: an upstream MCP server is configured in [[realms.{realm}.upstreams]], which serves all its capabilities; use \"builtin\" or \"http\" here"
+        ),
         other => match backends::binder(other) {
             Some(bind) => {
                 let bound = bind(diagnostics, loaded, &Stanza { realm, path, raw, kind })?;
-                Some(Served { handler: bound.handler, target: bound.target, defaults: None })
+                return Some(Served { handler: bound.handler, target: bound.target, defaults: None });
             }
-            None => {
-                diagnostics.refuse(
-                    at("backend"),
-                    format!("{other:?} is not a backend of a capability stanza; use \"builtin\" or \"http\""),
-                );
-                None
-            }
+            None => format!("{other:?} is not a backend of a capability stanza; use \"builtin\" or \"http\""),
         },
-    }
+    };
+    diagnostics.refuse(format!("{path}.backend"), refusal);
+    None
 }
 
 /// The builtin handler a stanza names, of the stanza's kind.

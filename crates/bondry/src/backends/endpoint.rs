@@ -145,7 +145,7 @@ fn header_value(loaded: &Loaded, header: &str, variable: &str) -> Result<HeaderV
     Ok(value)
 }
 
-pub(crate) fn readable_file(path: &Path) -> Result<PathBuf, String> {
+fn readable_file(path: &Path) -> Result<PathBuf, String> {
     match std::fs::metadata(path) {
         Ok(meta) if !meta.is_file() => Err(format!("{:?} is not a file", path.display())),
         _ => std::fs::File::open(path)
@@ -156,7 +156,7 @@ pub(crate) fn readable_file(path: &Path) -> Result<PathBuf, String> {
 
 /// The one proxy used: an http or https URL. Its credentials would sit in the file, where
 /// no backend credential belongs, and show in refusals and logs; so it has none.
-pub(crate) fn proxy(text: &str) -> Result<Url, String> {
+fn proxy(text: &str) -> Result<Url, String> {
     let example = "write it as \"http://proxy.example:3128\"";
     let url = Url::parse(text).map_err(|e| format!("{} is not a URL ({e}); {example}", shown(text)))?;
     if has_user_info(&url) {
@@ -169,6 +169,26 @@ pub(crate) fn proxy(text: &str) -> Result<Url, String> {
         "http" | "https" => Ok(url),
         _ => Err(format!("{:?} is not an http or https proxy; {example}", url.as_str())),
     }
+}
+
+/// A stanza's `ca_file` (read from where the configuration is) and `proxy`, each checked
+/// at its key under `stanza`; `None` once either is refused.
+pub(crate) fn connection(
+    diagnostics: &mut Diagnostics,
+    loaded: &Loaded,
+    stanza: &str,
+    ca_file: Option<&Path>,
+    proxy: Option<&str>,
+) -> Option<(Option<PathBuf>, Option<Url>)> {
+    let ca_file = match ca_file {
+        None => Some(None),
+        Some(file) => diagnostics.ok(format!("{stanza}.ca_file"), readable_file(&loaded.base_dir.join(file))).map(Some),
+    };
+    let proxy = match proxy {
+        None => Some(None),
+        Some(proxy) => diagnostics.ok(format!("{stanza}.proxy"), self::proxy(proxy)).map(Some),
+    };
+    Some((ca_file?, proxy?))
 }
 
 /// `url` without its query, as a refusal may show it: the query may hold a secret.

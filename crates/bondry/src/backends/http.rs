@@ -102,24 +102,16 @@ fn bind(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &Stanza) -> Opti
         None => Some(false),
         Some("prior_knowledge") => Some(true),
         Some(other) => {
-            diagnostics.refuse(at("http2"), format!("{other:?} is not an HTTP/2 mode; use \"prior_knowledge\" for a service that speaks HTTP/2 without TLS (h2c), or leave it out"));
+            let why = "use \"prior_knowledge\" for a service that speaks HTTP/2 without TLS (h2c), or leave it out";
+            diagnostics.refuse(at("http2"), format!("{other:?} is not an HTTP/2 mode; {why}"));
             None
         }
     };
-    let ca_file = match &raw.ca_file {
-        None => Some(None),
-        Some(file) => diagnostics.ok(at("ca_file"), endpoint::readable_file(&loaded.base_dir.join(file))).map(Some),
-    };
-    let proxy = match &raw.proxy {
-        None => Some(None),
-        Some(proxy) => diagnostics.ok(at("proxy"), endpoint::proxy(proxy)).map(Some),
-    };
-    let settings = Settings {
-        connect_timeout: Settings::default().connect_timeout,
-        http2_prior_knowledge: http2?,
-        ca_file: ca_file?,
-        proxy: proxy?,
-    };
+    let connection =
+        endpoint::connection(diagnostics, loaded, stanza.path, raw.ca_file.as_deref(), raw.proxy.as_deref());
+    let ((ca_file, proxy), http2) = (connection?, http2?);
+    let settings =
+        Settings { connect_timeout: Settings::default().connect_timeout, http2_prior_knowledge: http2, ca_file, proxy };
     let url = url?;
     let client =
         diagnostics.ok(at("url"), Pool::shared().client(stanza.realm, &url, &settings).map_err(|e| e.to_string()))?;

@@ -371,15 +371,9 @@ fn http(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &str, raw: &RawU
         }
     };
     let headers = endpoint::headers(diagnostics, loaded, stanza, raw.headers_from.as_ref(), &RESERVED);
-    let ca_file = match &raw.ca_file {
-        None => Some(None),
-        Some(file) => diagnostics.ok(at("ca_file"), endpoint::readable_file(&loaded.base_dir.join(file))).map(Some),
-    };
-    let proxy = match &raw.proxy {
-        None => Some(None),
-        Some(proxy) => diagnostics.ok(at("proxy"), endpoint::proxy(proxy)).map(Some),
-    };
-    Some(TransportSpec::Http { url: url?, headers: headers?, ca_file: ca_file?, proxy: proxy? })
+    let (ca_file, proxy) =
+        endpoint::connection(diagnostics, loaded, stanza, raw.ca_file.as_deref(), raw.proxy.as_deref())?;
+    Some(TransportSpec::Http { url: url?, headers: headers?, ca_file, proxy })
 }
 
 /// `""`, or 1-32 bytes of the capability id alphabet, not ending in the dot put after it.
