@@ -190,6 +190,30 @@ fn the_binary_names_a_backend_crate_only_in_its_factory() {
 }
 
 #[test]
+fn backend_requests_leave_only_through_the_outbound_client() {
+    // One place decides how Bondry reaches what it fronts (pooling, redirects, proxies,
+    // roots), so that a change to it changes every backend's requests.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut builders = Vec::new();
+    for backend in BACKENDS {
+        let src = root.join(backend).join("src");
+        let mut files = std::collections::BTreeMap::new();
+        collect_sources(&src, &src, &mut files);
+        assert!(!files.is_empty(), "{backend}'s sources are read");
+        for (module, texts) in &files {
+            let building = texts.iter().any(|text| {
+                let code = production(text);
+                code.contains("Client::builder") || code.contains("Client::new")
+            });
+            if building {
+                builders.push(format!("{backend}: {module}"));
+            }
+        }
+    }
+    assert!(builders.is_empty(), "a backend builds an HTTP client of its own:\n  {}", builders.join("\n  "));
+}
+
+#[test]
 fn the_core_depends_on_no_other_bondry_crate() {
     let others: Vec<&str> = graph().members.keys().map(String::as_str).filter(|&name| name != "bondry-core").collect();
     assert!(others.len() >= 3, "the other members are found: {others:?}");
