@@ -92,6 +92,20 @@ pub fn gateway(url: &str) -> String {
     text
 }
 
+/// Bondry serving its echo tool from the web service at `url` (`backend = "http"`).
+pub fn service(url: &str) -> String {
+    let mut text = head();
+    write!(
+        text,
+        "\n[realms.default]\nanonymous = true\nanonymous_roles = [\"demo\"]\n\n[[realms.default.roles]]\nname = \"demo\"\n\
+         grants = [\"demo.*\"]\n\n[[realms.default.capabilities]]\nid = \"demo.echo\"\nkind = \"tool\"\nbackend = \"http\"\n\
+         url = \"{url}\"\nmax_concurrent_calls = 1024\n\
+         input_schema = '{{\"type\": \"object\", \"properties\": {{\"text\": {{\"type\": \"string\"}}}}}}'\n"
+    )
+    .unwrap();
+    text
+}
+
 /// An RS256 key made for this run and a token signed with it.
 pub struct Credentials {
     /// The public modulus, base64url, for the realm's `keys`.

@@ -193,6 +193,7 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
     let text = plan::kib_text();
     let call = plan::modern_call("/mcp", &text, &[]);
     let ceiling_call = plan::ceiling_call(&text);
+    let service_call = plan::service_call(&text);
     let bin = |name: &str| options.bin_dir.join(name);
     let write = |name: &str, text: String| -> Result<String, String> {
         let path = dir.join(name);
@@ -236,6 +237,7 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
         (Peer::Ts, options.node.clone(), ts("stateless", 1), &call),
         (Peer::TsCatalogue, options.node.clone(), ts("stateless", 200), &listing),
         (Peer::TsSessions, options.node.clone(), ts("stateful", 1), &session),
+        (Peer::Service, bin("procedure-service"), vec!["--listen".into(), "127.0.0.1:{PORT}".into()], &service_call),
     ];
     for (peer, program, args, probe) in starts.into_iter().filter(|(peer, ..)| options.runs(*peer)) {
         let script_missing =
@@ -268,6 +270,14 @@ async fn measure(options: &Options, dir: &std::path::Path) -> Result<(String, Pa
             let server = placement.start_at(port, "mcp-proxy", &options.mcp_proxy, &args, &probe).await?;
             running.push((Peer::McpProxy, server));
         }
+    }
+    // Bondry serves a tool from the web service.
+    let service = running.iter().find(|(peer, _)| *peer == Peer::Service).map(|(_, server)| server.addr);
+    if let (Some(service), true) = (service, options.runs(Peer::BondryService)) {
+        let config = write("service.toml", configs::service(&format!("http://{service}/call")))?;
+        eprintln!("starting {}", Peer::BondryService.name());
+        let server = placement.start("bondry-service", &bin("bondry"), &serve_args(config), &call).await?;
+        running.push((Peer::BondryService, server));
     }
     let addr_of = |peer: Peer| running.iter().find(|(p, _)| *p == peer).map(|(_, server)| server.addr);
 
@@ -335,6 +345,9 @@ fn only(list: &str) -> Result<Vec<String>, String> {
     let gateways = [Peer::BondryGateway.key(), Peer::McpProxy.key()];
     if keys.iter().any(|key| gateways.contains(&key.as_str())) && !keys.iter().any(|key| key == Peer::Rmcp.key()) {
         return Err("--only: the gateways front rmcp; name it too".to_owned());
+    }
+    if keys.iter().any(|key| key == Peer::BondryService.key()) && !keys.iter().any(|key| key == Peer::Service.key()) {
+        return Err("--only: bondry-service fronts the service; name it too".to_owned());
     }
     Ok(keys)
 }
@@ -442,6 +455,19 @@ fn targets(results: &Results, workloads: &[plan::Workload]) -> String {
                 x - d
             );
         }
+    }
+    let service = find("6", "hyper service called directly");
+    let through = find("6", Peer::BondryService.name());
+    if let (Some(d), Some(x)) = (p(service, 2, |s| report::micros(s.p50)), p(through, 2, |s| report::micros(s.p50))) {
+        let _ =
+            writeln!(text, "- Workload 6, {}: adds {:.0} µs at p50 at 1,000 req/s.", Peer::BondryService.name(), x - d);
+    }
+    if let (Some(d), Some(x)) = (rate(service, 0), rate(through, 0)) {
+        let _ = writeln!(
+            text,
+            "- Workload 6 at 16 connections: {:.2} of the service's own throughput through Bondry.",
+            x / d
+        );
     }
     text
 }

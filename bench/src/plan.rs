@@ -29,10 +29,14 @@ pub enum Peer {
     BondryGateway,
     /// mcp-proxy 0.6.0 fronting `Rmcp`.
     McpProxy,
+    /// A web service on hyper answering Bondry's procedure wire (`procedure-service`).
+    Service,
+    /// Bondry serving its echo tool from `Service` (`backend = "http"`).
+    BondryService,
 }
 
 impl Peer {
-    pub const ALL: [Peer; 9] = [
+    pub const ALL: [Peer; 11] = [
         Peer::Ceiling,
         Peer::Bondry,
         Peer::Rmcp,
@@ -42,6 +46,8 @@ impl Peer {
         Peer::TsSessions,
         Peer::BondryGateway,
         Peer::McpProxy,
+        Peer::Service,
+        Peer::BondryService,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +61,8 @@ impl Peer {
             Peer::TsSessions => "TypeScript SDK 2.4.0 (sessions)",
             Peer::BondryGateway => "Bondry → rmcp",
             Peer::McpProxy => "mcp-proxy 0.6.0 → rmcp",
+            Peer::Service => "hyper service",
+            Peer::BondryService => "Bondry → hyper service",
         }
     }
 
@@ -69,6 +77,8 @@ impl Peer {
             Peer::TsSessions => "ts-sessions",
             Peer::BondryGateway => "bondry-gateway",
             Peer::McpProxy => "mcp-proxy",
+            Peer::Service => "service",
+            Peer::BondryService => "bondry-service",
         }
     }
 }
@@ -219,7 +229,25 @@ pub fn workloads(jwt: &str) -> Vec<Workload> {
                 entry(Peer::McpProxy, Peer::McpProxy.name(), mcp_proxy_call(&text)),
             ],
         },
+        Workload {
+            id: "6",
+            title: "modern tools/call served by a web service (hyper), echo of 1 KiB",
+            entries: vec![
+                entry(Peer::Service, "hyper service called directly", service_call(&text)),
+                entry(Peer::BondryService, Peer::BondryService.name(), modern_call("/mcp", &text, &[])),
+            ],
+        },
     ]
+}
+
+/// The POST Bondry sends the service for the echo tool with `text`, sent directly.
+pub fn service_call(text: &str) -> Script {
+    let body = format!(
+        r#"{{"bondry":1,"capability":{{"id":"demo.echo","kind":"tool"}},"invocation_id":"6783ab7bbbaccf1844250901ab543036","request_id":"cb7db1cc143883cdfdb1717480adbaa7","realm":"default","arguments":{{"text":"{text}"}},"client_capabilities":{{}}}}"#
+    );
+    let headers = ["content-type: application/json".to_owned(), "accept: application/json".to_owned()];
+    let request = post("/call", &headers, &body);
+    Script { handshake: None, request: String::from_utf8(request).expect("ASCII"), expect: "\"result\"" }
 }
 
 /// mcp-proxy serves at `/` and names an upstream's tools `BACKEND/TOOL`.
