@@ -79,6 +79,7 @@ fn answer(value: Value) -> Response {
 async fn serve(
     State(seen): State<Arc<Seen>>,
     UrlPath(path): UrlPath<String>,
+    version: axum::http::Version,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -87,6 +88,7 @@ async fn serve(
     let mut working = Working::new(&seen);
     let response = match path.as_str() {
         "result" => answer(json!({"result": {"echo": request["arguments"]}})),
+        "version" => answer(json!({"result": format!("{version:?}")})),
         "content" => answer(json!({
             "content": [{"type": "text", "text": "sunny in Lyon"}],
             "structured": {"forecast": "sunny"}
@@ -255,9 +257,12 @@ fn config(service: &Service, audit: &Path) -> TestConfig {
     drip.insert("timeout_ms".into(), 20_000.into());
     let mut gone = capability(service, "svc.gone", "tool", "result");
     gone.insert("url".into(), format!("http://127.0.0.1:{}/result", service.closed).into());
+    let mut h2c = capability(service, "svc.h2c", "tool", "version");
+    h2c.insert("http2".into(), "prior_knowledge".into());
+    let h1 = capability(service, "svc.h1", "tool", "version");
     let mut second = capability(service, "svc.second", "tool", "second");
     second.insert("timeout_ms".into(), 10_000.into());
-    for stanza in [content, disclosed, readme, busy, drip, gone, second] {
+    for stanza in [content, disclosed, readme, busy, drip, gone, h2c, h1, second] {
         config = config.push("realms.default.capabilities", stanza);
     }
     config
@@ -979,5 +984,15 @@ impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn http2_with_prior_knowledge_reaches_a_service_over_h2c_beside_http1_callers_of_the_same_origin() {
+    let service = Service::start().await;
+    let gateway = Gateway::start(&service).await;
+    for (id, expected) in [("svc.h2c", "HTTP/2.0"), ("svc.h1", "HTTP/1.1"), ("svc.h2c", "HTTP/2.0")] {
+        let (_, answer) = gateway.modern("tools/call", call(id, json!({}))).await;
+        assert_eq!(answer["result"]["structuredContent"], expected, "{id}: {answer}");
     }
 }
