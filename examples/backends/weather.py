@@ -14,13 +14,15 @@ import hmac
 import json
 import os
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SKEW = 300
 KEY = os.environb.get(b"BONDRY_SIGNING_KEY")
 FORECASTS = {"lyon": "sunny", "oslo": "snow", "lima": "fog"}
-seen = {}
+seen = {}  # request_id -> when it was seen, shared by the server's threads
+seen_lock = threading.Lock()
 
 
 def signed(signature, body):
@@ -31,14 +33,18 @@ def signed(signature, body):
         request_id = json.loads(body)["request_id"]
     except (KeyError, ValueError, TypeError):
         return False
-    if not isinstance(request_id, str) or abs(time.time() - t) > SKEW:
+    given = fields.get("v1", "")
+    if not isinstance(request_id, str) or abs(time.time() - t) > SKEW or not given.isascii():
         return False
     expected = hmac.new(KEY, f"{t}.{request_id}.".encode() + body, hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(expected, fields.get("v1", "")) or request_id in seen:
+    if not hmac.compare_digest(expected, given):
         return False
-    for old in [old for old, at in seen.items() if time.time() - at > 2 * SKEW]:
-        del seen[old]
-    seen[request_id] = time.time()
+    with seen_lock:
+        for old in [old for old, at in seen.items() if time.time() - at > 2 * SKEW]:
+            del seen[old]
+        if request_id in seen:
+            return False
+        seen[request_id] = time.time()
     return True
 
 

@@ -44,10 +44,14 @@ pub enum SetupError {
     Client(String),
 }
 
-/// Clients by (realm, origin, settings).
+/// What tells one pooled client from another: the realm, the origin, the settings, and
+/// the roots `ca_file` held when the client was made (a rotated file makes a new client).
+type Key = (String, String, Settings, Option<Vec<u8>>);
+
+/// Clients by [`Key`].
 #[derive(Default)]
 pub struct Pool {
-    clients: Mutex<HashMap<(String, String, Settings), Client>>,
+    clients: Mutex<HashMap<Key, Client>>,
 }
 
 impl Pool {
@@ -57,21 +61,34 @@ impl Pool {
         SHARED.get_or_init(Pool::default)
     }
 
-    /// The client for `url`'s origin in `realm` with `settings`, made on first use. A
-    /// client is cheap to clone: clones share its connections.
+    /// The client for `url`'s origin in `realm` with `settings`, made on first use. The
+    /// `ca_file` is read on every call (at a start, a reload or an upstream's connection),
+    /// so that a rotated one takes effect. A client is cheap to clone: clones share its
+    /// connections.
     pub fn client(&self, realm: &str, url: &Url, settings: &Settings) -> Result<Client, SetupError> {
-        let key = (realm.to_owned(), url.origin().ascii_serialization(), settings.clone());
+        let roots = match &settings.ca_file {
+            None => None,
+            Some(path) => Some(
+                std::fs::read(path)
+                    .map_err(|e| SetupError::CaFile { path: path.display().to_string(), why: e.to_string() })?,
+            ),
+        };
+        let key = (realm.to_owned(), url.origin().ascii_serialization(), settings.clone(), roots);
         let mut clients = self.clients.lock().unwrap_or_else(|poison| poison.into_inner());
         if let Some(client) = clients.get(&key) {
             return Ok(client.clone());
         }
-        let client = build(settings)?;
+        let client = build(settings, key.3.as_deref())?;
         clients.insert(key, client.clone());
         Ok(client)
     }
 }
 
-fn build(settings: &Settings) -> Result<Client, SetupError> {
+/// A client with `settings`, trusting `roots` (PEM) besides the system's. HTTP/1.1 unless
+/// the settings ask for HTTP/2 with prior knowledge: a client shared by several backends
+/// of one origin keeps each request on a connection of its own, so that an event stream
+/// left unread holds no other request back.
+fn build(settings: &Settings, roots: Option<&[u8]>) -> Result<Client, SetupError> {
     let mut builder =
         Client::builder().redirect(reqwest::redirect::Policy::none()).connect_timeout(settings.connect_timeout);
     builder = match &settings.proxy {
@@ -80,14 +97,10 @@ fn build(settings: &Settings) -> Result<Client, SetupError> {
         }
         None => builder.no_proxy(),
     };
-    if settings.http2_prior_knowledge {
-        builder = builder.http2_prior_knowledge();
-    }
-    if let Some(path) = &settings.ca_file {
-        let refused = |why: String| SetupError::CaFile { path: path.display().to_string(), why };
-        // Read once, as the client is made; the file is small and local.
-        let pem = std::fs::read(path).map_err(|e| refused(e.to_string()))?;
-        let roots = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| refused(e.to_string()))?;
+    builder = if settings.http2_prior_knowledge { builder.http2_prior_knowledge() } else { builder.http1_only() };
+    if let (Some(pem), Some(path)) = (roots, &settings.ca_file) {
+        let roots = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| SetupError::CaFile { path: path.display().to_string(), why: e.to_string() })?;
         builder = builder.tls_certs_merge(roots);
     }
     builder.build().map_err(|e| SetupError::Client(e.to_string()))
@@ -110,6 +123,24 @@ mod tests {
         pool.client("a", &url("http://127.0.0.1:2/x"), &plain).unwrap();
         pool.client("a", &url("http://127.0.0.1:1/x"), &h2c).unwrap();
         assert_eq!(pool.clients.lock().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn a_rotated_ca_file_makes_a_new_client() {
+        let dir = std::env::temp_dir().join(format!("bondry-outbound-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("roots.pem");
+        let pool = Pool::default();
+        let settings = Settings { ca_file: Some(path.clone()), ..Settings::default() };
+        let url = Url::parse("https://example.com").unwrap();
+        std::fs::write(&path, "").unwrap();
+        pool.client("a", &url, &settings).unwrap();
+        pool.client("a", &url, &settings).unwrap();
+        assert_eq!(pool.clients.lock().unwrap().len(), 1);
+        std::fs::write(&path, "\n").unwrap();
+        pool.client("a", &url, &settings).unwrap();
+        assert_eq!(pool.clients.lock().unwrap().len(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

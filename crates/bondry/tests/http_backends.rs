@@ -890,8 +890,9 @@ async fn the_signature_checks_of_the_docs_accept_what_bondry_signs_and_refuse_fo
         case(&signed[2].0, tampered.as_bytes(), KEY),
         case(&stale, stale_body, KEY),
         case(&signed[3].0, &signed[3].1, "another-key-of-thirty-two-bytes!!!"),
+        case(&format!("t={now},v1=\u{e9}t\u{e9}"), &signed[3].1, KEY),
     ]);
-    let expected = json!([true, false, true, false, false, false]);
+    let expected = json!([true, false, true, false, false, false, false]);
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("cases.json"), cases.to_string()).unwrap();

@@ -101,7 +101,7 @@ fn answer(value: Value, asking: Asking<'_>) -> Result<Answer, String> {
         other => &[other][..],
     };
     if let Some(stray) = object.keys().find(|key| !allowed.contains(&key.as_str())) {
-        return Err(format!("a {kind:?} answer with a member {stray:?}"));
+        return Err(format!("a {kind:?} answer with a member {:?}", cut(stray)));
     }
     let mut take = |key: &str| object.remove(key);
     match kind {
@@ -121,6 +121,12 @@ fn answer(value: Value, asking: Asking<'_>) -> Result<Answer, String> {
         "error" => tool_error(take("error").unwrap_or_default()),
         _ => input_required(take("input_required").unwrap_or_default(), asking),
     }
+}
+
+/// A service's own text as a failure's reason may quote it, in the log: no more than its
+/// first 64 characters, so that a hostile answer cannot flood the log.
+fn cut(text: &str) -> &str {
+    text.char_indices().nth(64).map_or(text, |(end, _)| &text[..end])
 }
 
 fn list<T>(value: Value, each: fn(Value) -> Result<T, String>) -> Result<Vec<T>, String> {
@@ -172,7 +178,7 @@ fn block(value: Value) -> Result<ContentBlock, String> {
             mime_type: optional_text(&mut block, "mimeType")?,
             description: optional_text(&mut block, "description")?,
         }),
-        other => Err(format!("a content block of type {other:?}")),
+        other => Err(format!("a content block of type {:?}", cut(other))),
     }
 }
 
@@ -195,7 +201,7 @@ fn messages(value: Value) -> Result<Vec<Message>, String> {
         let role = match text(&mut message, "role")?.as_str() {
             "user" => Role::User,
             "assistant" => Role::Assistant,
-            other => return Err(format!("a message of role {other:?}")),
+            other => return Err(format!("a message of role {:?}", cut(other))),
         };
         Ok(Message { role, content: block(message.remove("content").unwrap_or_default())? })
     })
@@ -240,7 +246,7 @@ fn input_required(value: Value, asking: Asking<'_>) -> Result<Answer, String> {
 fn input_request(value: Value, asking: Asking<'_>) -> Result<InputRequest, String> {
     let mut request = object(value, "an input request")?;
     let method = text(&mut request, "method")?;
-    let kind = input::kind(&method).ok_or_else(|| format!("an input request of method {method:?}"))?;
+    let kind = input::kind(&method).ok_or_else(|| format!("an input request of method {:?}", cut(&method)))?;
     let mut params = object(request.remove("params").unwrap_or_else(|| json!({})), "params")?;
     params.remove("_meta");
     match kind {
@@ -273,6 +279,17 @@ mod tests {
 
     fn read_tool(body: Value) -> Result<Answer, Failure> {
         read(200, JSON, body.to_string().as_bytes(), CapabilityKind::Tool, asking(&json!({})))
+    }
+
+    #[test]
+    fn a_reason_quotes_no_more_than_64_characters_of_the_services_text() {
+        let long = "é".repeat(10_000);
+        let Err(Failure::Invalid(reason)) = read_tool(json!({"result": 1, long.clone(): 2})) else {
+            panic!("a stray member is invalid")
+        };
+        assert_eq!(reason, format!("a \"result\" answer with a member {:?}", "é".repeat(64)));
+        let Err(Failure::Invalid(reason)) = read_tool(json!({"content": [{"type": long}]})) else { panic!() };
+        assert!(reason.chars().count() < 100, "{reason}");
     }
 
     #[test]

@@ -16,8 +16,9 @@ use tokio::time::{Instant, timeout_at};
 use super::answer::{self, Asking, Failure};
 use super::{request, signing};
 
-/// A procedure's stanza, checked.
-#[derive(Debug, Clone)]
+/// A procedure's stanza, checked. `Debug` shows no secret: header values are marked
+/// sensitive, and the signing key is left out.
+#[derive(Clone)]
 pub struct ProcedureSpec {
     /// The kind of the capability it serves.
     pub kind: CapabilityKind,
@@ -33,6 +34,22 @@ pub struct ProcedureSpec {
     pub signing_key: Option<Arc<[u8]>>,
     pub max_response_bytes: usize,
     pub allow_url_elicitation: bool,
+}
+
+impl std::fmt::Debug for ProcedureSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcedureSpec")
+            .field("kind", &self.kind)
+            .field("url", &self.url.as_str())
+            .field("timeout", &self.timeout)
+            .field("max_concurrent_calls", &self.max_concurrent_calls)
+            .field("headers", &self.headers)
+            .field("disclose_principal", &self.disclose_principal)
+            .field("signed", &self.signing_key.is_some())
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("allow_url_elicitation", &self.allow_url_elicitation)
+            .finish()
+    }
 }
 
 /// The handler of one procedure's capability.

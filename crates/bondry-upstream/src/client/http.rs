@@ -1,8 +1,8 @@
 //! An upstream over Streamable HTTP.
 //!
-//! One reqwest client per connection: rustls with the system roots plus the spec's
-//! `ca_file`, redirects never followed, no proxy unless the spec names one, the spec's
-//! headers on every request. Each request is its own POST; its answer is a JSON body or
+//! The realm's pooled client for the upstream's origin (`bondry-outbound`): rustls with
+//! the system roots plus the spec's `ca_file`, redirects never followed, no proxy unless
+//! the spec names one; the spec's headers set on every request. Each request is its own POST; its answer is a JSON body or
 //! an SSE stream, read event by event until the response with the request's id; on the
 //! way, what concerns a watched request goes to its watch, other notices to the inbox,
 //! and the upstream's other requests are answered. No message is read beyond
