@@ -245,6 +245,9 @@ fn config(service: &Service, audit: &Path) -> TestConfig {
     let mut content = capability(service, "svc.content", "tool", "content");
     let output = json!({"type": "object", "properties": {"forecast": {"type": "string"}}, "required": ["forecast"]});
     content.insert("output_schema".into(), output.to_string().into());
+    let mut misshapen = capability(service, "svc.misshapen", "tool", "content");
+    let wants = json!({"type": "object", "properties": {"celsius": {"type": "number"}}, "required": ["celsius"]});
+    misshapen.insert("output_schema".into(), wants.to_string().into());
     let mut disclosed = capability(service, "svc.whoami", "tool", "result");
     disclosed.insert("disclose_principal".into(), true.into());
     let mut readme = capability(service, "svc.readme", "resource", "contents");
@@ -262,7 +265,7 @@ fn config(service: &Service, audit: &Path) -> TestConfig {
     let h1 = capability(service, "svc.h1", "tool", "version");
     let mut second = capability(service, "svc.second", "tool", "second");
     second.insert("timeout_ms".into(), 10_000.into());
-    for stanza in [content, disclosed, readme, busy, drip, gone, h2c, h1, second] {
+    for stanza in [content, misshapen, disclosed, readme, busy, drip, gone, h2c, h1, second] {
         config = config.push("realms.default.capabilities", stanza);
     }
     config
@@ -495,6 +498,9 @@ async fn each_failure_of_a_service_gives_its_code_and_disturbs_no_other_call() {
     assert_eq!(fine.1["result"]["structuredContent"], json!({"echo": {"city": "Oslo"}}));
     let took = started.elapsed();
     assert!(took >= Duration::from_secs(1) && took < Duration::from_secs(4), "the slow one timed out at 1 s: {took:?}");
+    // Structured content that breaks the tool's output schema fails as a builtin's would.
+    let (_, misshapen) = gateway.modern("tools/call", call("svc.misshapen", json!({}))).await;
+    assert_eq!(without_invocation(misshapen).0, tool_error("invalid_output", false));
     // A prompt or a read has no tool error: the call fails with the code.
     let (status, answer) = gateway.modern("prompts/get", json!({"name": "svc.prompt500"})).await;
     assert_eq!(status, 200);
