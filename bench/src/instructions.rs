@@ -7,7 +7,8 @@
 //! are zeroed, the requests run, and the counters are dumped. The count over the number of
 //! requests is the workload's instructions per request: everything the process did for
 //! them (the audit thread's work included), in user space only. Workload 5 counts the
-//! gateway alone: the rmcp upstream it relays to runs beside it, uncounted. The kernel's
+//! gateway alone: the rmcp upstream it relays to runs beside it, uncounted; workload 6
+//! counts Bondry alone, beside the web service that serves its tool. The kernel's
 //! share, which `perf` shows, is not counted. Callgrind's CPU has no SHA extensions, so
 //! SHA-256 runs the portable code there, many times the instructions the hardware path
 //! takes: its share is shown apart.
@@ -92,6 +93,17 @@ async fn count(options: &Options, dir: &Path) -> Result<String, String> {
     for workload in &workloads {
         for entry in workload.entries.iter().filter(|entry| entry.peer == Peer::BondryGateway) {
             text.push_str(&counter.measure(&gateway, workload, entry).await?);
+        }
+    }
+    drop((gateway, upstream));
+    // A web service's tool: Bondry is counted, the service beside it is not.
+    let program = options.bin_dir.join("procedure-service");
+    let service = placement.start("service", &program, &listen, &plan::service_call("x")).await?;
+    let config = write("service.toml", configs::service(&format!("http://{}/call", service.addr)))?;
+    let served = counter.start(&placement, "bondry-service", config).await?;
+    for workload in &workloads {
+        for entry in workload.entries.iter().filter(|entry| entry.peer == Peer::BondryService) {
+            text.push_str(&counter.measure(&served, workload, entry).await?);
         }
     }
     Ok(text)
