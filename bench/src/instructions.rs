@@ -73,8 +73,13 @@ async fn count(options: &Options, dir: &Path) -> Result<String, String> {
     let workloads = plan::workloads(&credentials.token);
     let counter = Counter::new(options, dir)?;
     let mut text = format!(
-        "| workload | server | instructions per request | of which SHA-256 (portable) |\n|---|---|---|---|\n<!-- {} requests each, after {WARMUP} to warm up -->\n",
-        options.requests
+        "| workload | server | instructions per request | of which SHA-256 (portable) | backend client | audit record | the rest (server side) |\n|---|---|---|---|---|---|---|\n<!-- {} requests each, after {WARMUP} to warm up; the components are callgrind's inclusive counts of {} -->\n",
+        options.requests,
+        COMPONENTS
+            .iter()
+            .map(|(name, functions)| format!("{name}: {}", functions.join(" + ")))
+            .collect::<Vec<_>>()
+            .join("; ")
     );
     let bondry =
         counter.start(&placement, "bondry", write("bondry.toml", configs::bondry(200, Some(&credentials)))?).await?;
@@ -169,11 +174,18 @@ impl Counter {
         exchange(self.requests).await?;
         callgrind("--dump")?;
         let dump = self.last_dump(&pid)?;
-        let (total, sha256) = (summary(&dump)?, sha256(&dump)?);
+        let (total, annotated) = (summary(&dump)?, annotate(&dump)?);
         let requests = self.requests as u64;
-        let (per_request, sha256) = (total / requests, sha256 / requests);
-        eprintln!("workload {} {}: {per_request} instructions per request", workload.id, entry.label);
-        Ok(format!("| {} | {} | {per_request} | {sha256} |\n", workload.id, entry.label))
+        let per_request = |count: u64| count / requests;
+        let sha256 = inclusive(&annotated, SHA256)?;
+        let [client, audit] = COMPONENTS.map(|(_, functions)| {
+            functions.iter().map(|function| inclusive(&annotated, function)).sum::<Result<u64, String>>()
+        });
+        let (client, audit) = (client?, audit?);
+        let rest = total.saturating_sub(client + audit);
+        eprintln!("workload {} {}: {} instructions per request", workload.id, entry.label, per_request(total));
+        let cells = [total, sha256, client, audit, rest].map(|count| per_request(count).to_string());
+        Ok(format!("| {} | {} | {} |\n", workload.id, entry.label, cells.join(" | ")))
     }
 
     /// The newest dump of process `pid`: callgrind numbers each `--dump` after the first.
@@ -197,15 +209,37 @@ fn summary(dump: &Path) -> Result<u64, String> {
     line.trim().parse().map_err(|_| format!("{}: summary {line:?} is not a count", dump.display()))
 }
 
-/// The instructions of a dump spent compressing SHA-256 blocks, by `callgrind_annotate`.
-fn sha256(dump: &Path) -> Result<u64, String> {
+/// The function that compresses SHA-256 blocks, whose share is shown apart.
+const SHA256: &str = "sha2::sha256::compress256";
+
+/// Each component a request's count is split into, by the functions whose inclusive
+/// counts make it up (neither calls the other, so nothing is counted twice): the
+/// backend's client side (an upstream's relay, a web service's procedure), and the audit
+/// record (its arguments' and result's SHA-256 digests included). The rest is the server
+/// side: HTTP, authentication, the adapter, dispatch, and what SHA-256 a credential needs.
+const COMPONENTS: [(&str, &[&str]); 2] = [
+    (
+        "backend client",
+        &[
+            "<bondry_upstream::relay::Relay as bondry_core::handler::Handler>::call::{{closure}}",
+            "<bondry_backends::procedure::call::Procedure as bondry_core::handler::Handler>::call::{{closure}}",
+        ],
+    ),
+    ("audit", &["<bondry_http_server::audit::AuditWriter as bondry_core::audit::AuditSink>::record"]),
+];
+
+/// `callgrind_annotate`'s inclusive listing of a dump.
+fn annotate(dump: &Path) -> Result<String, String> {
     let annotate = on_path("callgrind_annotate")?;
     let output = Command::new(annotate).arg("--inclusive=yes").arg(dump).output().map_err(|error| error.to_string())?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let line = text.lines().find(|line| line.contains("sha2::sha256::compress256"));
-    // No line: nothing was hashed.
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The inclusive count of `function` in an annotated listing; 0 when it never ran.
+fn inclusive(annotated: &str, function: &str) -> Result<u64, String> {
+    let line = annotated.lines().find(|line| line.contains(&format!(":{function} [")));
     let count = line.and_then(|line| line.split_whitespace().next()).unwrap_or("0");
-    count.replace(',', "").parse().map_err(|_| format!("callgrind_annotate printed {count:?} for SHA-256"))
+    count.replace(',', "").parse().map_err(|_| format!("callgrind_annotate printed {count:?} for {function}"))
 }
 
 /// Where `program` is on `PATH` (callgrind is from Debian's valgrind).
