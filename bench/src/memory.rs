@@ -1,4 +1,4 @@
-//! Workload 6, memory: how much a server's resident set grows per idle session, per open
+//! Workload 7, memory: how much a server's resident set grows per idle session, per open
 //! event stream and per catalogue entry, each on a fresh process so that nothing freed
 //! by an earlier measurement is reused by a later one.
 

@@ -81,7 +81,7 @@ impl Results {
             }
         }
         if !self.memory.is_empty() {
-            writeln!(text, "\n## Workload 6: memory\n\n| what | server | over | KiB each |\n|---|---|---|---|")
+            writeln!(text, "\n## Workload 7: memory\n\n| what | server | over | KiB each |\n|---|---|---|---|")
                 .unwrap();
             for growth in &self.memory {
                 writeln!(text, "| {} | {} | {} | {:.2} |", growth.what, growth.peer, growth.count, growth.kib_per_unit)
