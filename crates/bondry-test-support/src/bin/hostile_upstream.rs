@@ -35,7 +35,7 @@
 //!   initialize; `"get": STATUS` answers a GET with that status (405 without it);
 //!   `"sse": true` answers each POST as an event stream, a call's answer followed, in
 //!   the same write, by `notifications/tools/list_changed`; `"ask_on_get": true` keeps
-//!   a GET stream open, and a call of tool `ask` sends, 300 ms later, an
+//!   a GET stream open, and a call of tool `ask` sends, a second later, an
 //!   `elicitation/create` on that stream (naming no request, as the TypeScript SDK does)
 //!   and answers `answered R` with the JSON of Bondry's response R (or `unanswered`
 //!   after 10 s).
@@ -117,9 +117,10 @@ struct Asker {
 }
 
 impl Asker {
-    /// Asks on the GET stream; the answer's JSON, or `unanswered`.
+    /// Asks on the GET stream; the answer's JSON, or `unanswered`. It waits a second
+    /// first, so that calls begun together, even on a loaded machine, are all in flight.
     fn ask(&self) -> String {
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(Duration::from_secs(1));
         let id = format!("ask-{}", self.asked.fetch_add(1, Ordering::Relaxed));
         let params = json!({"message": "Which?", "requestedSchema": {"type": "object", "properties": {}}});
         let request = json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": params});
