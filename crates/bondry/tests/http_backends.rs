@@ -665,15 +665,18 @@ async fn a_caller_gone_or_cancelling_closes_the_services_connection() {
     let seen = &service.seen;
     // Modern: the client disconnects.
     let request = Req::call("svc.hang", json!({}));
-    let call = request.builder(&gateway.client, &gateway.url()).body(request.body.clone()).send();
-    let pending = tokio::spawn(call);
+    let sending = request.builder(&gateway.client, &gateway.url()).body(request.body.clone()).send();
+    let pending = tokio::spawn(sending);
     until("the service is called", || seen.running.load(Ordering::SeqCst) == 1).await;
     pending.abort();
     until("the service sees its connection close", || seen.abandoned.load(Ordering::SeqCst) == 1).await;
 
     // A session: notifications/cancelled.
     let sid = gateway.open(json!({})).await;
-    let request = in_session(&sid, json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call_params()}));
+    let request = in_session(
+        &sid,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call("svc.hang", json!({}))}),
+    );
     let pending = tokio::spawn({
         let builder = request.builder(&gateway.client, &gateway.url()).body(request.body.clone());
         async move { builder.send().await.unwrap().bytes().await }
@@ -683,10 +686,6 @@ async fn a_caller_gone_or_cancelling_closes_the_services_connection() {
     assert_eq!(gateway.send(&in_session(&sid, cancel)).await.status(), 202);
     until("the service sees the second connection close", || seen.abandoned.load(Ordering::SeqCst) == 2).await;
     pending.abort();
-}
-
-fn call_params() -> Value {
-    call("svc.hang", json!({}))
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use bondry_outbound::{Pool, Settings, SetupError};
 use super::configured::Configured;
 use super::endpoint::{self, Query, Reserved};
 use super::{Bound, Kind, Stanza, Start};
-use crate::config::diagnostics::Diagnostics;
+use crate::config::diagnostics::{Diagnostics, ONE_HOUR_MS, within};
 use crate::config::{Loaded, RawCapability};
 
 pub(super) const KIND: Kind = Kind {
@@ -36,7 +36,6 @@ const RESERVED: Reserved = Reserved {
     to: "a service",
 };
 
-const ONE_HOUR_MS: u64 = 60 * 60 * 1000;
 const MAX_RESPONSE_LIMIT: u64 = 256 * 1024 * 1024;
 
 /// The keys only a service's capability takes, and whether `raw` gives each.
@@ -86,12 +85,12 @@ fn bind(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &Stanza) -> Opti
         Some(url) => diagnostics.ok(at("url"), endpoint::url(url, plain, Query::Refused)),
     };
     let timeout = diagnostics
-        .ok(at("timeout_ms"), within(raw.timeout_ms.unwrap_or(30_000), 1, ONE_HOUR_MS, "milliseconds (an hour)"));
+        .ok(at("timeout_ms"), within(raw.timeout_ms.unwrap_or(30_000), 1..=ONE_HOUR_MS, "milliseconds (an hour)"));
     let slots =
-        diagnostics.ok(at("max_concurrent_calls"), within(raw.max_concurrent_calls.unwrap_or(64), 1, 10_000, "calls"));
+        diagnostics.ok(at("max_concurrent_calls"), within(raw.max_concurrent_calls.unwrap_or(64), 1..=10_000, "calls"));
     let limit = diagnostics.ok(
         at("max_response_bytes"),
-        within(raw.max_response_bytes.unwrap_or(4 * 1024 * 1024), 1024, MAX_RESPONSE_LIMIT, "bytes (256 MiB)"),
+        within(raw.max_response_bytes.unwrap_or(4 * 1024 * 1024), 1024..=MAX_RESPONSE_LIMIT, "bytes (256 MiB)"),
     );
     let headers = endpoint::headers(diagnostics, loaded, stanza.path, raw.headers_from.as_ref(), &RESERVED);
     let signing_key = match &raw.signing_key_env {
@@ -137,14 +136,6 @@ fn bind(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &Stanza) -> Opti
         allow_url_elicitation: raw.allow_url_elicitation.unwrap_or(false),
     };
     Some(Bound { handler: Arc::new(Procedure::new(spec, client)), target: url.to_string() })
-}
-
-fn within(value: u64, min: u64, max: u64, unit: &str) -> Result<u64, String> {
-    if (min..=max).contains(&value) {
-        Ok(value)
-    } else {
-        Err(format!("{value} is out of range: from {min} to {max} {unit}"))
-    }
 }
 
 /// The key in `variable`, at least [`MIN_KEY_BYTES`]; never repeated in a refusal.

@@ -73,6 +73,17 @@ pub(crate) fn revisions(diagnostics: &mut Diagnostics, key: &str, versions: &[St
     revisions.into_iter().collect()
 }
 
+/// An hour, the longest most waits of a stanza may be, in milliseconds.
+pub(crate) const ONE_HOUR_MS: u64 = 60 * 60 * 1000;
+
+/// `value` when `range` holds it; else why not, in `unit`.
+pub(crate) fn within(value: u64, range: std::ops::RangeInclusive<u64>, unit: &str) -> Result<u64, String> {
+    range
+        .contains(&value)
+        .then_some(value)
+        .ok_or_else(|| format!("{value} must be between {} and {} {unit}", range.start(), range.end()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

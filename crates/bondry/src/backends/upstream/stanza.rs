@@ -13,7 +13,7 @@ use bondry_upstream::{Expose, ListingLimits, NameGlob, NewEntries, Root, Transpo
 use reqwest::Url;
 
 use crate::backends::endpoint::{self, Query, Reserved};
-use crate::config::diagnostics::{Diagnostics, revisions};
+use crate::config::diagnostics::{Diagnostics, ONE_HOUR_MS, revisions, within};
 use crate::config::{Loaded, RawRoot, RawUpstream};
 
 /// The longest upstream name, and the longest prefix: short enough that a prefixed id
@@ -23,7 +23,6 @@ const MAX_NAME_LEN: usize = 32;
 /// The longest glob over upstream names: the longest tool name MCP allows.
 const MAX_GLOB_LEN: usize = 128;
 
-const ONE_HOUR_MS: u64 = 60 * 60 * 1000;
 const ONE_DAY_MS: u64 = 24 * ONE_HOUR_MS;
 
 /// Every child gets these from Bondry's own environment, so a stanza cannot set them.
@@ -473,13 +472,6 @@ fn roots(diagnostics: &mut Diagnostics, key: &str, raw: &[RawRoot]) -> Option<Ve
         })
         .collect();
     roots.into_iter().collect()
-}
-
-fn within(value: u64, range: RangeInclusive<u64>, unit: &str) -> Result<u64, String> {
-    range
-        .contains(&value)
-        .then_some(value)
-        .ok_or_else(|| format!("{value} must be between {} and {} {unit}", range.start(), range.end()))
 }
 
 fn trust(text: &str) -> Result<Trust, String> {
