@@ -7,13 +7,35 @@
 //! origin's), ignores the process's proxy variables unless a stanza names a proxy, and
 //! trusts the system roots plus a stanza's `ca_file`. What a backend needs per request
 //! (its headers, its signature) is set on the request, never on the shared client.
+//!
+//! The client is hyper's own pooled client, not a wrapper around it: a relayed call is
+//! one request and one answer, and a wrapper's per-request work (its URL parsed again,
+//! its redirect and retry layers) was a third of what the relay spent on the client
+//! (ARCHITECTURE.md). Requests are built by their backend from prepared parts.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-pub use reqwest::{Client, Url};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
+pub use url::Url;
+
+mod connect;
+
+use connect::Connector;
+
+/// An answer's body, read with [`chunk`].
+pub type Body = hyper::body::Incoming;
+
+/// An answer: its head, and its body still to read.
+pub type Response = http::Response<Body>;
 
 /// How a client connects: part of what tells one pooled client from another.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -42,6 +64,75 @@ pub enum SetupError {
     Proxy(String),
     #[error("HTTP client: {0}")]
     Client(String),
+}
+
+/// Why a request got no answer, or its answer broke off; each says what failed, then
+/// its causes.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    #[error("the connection failed: {0}")]
+    Connect(String),
+    #[error("the request failed: {0}")]
+    Request(String),
+    #[error("the answer broke off: {0}")]
+    Body(String),
+}
+
+/// A pooled client: cheap to clone, clones share its connections.
+#[derive(Clone)]
+pub struct Client {
+    inner: legacy::Client<Connector, Full<Bytes>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Sends `request` (its URI absolute); the answer once its head has arrived.
+    pub async fn send(&self, request: http::Request<Bytes>) -> Result<Response, Failure> {
+        self.inner.request(request.map(Full::new)).await.map_err(|error| {
+            let causes = causes(&error);
+            if error.is_connect() { Failure::Connect(causes) } else { Failure::Request(causes) }
+        })
+    }
+}
+
+/// The next piece of `body`, `None` at its end (trailers are skipped).
+pub async fn chunk(body: &mut Body) -> Result<Option<Bytes>, Failure> {
+    loop {
+        match body.frame().await {
+            None => return Ok(None),
+            Some(Err(error)) => return Err(Failure::Body(chain(&error))),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    return Ok(Some(data));
+                }
+            }
+        }
+    }
+}
+
+/// What `error` says, then each of its causes.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The causes of `error`: its own words name only the request's step.
+fn causes(error: &legacy::Error) -> String {
+    match std::error::Error::source(error) {
+        Some(cause) => chain(cause),
+        None => error.to_string(),
+    }
 }
 
 /// What tells one pooled client from another: the realm, the origin, the settings, and
@@ -89,21 +180,52 @@ impl Pool {
 /// of one origin keeps each request on a connection of its own, so that an event stream
 /// left unread holds no other request back.
 fn build(settings: &Settings, roots: Option<&[u8]>) -> Result<Client, SetupError> {
-    let mut builder =
-        Client::builder().redirect(reqwest::redirect::Policy::none()).connect_timeout(settings.connect_timeout);
-    builder = match &settings.proxy {
+    let mut tcp = HttpConnector::new();
+    tcp.set_connect_timeout(Some(settings.connect_timeout));
+    // Requests and answers are small and awaited: never held back to fill a segment.
+    tcp.set_nodelay(true);
+    tcp.enforce_http(false);
+    let proxy = match &settings.proxy {
+        None => None,
         Some(proxy) => {
-            builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(|e| SetupError::Proxy(e.to_string()))?)
+            Some(proxy.as_str().parse().map_err(|e: http::uri::InvalidUri| SetupError::Proxy(e.to_string()))?)
         }
-        None => builder.no_proxy(),
     };
-    builder = if settings.http2_prior_knowledge { builder.http2_prior_knowledge() } else { builder.http1_only() };
-    if let (Some(pem), Some(path)) = (roots, &settings.ca_file) {
-        let roots = reqwest::Certificate::from_pem_bundle(pem)
-            .map_err(|e| SetupError::CaFile { path: path.display().to_string(), why: e.to_string() })?;
-        builder = builder.tls_certs_merge(roots);
+    let tls = tls(settings, roots)?;
+    let connector = Connector::new(tcp, &tls, settings.http2_prior_knowledge, proxy);
+    let mut builder = legacy::Client::builder(TokioExecutor::new());
+    builder.pool_timer(TokioTimer::new()).timer(TokioTimer::new()).http2_only(settings.http2_prior_knowledge);
+    Ok(Client { inner: builder.build(connector) })
+}
+
+/// TLS as every client speaks it: the system's roots (the platform's verifier) and
+/// `roots` besides.
+fn tls(settings: &Settings, roots: Option<&[u8]>) -> Result<rustls::ClientConfig, SetupError> {
+    let extra = match (roots, &settings.ca_file) {
+        (Some(pem), Some(path)) => {
+            let fail = |why: String| SetupError::CaFile { path: path.display().to_string(), why };
+            CertificateDer::pem_slice_iter(pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| fail(format!("not PEM certificates: {e}")))?
+        }
+        _ => Vec::new(),
+    };
+    let provider = rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
+    let verifier = if extra.is_empty() {
+        rustls_platform_verifier::Verifier::new(Arc::clone(&provider))
+    } else {
+        rustls_platform_verifier::Verifier::new_with_extra_roots(extra, Arc::clone(&provider))
     }
-    builder.build().map_err(|e| SetupError::Client(e.to_string()))
+    .map_err(|e| SetupError::Client(format!("the system's roots: {e}")))?;
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| SetupError::Client(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    Ok(config)
 }
 
 #[cfg(test)]
@@ -141,6 +263,120 @@ mod tests {
         pool.client("a", &url, &settings).unwrap();
         assert_eq!(pool.clients.lock().unwrap().len(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A proxy on loopback that answers each connection's first request head with
+    /// `answer`, and hands over that head.
+    async fn proxy(answer: &'static str) -> (Url, tokio::sync::mpsc::UnboundedReceiver<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = Url::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+        let (heads, seen) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut head = Vec::new();
+                while !head.ends_with(b"\r\n\r\n") {
+                    let mut byte = [0];
+                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                        break;
+                    }
+                    head.push(byte[0]);
+                }
+                heads.send(String::from_utf8_lossy(&head).into_owned()).unwrap();
+                stream.write_all(answer.as_bytes()).await.unwrap();
+            }
+        });
+        (url, seen)
+    }
+
+    fn get(url: &str) -> http::Request<Bytes> {
+        http::Request::get(url).body(Bytes::new()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_http_target_is_asked_of_the_proxy_in_absolute_form() {
+        let (at, mut seen) = proxy("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
+        let settings = Settings { proxy: Some(at), ..Settings::default() };
+        let target = "http://service.example:8080/x?y=1";
+        let client = Pool::default().client("a", &Url::parse(target).unwrap(), &settings).unwrap();
+        let mut response = client.send(get(target)).await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(chunk(response.body_mut()).await.unwrap().unwrap(), "ok");
+        let head = seen.recv().await.unwrap();
+        assert!(head.starts_with("GET http://service.example:8080/x?y=1 HTTP/1.1\r\n"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn an_https_target_is_tunnelled_through_the_proxy() {
+        let (at, mut seen) = proxy("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n").await;
+        let settings = Settings { proxy: Some(at), ..Settings::default() };
+        let target = "https://service.example/x";
+        let client = Pool::default().client("a", &Url::parse(target).unwrap(), &settings).unwrap();
+        let failure = client.send(get(target)).await.unwrap_err();
+        assert!(matches!(failure, Failure::Connect(_)), "{failure}");
+        let head = seen.recv().await.unwrap();
+        assert!(head.starts_with("CONNECT service.example:443 HTTP/1.1\r\n"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn without_a_proxy_the_target_is_asked_itself_and_a_refusal_named() {
+        let (at, mut seen) = proxy("HTTP/1.1 204 No Content\r\n\r\n").await;
+        let target = format!("{at}x");
+        let client = Pool::default().client("a", &at, &Settings::default()).unwrap();
+        assert_eq!(client.send(get(&target)).await.unwrap().status(), 204);
+        assert!(seen.recv().await.unwrap().starts_with("GET /x HTTP/1.1\r\n"));
+
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
+        let failure = client.send(get(&format!("http://{closed}/"))).await.unwrap_err();
+        assert!(failure.to_string().starts_with("the connection failed: "), "{failure}");
+        assert!(failure.to_string().contains("Connection refused"), "{failure}");
+    }
+
+    /// An HTTPS server on loopback with the test CA's certificate for `127.0.0.1` and
+    /// `localhost`, answering each connection's first request `200 ok`.
+    async fn tls_server() -> std::net::SocketAddr {
+        use rustls_pki_types::PrivateKeyDer;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let testdata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+        let chain = CertificateDer::pem_file_iter(testdata.join("server.pem")).unwrap().map(Result::unwrap).collect();
+        let key = PrivateKeyDer::from_pem_file(testdata.join("server.key")).unwrap();
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let Ok(mut stream) = acceptor.accept(stream).await else { continue };
+                let mut head = [0; 1024];
+                let _ = stream.read(&mut head).await;
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn https_is_trusted_through_the_ca_file_and_refused_without_it() {
+        let addr = tls_server().await;
+        let target = format!("https://localhost:{}/x", addr.port());
+        let url = Url::parse(&target).unwrap();
+        let ca_file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/ca.pem");
+        let trusting = Settings { ca_file: Some(ca_file), ..Settings::default() };
+        let client = Pool::default().client("a", &url, &trusting).unwrap();
+        let mut response = client.send(get(&target)).await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(chunk(response.body_mut()).await.unwrap().unwrap(), "ok");
+
+        let client = Pool::default().client("a", &url, &Settings::default()).unwrap();
+        let failure = client.send(get(&target)).await.unwrap_err();
+        let text = failure.to_string();
+        assert!(text.starts_with("the connection failed: ") && text.contains("certificate"), "{text}");
     }
 
     #[test]

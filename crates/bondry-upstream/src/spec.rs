@@ -144,13 +144,13 @@ pub enum TransportSpec {
     },
     /// Streamable HTTP.
     Http {
-        url: reqwest::Url,
+        url: bondry_outbound::Url,
         /// Sent on every request: `headers_from` resolved.
         headers: Vec<(HeaderName, HeaderValue)>,
         /// Trusted besides the system roots.
         ca_file: Option<PathBuf>,
         /// The only proxy used; the proxy variables of the environment never are.
-        proxy: Option<reqwest::Url>,
+        proxy: Option<bondry_outbound::Url>,
     },
 }
 
@@ -169,7 +169,7 @@ impl fmt::Debug for TransportSpec {
                 .field("url", &url.as_str())
                 .field("headers", &headers.iter().map(|(name, _)| name).collect::<Vec<_>>())
                 .field("ca_file", ca_file)
-                .field("proxy", &proxy.as_ref().map(reqwest::Url::as_str))
+                .field("proxy", &proxy.as_ref().map(bondry_outbound::Url::as_str))
                 .finish(),
         }
     }

@@ -9,7 +9,9 @@ use bondry_core::BoxFuture;
 use bondry_core::backend::BackendKind;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::handler::{Answer, Handler, HandlerRequest};
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, Uri};
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout_at};
 
@@ -22,7 +24,7 @@ use super::{request, signing};
 pub struct ProcedureSpec {
     /// The kind of the capability it serves.
     pub kind: CapabilityKind,
-    pub url: reqwest::Url,
+    pub url: bondry_outbound::Url,
     /// How long a run may take, waiting for a free slot included.
     pub timeout: Duration,
     /// Runs at the service at once; more wait for a slot up to their timeout.
@@ -61,16 +63,29 @@ struct Inner {
     spec: ProcedureSpec,
     /// `scheme://host:port`, as audit records name the backend.
     origin: String,
-    client: reqwest::Client,
+    /// The URL as requests name it, made once.
+    target: Uri,
+    /// `headers_from`, as every request starts with them.
+    headers: HeaderMap,
+    client: bondry_outbound::Client,
     slots: Semaphore,
 }
 
 impl Procedure {
-    /// The handler of `spec`, sending through `client` (the realm's, pooled per origin).
-    pub fn new(spec: ProcedureSpec, client: reqwest::Client) -> Self {
+    /// The handler of `spec`, sending through `client` (the realm's, pooled per origin);
+    /// `Err` says why its URL cannot be a request's target.
+    pub fn new(spec: ProcedureSpec, client: bondry_outbound::Client) -> Result<Self, String> {
+        let target = spec
+            .url
+            .as_str()
+            .parse()
+            .map_err(|e| format!("{:?} cannot be an HTTP request's target: {e}", spec.url.as_str()))?;
         let origin = spec.url.origin().ascii_serialization();
         let slots = Semaphore::new(spec.max_concurrent_calls);
-        Self { inner: Arc::new(Inner { spec, origin, client, slots }) }
+        let mut headers: HeaderMap = spec.headers.iter().cloned().collect();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        Ok(Self { inner: Arc::new(Inner { spec, origin, target, headers, client, slots }) })
     }
 }
 
@@ -115,32 +130,33 @@ impl Inner {
     async fn post(&self, request: &HandlerRequest, deadline: Instant) -> Result<Answer, Failure> {
         let spec = &self.spec;
         let request_id = request_id();
-        let body = request::body(request, spec.kind, &request_id, spec.disclose_principal).to_string().into_bytes();
-        let mut post = self
-            .client
-            .post(spec.url.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json");
-        for (name, value) in &spec.headers {
-            post = post.header(name, value);
-        }
-        if let Some(key) = &spec.signing_key {
+        let body = Bytes::from(request::body(request, spec.kind, &request_id, spec.disclose_principal).to_string());
+        let signature = spec.signing_key.as_ref().map(|key| {
             let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs();
-            post = post.header(signing::HEADER, signing::signature(key, now, &request_id, &body));
+            signing::signature(key, now, &request_id, &body)
+        });
+        let mut post = Request::new(body);
+        *post.method_mut() = Method::POST;
+        *post.uri_mut() = self.target.clone();
+        *post.headers_mut() = self.headers.clone();
+        if let Some(signature) = signature {
+            let value = HeaderValue::try_from(signature)
+                .map_err(|_| Failure::Invalid("the signature is not a header value".into()))?;
+            post.headers_mut().insert(HeaderName::from_static(signing::HEADER), value);
         }
-        let mut response = timeout_at(deadline, post.body(body).send())
+        let mut response = timeout_at(deadline, self.client.send(post))
             .await
             .map_err(|_| Failure::Unavailable("timed out before an answer began".into()))?
-            .map_err(|error| Failure::Unavailable(unreached(&error)))?;
+            .map_err(|failure| Failure::Unavailable(failure.to_string()))?;
         let status = response.status().as_u16();
         let content_type =
             response.headers().get(CONTENT_TYPE).and_then(|value| value.to_str().ok()).map(str::to_owned);
         let mut read = Vec::new();
         loop {
-            let chunk = timeout_at(deadline, response.chunk())
+            let chunk = timeout_at(deadline, bondry_outbound::chunk(response.body_mut()))
                 .await
                 .map_err(|_| Failure::Unavailable("timed out while the answer arrived".into()))?
-                .map_err(|error| Failure::Unavailable(unreached(&error)))?;
+                .map_err(|failure| Failure::Unavailable(failure.to_string()))?;
             let Some(chunk) = chunk else { break };
             if read.len() + chunk.len() > spec.max_response_bytes {
                 // Dropping the response drops its connection: nothing more is read.
@@ -162,29 +178,6 @@ fn request_id() -> String {
     let mut bytes = [0; 16];
     getrandom::fill(&mut bytes).expect("the operating system's random source");
     bondry_core::canon::hex(&bytes)
-}
-
-/// Why a request got no answer, without the service's URL (the log names its origin).
-fn unreached(error: &reqwest::Error) -> String {
-    let what = if error.is_connect() {
-        "the connection failed"
-    } else if error.is_timeout() {
-        "timed out"
-    } else if error.is_body() || error.is_decode() {
-        "the answer broke off"
-    } else {
-        "the request failed"
-    };
-    let mut cause = std::error::Error::source(error);
-    let mut deepest = None;
-    while let Some(next) = cause {
-        deepest = Some(next.to_string());
-        cause = next.source();
-    }
-    match deepest {
-        Some(deepest) => format!("{what}: {deepest}"),
-        None => what.to_owned(),
-    }
 }
 
 #[cfg(test)]
@@ -226,7 +219,8 @@ mod tests {
             max_response_bytes: 1024,
             allow_url_elicitation: false,
         };
-        Procedure::new(spec, reqwest::Client::builder().no_proxy().build().unwrap())
+        let client = bondry_outbound::Pool::default().client("test", &spec.url, &Default::default()).unwrap();
+        Procedure::new(spec, client).unwrap()
     }
 
     fn json_answer(value: Value) -> axum::response::Response {

@@ -2,7 +2,8 @@
 //!
 //! The realm's pooled client for the upstream's origin (`bondry-outbound`): rustls with
 //! the system roots plus the spec's `ca_file`, redirects never followed, no proxy unless
-//! the spec names one; the spec's headers set on every request. Each request is its own POST; its answer is a JSON body or
+//! the spec names one; the spec's headers set on every request. Each request is its own
+//! POST, built from the frame's prepared body and headers; its answer is a JSON body or
 //! an SSE stream, read event by event until the response with the request's id; on the
 //! way, what concerns a watched request goes to its watch, other notices to the inbox,
 //! and the upstream's other requests are answered. No message is read beyond
@@ -19,9 +20,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bondry_mcp_proto::{Era, Revision, headers};
+use bondry_outbound::Response;
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE};
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -56,10 +58,10 @@ const REPLY_WITHIN: Duration = Duration::from_secs(10);
 pub(crate) struct Http {
     upstream: String,
     /// The realm's pooled client for the upstream's origin.
-    client: reqwest::Client,
+    client: bondry_outbound::Client,
     /// `headers_from`, sent on every request.
     headers: HeaderMap,
-    url: reqwest::Url,
+    uri: Uri,
     limit: usize,
     router: Router,
     /// Declared again when the session is renewed.
@@ -120,10 +122,10 @@ enum Followed {
 impl Http {
     pub(crate) fn new(
         spec: &UpstreamSpec,
-        url: &reqwest::Url,
+        url: &bondry_outbound::Url,
         spec_headers: &[(http::HeaderName, HeaderValue)],
         ca_file: Option<&std::path::Path>,
-        proxy: Option<&reqwest::Url>,
+        proxy: Option<&bondry_outbound::Url>,
         router: Router,
         ids: Arc<Ids>,
     ) -> Result<Self, ClientError> {
@@ -136,11 +138,12 @@ impl Http {
         let client = bondry_outbound::Pool::shared()
             .client(&spec.realm, url, &settings)
             .map_err(|error| ClientError::Setup(error.to_string()))?;
+        let uri = url.as_str().parse().map_err(|error: http::uri::InvalidUri| ClientError::Setup(error.to_string()))?;
         Ok(Self {
             upstream: spec.name.clone(),
             client,
             headers: spec_headers.iter().cloned().collect(),
-            url: url.clone(),
+            uri,
             limit: spec.max_response_bytes,
             router,
             url_elicitation: spec.allow_url_elicitation,
@@ -174,18 +177,13 @@ impl Http {
     pub(crate) async fn close(&self) {
         let session = std::mem::take(&mut *self.lock_session());
         let Some(id) = session.id else { return };
-        let request = self
-            .client
-            .delete(self.url.clone())
-            .headers(self.headers.clone())
-            .headers(Self::session_headers(&Session { id: Some(id), revision: session.revision }));
-        match tokio::time::timeout(CLOSE_WITHIN, request.send()).await {
+        let mut request = self.request(Method::DELETE, Bytes::new());
+        Self::with_session(request.headers_mut(), &Session { id: Some(id), revision: session.revision });
+        match tokio::time::timeout(CLOSE_WITHIN, self.client.send(request)).await {
             Ok(Ok(response)) => {
                 tracing::debug!(upstream = self.upstream, status = %response.status(), "upstream session ended")
             }
-            Ok(Err(error)) => {
-                tracing::debug!(upstream = self.upstream, error = describe(&error), "upstream session end failed")
-            }
+            Ok(Err(error)) => tracing::debug!(upstream = self.upstream, %error, "upstream session end failed"),
             Err(_) => tracing::debug!(upstream = self.upstream, "upstream session end not answered in time"),
         }
     }
@@ -198,48 +196,45 @@ impl Http {
         self.session.lock().unwrap_or_else(|poison| poison.into_inner())
     }
 
-    fn session_headers(session: &Session) -> HeaderMap {
-        let mut headers = HeaderMap::new();
+    /// A request to the upstream's URL with the spec's headers.
+    fn request(&self, method: Method, body: Bytes) -> Request<Bytes> {
+        let mut request = Request::new(body);
+        *request.method_mut() = method;
+        *request.uri_mut() = self.uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        request
+    }
+
+    /// The session's headers in `headers`, in place of any the spec gave.
+    fn with_session(headers: &mut HeaderMap, session: &Session) {
         if let Some(id) = session.id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()) {
             headers.insert(SESSION, id);
         }
         if let Some(revision) = session.revision.filter(|revision| revision.era() == Era::Handshake) {
             headers.insert(headers::name::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
         }
-        headers
     }
 
-    async fn post(
-        &self,
-        body: Bytes,
-        frame_headers: &HeaderMap,
-        session: &Session,
-    ) -> Result<reqwest::Response, ClientError> {
-        self.client
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, BOTH)
-            .headers(Self::session_headers(session))
-            .headers(frame_headers.clone())
-            .body(body)
-            .send()
-            .await
-            .map_err(|error| ClientError::Unreachable(describe(&error)))
+    async fn post(&self, body: Bytes, frame_headers: &HeaderMap, session: &Session) -> Result<Response, ClientError> {
+        let mut request = self.request(Method::POST, body);
+        let headers = request.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static(BOTH));
+        Self::with_session(headers, session);
+        headers.extend(frame_headers.clone());
+        self.client.send(request).await.map_err(|error| ClientError::Unreachable(error.to_string()))
     }
 
     /// A GET of the session's event stream, resuming after `last_event_id` when given.
-    async fn get(&self, session: &Session, last_event_id: Option<&str>) -> Result<reqwest::Response, ClientError> {
-        let mut request = self
-            .client
-            .get(self.url.clone())
-            .headers(self.headers.clone())
-            .header(ACCEPT, EVENT_STREAM)
-            .headers(Self::session_headers(session));
+    async fn get(&self, session: &Session, last_event_id: Option<&str>) -> Result<Response, ClientError> {
+        let mut request = self.request(Method::GET, Bytes::new());
+        let headers = request.headers_mut();
+        headers.insert(ACCEPT, HeaderValue::from_static(EVENT_STREAM));
+        Self::with_session(headers, session);
         if let Some(last) = last_event_id.and_then(|last| HeaderValue::from_str(last).ok()) {
-            request = request.header(LAST_EVENT_ID, last);
+            headers.insert(LAST_EVENT_ID, last);
         }
-        request.send().await.map_err(|error| ClientError::Unreachable(describe(&error)))
+        self.client.send(request).await.map_err(|error| ClientError::Unreachable(error.to_string()))
     }
 
     async fn exchange_once(&self, frame: &Frame) -> Result<Value, Failure> {
@@ -259,7 +254,7 @@ impl Http {
     }
 
     /// The answer to request `id` in `response`.
-    async fn answer(&self, response: reqwest::Response, id: &str) -> Result<Value, ClientError> {
+    async fn answer(&self, response: Response, id: &str) -> Result<Value, ClientError> {
         let status = response.status();
         if !status.is_success() {
             // An error status: its JSON-RPC error when its body has one.
@@ -285,7 +280,7 @@ impl Http {
 
     /// Reads a POST's event stream to the answer to `id`, resuming it if the upstream ends
     /// it first after events with ids.
-    async fn follow_answer(&self, mut response: reqwest::Response, id: &str) -> Result<Value, ClientError> {
+    async fn follow_answer(&self, mut response: Response, id: &str) -> Result<Value, ClientError> {
         let mut last_event_id = None;
         let mut resumes = 0;
         loop {
@@ -310,13 +305,13 @@ impl Http {
     /// Reads an event stream until the response to `awaiting` or the stream's end.
     async fn follow(
         &self,
-        mut response: reqwest::Response,
+        mut response: Response,
         awaiting: Option<&str>,
         last_event_id: &mut Option<String>,
     ) -> Followed {
         let mut decoder = SseDecoder::new(self.limit);
         let mut events = Vec::new();
-        while let Ok(Some(chunk)) = response.chunk().await {
+        while let Ok(Some(chunk)) = bondry_outbound::chunk(response.body_mut()).await {
             decoder.feed(&chunk, &mut events);
             if let Some(last) = decoder.last_event_id() {
                 *last_event_id = Some(last.to_owned());
@@ -402,7 +397,7 @@ impl Http {
     }
 
     /// A whole JSON body, at most `max_response_bytes`.
-    async fn body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, ClientError> {
+    async fn body(&self, mut response: Response) -> Result<Vec<u8>, ClientError> {
         let too_large = || {
             if let Some(print) = warnings::hear(&self.upstream, "", "message over max_response_bytes") {
                 let (limit, suppressed) = (self.limit, print.suppressed);
@@ -415,11 +410,14 @@ impl Http {
             }
             ClientError::TooLarge { limit: self.limit }
         };
-        if response.content_length().is_some_and(|length| length > self.limit as u64) {
+        if declared_length(&response).is_some_and(|length| length > self.limit as u64) {
             return Err(too_large());
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|error| ClientError::Unreachable(describe(&error)))? {
+        while let Some(chunk) = bondry_outbound::chunk(response.body_mut())
+            .await
+            .map_err(|error| ClientError::Unreachable(error.to_string()))?
+        {
             if body.len() + chunk.len() > self.limit {
                 return Err(too_large());
             }
@@ -552,19 +550,12 @@ impl Wire for Once<'_> {
 }
 
 /// The media type of a response, lowercase, without parameters.
-fn media_type(response: &reqwest::Response) -> Option<String> {
+fn media_type(response: &Response) -> Option<String> {
     let value = response.headers().get(CONTENT_TYPE)?.to_str().ok()?;
     Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
 }
 
-/// A transport error with its causes: reqwest's own message names only the request.
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+/// The body's length as its `Content-Length` declares it.
+fn declared_length(response: &Response) -> Option<u64> {
+    response.headers().get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
 }

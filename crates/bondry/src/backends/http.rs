@@ -135,7 +135,8 @@ fn bind(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &Stanza) -> Opti
         max_response_bytes: usize::try_from(limit?).unwrap_or(usize::MAX),
         allow_url_elicitation: raw.allow_url_elicitation.unwrap_or(false),
     };
-    Some(Bound { handler: Arc::new(Procedure::new(spec, client)), target: url.to_string() })
+    let procedure = diagnostics.ok(at("url"), Procedure::new(spec, client))?;
+    Some(Bound { handler: Arc::new(procedure), target: url.to_string() })
 }
 
 /// The key in `variable`, at least [`MIN_KEY_BYTES`]; never repeated in a refusal.
