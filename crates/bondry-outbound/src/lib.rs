@@ -100,6 +100,37 @@ impl Client {
     }
 }
 
+/// Where a backend's requests go, made once from its URL: the request target, and the
+/// `Host` header the client would otherwise format for every request.
+#[derive(Debug, Clone)]
+pub struct Target {
+    uri: http::Uri,
+    host: http::HeaderValue,
+}
+
+impl Target {
+    /// `Err` says why `url` cannot be a request's target.
+    pub fn new(url: &Url) -> Result<Self, String> {
+        let cannot = |why: String| format!("{:?} cannot be an HTTP request's target: {why}", url.as_str());
+        let uri: http::Uri = url.as_str().parse().map_err(|e: http::uri::InvalidUri| cannot(e.to_string()))?;
+        // A URL's text leaves out its scheme's default port, as `Host` does.
+        let authority = uri.authority().ok_or_else(|| cannot("it names no host".into()))?;
+        let host = http::HeaderValue::from_str(authority.as_str()).map_err(|e| cannot(e.to_string()))?;
+        Ok(Self { uri, host })
+    }
+
+    /// A request to the target with `headers` and `body`.
+    pub fn request(&self, method: http::Method, headers: &http::HeaderMap, body: Bytes) -> http::Request<Bytes> {
+        let mut request = http::Request::new(body);
+        *request.method_mut() = method;
+        *request.uri_mut() = self.uri.clone();
+        let all = request.headers_mut();
+        *all = headers.clone();
+        all.insert(http::header::HOST, self.host.clone());
+        request
+    }
+}
+
 /// The next piece of `body`, `None` at its end (trailers are skipped).
 pub async fn chunk(body: &mut Body) -> Result<Option<Bytes>, Failure> {
     loop {
@@ -377,6 +408,21 @@ mod tests {
         let failure = client.send(get(&target)).await.unwrap_err();
         let text = failure.to_string();
         assert!(text.starts_with("the connection failed: ") && text.contains("certificate"), "{text}");
+    }
+
+    #[test]
+    fn a_target_names_its_host_as_host_does() {
+        let host = |url: &str| {
+            let request = Target::new(&Url::parse(url).unwrap()).unwrap().request(
+                http::Method::GET,
+                &http::HeaderMap::new(),
+                Bytes::new(),
+            );
+            (request.uri().to_string(), request.headers()["host"].to_str().unwrap().to_owned())
+        };
+        assert_eq!(host("https://a.example:443/x?y"), ("https://a.example/x?y".into(), "a.example".into()));
+        assert_eq!(host("http://a.example:8080/"), ("http://a.example:8080/".into(), "a.example:8080".into()));
+        assert_eq!(host("http://[::1]:9/mcp"), ("http://[::1]:9/mcp".into(), "[::1]:9".into()));
     }
 
     #[test]

@@ -10,8 +10,8 @@ use bondry_core::backend::BackendKind;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::handler::{Answer, Handler, HandlerRequest};
 use bytes::Bytes;
+use http::Method;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use http::{Method, Request, Uri};
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout_at};
 
@@ -63,8 +63,7 @@ struct Inner {
     spec: ProcedureSpec,
     /// `scheme://host:port`, as audit records name the backend.
     origin: String,
-    /// The URL as requests name it, made once.
-    target: Uri,
+    target: bondry_outbound::Target,
     /// `headers_from`, as every request starts with them.
     headers: HeaderMap,
     client: bondry_outbound::Client,
@@ -75,11 +74,7 @@ impl Procedure {
     /// The handler of `spec`, sending through `client` (the realm's, pooled per origin);
     /// `Err` says why its URL cannot be a request's target.
     pub fn new(spec: ProcedureSpec, client: bondry_outbound::Client) -> Result<Self, String> {
-        let target = spec
-            .url
-            .as_str()
-            .parse()
-            .map_err(|e| format!("{:?} cannot be an HTTP request's target: {e}", spec.url.as_str()))?;
+        let target = bondry_outbound::Target::new(&spec.url)?;
         let origin = spec.url.origin().ascii_serialization();
         let slots = Semaphore::new(spec.max_concurrent_calls);
         let mut headers: HeaderMap = spec.headers.iter().cloned().collect();
@@ -130,15 +125,12 @@ impl Inner {
     async fn post(&self, request: &HandlerRequest, deadline: Instant) -> Result<Answer, Failure> {
         let spec = &self.spec;
         let request_id = request_id();
-        let body = Bytes::from(request::body(request, spec.kind, &request_id, spec.disclose_principal).to_string());
+        let body = Bytes::from(request::body(request, spec.kind, &request_id, spec.disclose_principal));
         let signature = spec.signing_key.as_ref().map(|key| {
             let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs();
             signing::signature(key, now, &request_id, &body)
         });
-        let mut post = Request::new(body);
-        *post.method_mut() = Method::POST;
-        *post.uri_mut() = self.target.clone();
-        *post.headers_mut() = self.headers.clone();
+        let mut post = self.target.request(Method::POST, &self.headers, body);
         if let Some(signature) = signature {
             let value = HeaderValue::try_from(signature)
                 .map_err(|_| Failure::Invalid("the signature is not a header value".into()))?;

@@ -23,7 +23,7 @@ use bondry_mcp_proto::{Era, Revision, headers};
 use bondry_outbound::Response;
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
-use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri};
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -61,7 +61,7 @@ pub(crate) struct Http {
     client: bondry_outbound::Client,
     /// `headers_from`, sent on every request.
     headers: HeaderMap,
-    uri: Uri,
+    target: bondry_outbound::Target,
     limit: usize,
     router: Router,
     /// Declared again when the session is renewed.
@@ -138,12 +138,12 @@ impl Http {
         let client = bondry_outbound::Pool::shared()
             .client(&spec.realm, url, &settings)
             .map_err(|error| ClientError::Setup(error.to_string()))?;
-        let uri = url.as_str().parse().map_err(|error: http::uri::InvalidUri| ClientError::Setup(error.to_string()))?;
+        let target = bondry_outbound::Target::new(url).map_err(ClientError::Setup)?;
         Ok(Self {
             upstream: spec.name.clone(),
             client,
             headers: spec_headers.iter().cloned().collect(),
-            uri,
+            target,
             limit: spec.max_response_bytes,
             router,
             url_elicitation: spec.allow_url_elicitation,
@@ -198,11 +198,7 @@ impl Http {
 
     /// A request to the upstream's URL with the spec's headers.
     fn request(&self, method: Method, body: Bytes) -> Request<Bytes> {
-        let mut request = Request::new(body);
-        *request.method_mut() = method;
-        *request.uri_mut() = self.uri.clone();
-        *request.headers_mut() = self.headers.clone();
-        request
+        self.target.request(method, &self.headers, body)
     }
 
     /// The session's headers in `headers`, in place of any the spec gave.
