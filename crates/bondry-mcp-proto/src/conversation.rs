@@ -332,11 +332,17 @@ fn shape(call: &mut Call, outcome: Outcome, listener: &Listener, now: SystemTime
         }
         _ => None,
     };
+    // The record's outcome is read from the handler's before a tool's result takes its parts.
+    let answered = matches!(outcome, Outcome::Answered(_));
+    let asks = matches!(outcome, Outcome::Answered(Answer::InputRequired { .. }));
+    let needs_input =
+        matches!(outcome, Outcome::Answered(Answer::InputRequired { .. } | Answer::MissingClientCapability { .. }));
+    let as_answered = outcome.audit_outcome();
     let shaped = match (asked, &call.completion, call.capability.kind()) {
         (Some(asked), _, _) => asked,
         (None, Some(_), _) => completion::result(&outcome, call, server_meta, era),
         (None, None, CapabilityKind::Tool) => Ok(tools::call_result(
-            &outcome,
+            outcome,
             Some(call.invocation.as_str()),
             server_meta,
             call.capability.id().as_str(),
@@ -347,17 +353,14 @@ fn shape(call: &mut Call, outcome: Outcome, listener: &Listener, now: SystemTime
             resources::result(&outcome, call, server_meta, era)
         }
     };
-    let audit_outcome = match (&outcome, &shaped) {
-        (Outcome::Answered(Answer::InputRequired { .. }), Ok(_)) if era == Era::Modern => AuditOutcome::InputRequired,
+    let audit_outcome = match &shaped {
+        Ok(_) if asks && era == Era::Modern => AuditOutcome::InputRequired,
         // Input the request cannot supply: the caller's refusal, as before dispatch.
-        (
-            Outcome::Answered(Answer::InputRequired { .. } | Answer::MissingClientCapability { .. }),
-            Err(Error::MissingClientCapability { .. }),
-        ) => AuditOutcome::InvalidInput,
+        Err(Error::MissingClientCapability { .. }) if needs_input => AuditOutcome::InvalidInput,
         // A resource whose handler found nothing there.
-        (Outcome::Answered(_), Err(Error::ResourceNotFound { .. })) => AuditOutcome::NotFound,
-        (Outcome::Answered(_), Err(_)) => AuditOutcome::HandlerFailed,
-        _ => outcome.audit_outcome(),
+        Err(Error::ResourceNotFound { .. }) if answered => AuditOutcome::NotFound,
+        Err(_) if answered => AuditOutcome::HandlerFailed,
+        _ => as_answered,
     };
     match shaped {
         Ok(result) => {

@@ -75,7 +75,7 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
                 Era::Handshake => Map::new(),
             };
             let mut passed =
-                shape::relayed(result, "messages", &own).ok_or_else(|| failed(failure::WRONG_ANSWER_KIND))?;
+                shape::relayed(result.clone(), "messages", &own).ok_or_else(|| failed(failure::WRONG_ANSWER_KIND))?;
             if era == Era::Modern {
                 passed.insert("resultType".into(), json!("complete"));
             }

@@ -104,7 +104,7 @@ pub fn result(outcome: &Outcome, call: &Call, server_meta: &Value, era: Era) -> 
                 Era::Handshake => Map::new(),
             };
             let mut passed =
-                shape::relayed(result, "contents", &own).ok_or_else(|| failed(failure::WRONG_ANSWER_KIND))?;
+                shape::relayed(result.clone(), "contents", &own).ok_or_else(|| failed(failure::WRONG_ANSWER_KIND))?;
             if passed.get("contents").and_then(Value::as_array).is_some_and(Vec::is_empty) {
                 return Err(Error::ResourceNotFound { id: id(), uri, in_session: era == Era::Handshake });
             }

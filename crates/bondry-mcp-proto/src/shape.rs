@@ -61,21 +61,20 @@ fn own_meta_key(key: &str) -> bool {
 /// `dev.bondry/*` and `io.modelcontextprotocol/*` keys of `_meta` are dropped, and
 /// Bondry's `meta` (its own keys for this caller) added. `None` when the result is not
 /// such an object. The caller's era then adds what it requires, like for any result.
-pub fn relayed(result: &Value, items: &str, meta: &Map<String, Value>) -> Option<Map<String, Value>> {
-    let object = result.as_object().filter(|object| object.get(items).is_some_and(Value::is_array))?;
-    let mut passed: Map<String, Value> = object
-        .iter()
-        .filter(|(key, _)| !OWN_RESULT_KEYS.contains(&key.as_str()) && key.as_str() != "_meta")
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    let mut merged: Map<String, Value> = object
-        .get("_meta")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter(|(key, _)| !own_meta_key(key))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
+pub fn relayed(result: Value, items: &str, meta: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let Value::Object(mut passed) = result else { return None };
+    if !passed.get(items).is_some_and(Value::is_array) {
+        return None;
+    }
+    let theirs = passed.shift_remove("_meta");
+    passed.retain(|key, _| !OWN_RESULT_KEYS.contains(&key.as_str()));
+    let mut merged: Map<String, Value> = match theirs {
+        Some(Value::Object(mut theirs)) => {
+            theirs.retain(|key, _| !own_meta_key(key));
+            theirs
+        }
+        _ => Map::new(),
+    };
     merged.extend(meta.iter().map(|(key, value)| (key.clone(), value.clone())));
     if !merged.is_empty() {
         passed.insert("_meta".into(), Value::Object(merged));
@@ -103,7 +102,7 @@ mod tests {
             }
         });
         let meta = Map::from_iter([("dev.bondry/invocationId".to_owned(), json!("real"))]);
-        let passed = relayed(&upstream, "content", &meta).unwrap();
+        let passed = relayed(upstream, "content", &meta).unwrap();
         assert_eq!(
             Value::Object(passed),
             json!({
@@ -118,10 +117,10 @@ mod tests {
     #[test]
     fn a_relayed_result_without_its_kinds_items_is_refused() {
         let none = Map::new();
-        assert!(relayed(&json!({"messages": []}), "content", &none).is_none());
-        assert!(relayed(&json!({"content": "text"}), "content", &none).is_none());
-        assert!(relayed(&json!([1]), "content", &none).is_none());
-        let bare = relayed(&json!({"contents": [], "_meta": {"dev.bondry/x": 1}}), "contents", &none).unwrap();
+        assert!(relayed(json!({"messages": []}), "content", &none).is_none());
+        assert!(relayed(json!({"content": "text"}), "content", &none).is_none());
+        assert!(relayed(json!([1]), "content", &none).is_none());
+        let bare = relayed(json!({"contents": [], "_meta": {"dev.bondry/x": 1}}), "contents", &none).unwrap();
         assert_eq!(Value::Object(bare), json!({"contents": []}), "an emptied _meta is left out");
     }
 }

@@ -65,7 +65,7 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
                 content: None,
                 detail: None,
             });
-            let result = call_result(&refused, None, &request.listener.server_meta(), name, Era::Handshake);
+            let result = call_result(refused, None, &request.listener.server_meta(), name, Era::Handshake);
             let record = request.audit(name, bondry_core::audit::AuditOutcome::InvalidInput);
             return Err(Box::new(request.result(&result).audited(record)));
         }
@@ -165,7 +165,7 @@ fn parse_integer(header: &str) -> Option<i128> {
 /// The `CallToolResult` for an outcome in `era`. Handshake-era results carry no
 /// `resultType` and no server info, and structured content only when it is an object.
 pub fn call_result(
-    outcome: &Outcome,
+    outcome: Outcome,
     invocation: Option<&str>,
     server_meta: &Value,
     capability: &str,
@@ -189,9 +189,9 @@ pub fn call_result(
     let generic = || vec![json!({"type": "text", "text": FAILURE_TEXT})];
     let mut result = match outcome {
         Outcome::Answered(Answer::Value(value)) => {
-            let mut result = json!({"content": [shape::json_text(value)], "_meta": meta(None)});
+            let mut result = json!({"content": [shape::json_text(&value)], "_meta": meta(None)});
             if era == Era::Modern || value.is_object() {
-                result["structuredContent"] = value.clone();
+                result["structuredContent"] = value;
             }
             result
         }
@@ -200,8 +200,8 @@ pub fn call_result(
                 "content": blocks.iter().map(shape::content_block).collect::<Vec<_>>(),
                 "_meta": meta(None),
             });
-            if let Some(structured) = structured.as_ref().filter(|value| era == Era::Modern || value.is_object()) {
-                result["structuredContent"] = structured.clone();
+            if let Some(structured) = structured.filter(|value| era == Era::Modern || value.is_object()) {
+                result["structuredContent"] = structured;
             }
             result
         }
@@ -222,16 +222,14 @@ pub fn call_result(
         Outcome::Answered(Answer::ToolError { code, retryable, content, detail }) => {
             let content =
                 content.as_ref().map_or_else(generic, |blocks| blocks.iter().map(shape::content_block).collect());
-            with_detail(failure(code, *retryable, content), detail.as_ref())
+            with_detail(failure(&code, retryable, content), detail)
         }
         Outcome::InvalidInput(violations) => {
             let text = format!("Invalid arguments for tool {capability}: {violations}");
             failure("invalid_input", false, vec![json!({"type": "text", "text": text})])
         }
-        Outcome::Answered(Answer::Failure { code, detail }) => {
-            with_detail(failure(code, false, generic()), detail.as_ref())
-        }
-        Outcome::Failed { code } => failure(code, false, generic()),
+        Outcome::Answered(Answer::Failure { code, detail }) => with_detail(failure(&code, false, generic()), detail),
+        Outcome::Failed { code } => failure(&code, false, generic()),
         // Input requests are answered before a result is shaped (the `Conversation`'s
         // `input_required` in the modern era, the runtime's rounds in a session); and the core only answers a tool
         // with the kinds above.
@@ -249,9 +247,9 @@ pub fn call_result(
 }
 
 /// A tool error carrying what the handler chose to tell beside its code.
-fn with_detail(mut result: Value, detail: Option<&Value>) -> Value {
+fn with_detail(mut result: Value, detail: Option<Value>) -> Value {
     if let Some(detail) = detail {
-        result["_meta"][ERROR_DETAIL_KEY] = detail.clone();
+        result["_meta"][ERROR_DETAIL_KEY] = detail;
     }
     result
 }
@@ -317,7 +315,7 @@ mod tests {
     fn error_codes_that_are_not_identifiers_are_replaced() {
         let meta = json!({});
         let code_of = |code: &str| {
-            let result = call_result(&Outcome::Failed { code: code.into() }, Some("i"), &meta, "t", Era::Modern);
+            let result = call_result(Outcome::Failed { code: code.into() }, Some("i"), &meta, "t", Era::Modern);
             result["_meta"][ERROR_CODE_KEY].as_str().unwrap().to_owned()
         };
         assert_eq!(code_of("quota_exceeded"), "quota_exceeded");
