@@ -1,14 +1,15 @@
 //! JSON-RPC framing: parsing one message in one pass, ids, and response bodies.
 //!
-//! The body is parsed once into a `Value`, refusing duplicate object keys at any depth, so
-//! every later reader (validation, header comparison, forwarding) sees the same value.
+//! The body is parsed once, refusing duplicate object keys at any depth, so every later
+//! reader (validation, header comparison, forwarding) sees the same value. The message's
+//! own members are read straight into their places: only the values within are trees.
 
 use std::cell::Cell;
 use std::fmt;
 
 use bondry_core::compact;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
@@ -78,12 +79,11 @@ pub enum FramingError {
 pub fn parse(body: &[u8]) -> Result<Message, FramingError> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let id_repeated = Cell::new(false);
-    let seed = UniqueKeys { depth: 0, id_repeated: &id_repeated };
-    let value = match seed.deserialize(&mut deserializer).and_then(|value| {
+    let top = match Top(&id_repeated).deserialize(&mut deserializer).and_then(|top| {
         deserializer.end()?;
-        Ok(value)
+        Ok(top)
     }) {
-        Ok(value) => value,
+        Ok(top) => top,
         Err(error) if error.is_data() => {
             // The id is still echoed when it was read once and the repeat was elsewhere.
             let id = if id_repeated.get() { None } else { lenient_id(body) };
@@ -91,35 +91,30 @@ pub fn parse(body: &[u8]) -> Result<Message, FramingError> {
         }
         Err(_) => return Err(FramingError::Parse),
     };
-    let mut object = match value {
-        Value::Object(object) => object,
-        Value::Array(_) => return Err(invalid(None, "batches are not supported")),
-        _ => return Err(invalid(None, "the message must be a JSON object")),
+    let members = match top {
+        Ok(members) => members,
+        Err(NotObject::Array) => return Err(invalid(None, "batches are not supported")),
+        Err(NotObject::Other) => return Err(invalid(None, "the message must be a JSON object")),
     };
-    let id = match object.get("id") {
+    let id = match &members.id {
         None => None,
         Some(raw) => Some(Id::from_value(raw).ok_or_else(|| invalid(None, "id must be a string or a safe integer"))?),
     };
-    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if members.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return Err(invalid(id, "jsonrpc must be \"2.0\""));
     }
-    let params = match object.remove("params") {
+    let params = match members.params {
         None => None,
         Some(Value::Object(params)) => Some(params),
         Some(_) => return Err(invalid(id, "params must be an object")),
     };
-    match (object.remove("method"), id) {
-        (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
-        (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
-        (Some(_), id) => Err(invalid(id, "method must be a string")),
-        (None, Some(id)) if object.contains_key("result") || object.contains_key("error") => {
-            let answer = match object.remove("result") {
-                Some(result) => Ok(result),
-                None => Err(object.remove("error").unwrap_or_default()),
-            };
-            Ok(Message::Response { id, answer })
-        }
-        (None, id) => Err(invalid(id, "a message needs a method")),
+    match (members.method, id, members.result, members.error) {
+        (Some(Value::String(method)), Some(id), _, _) => Ok(Message::Request { id, method, params }),
+        (Some(Value::String(method)), None, _, _) => Ok(Message::Notification { method, params }),
+        (Some(_), id, _, _) => Err(invalid(id, "method must be a string")),
+        (None, Some(id), Some(result), _) => Ok(Message::Response { id, answer: Ok(result) }),
+        (None, Some(id), None, Some(error)) => Ok(Message::Response { id, answer: Err(error) }),
+        (None, id, _, _) => Err(invalid(id, "a message needs a method")),
     }
 }
 
@@ -131,6 +126,146 @@ fn lenient_id(body: &[u8]) -> Option<Id> {
 
 fn invalid(id: Option<Id>, reason: &'static str) -> FramingError {
     FramingError::Invalid { id, reason }
+}
+
+/// A message as parsed: its members, or what else it was.
+type Parsed = Result<Members, NotObject>;
+
+/// What a message that is no object was.
+enum NotObject {
+    /// A batch, checked for repeated keys all the same.
+    Array,
+    Other,
+}
+
+/// The members of a message JSON-RPC defines; any other is checked and dropped.
+#[derive(Default)]
+struct Members {
+    jsonrpc: Option<Value>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+/// Reads the message's members into [`Members`] (each at most once), and the values
+/// within with [`UniqueKeys`].
+#[derive(Clone, Copy)]
+struct Top<'a>(&'a Cell<bool>);
+
+impl<'de> DeserializeSeed<'de> for Top<'_> {
+    type Value = Parsed;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Parsed, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = Parsed;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Parsed, E> {
+        Ok(Err(NotObject::Other))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Parsed, E> {
+        Ok(Err(NotObject::Other))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Parsed, E> {
+        Ok(Err(NotObject::Other))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Parsed, E> {
+        Ok(Err(NotObject::Other))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Parsed, E> {
+        Ok(Err(NotObject::Other))
+    }
+
+    fn visit_unit<E>(self) -> Result<Parsed, E> {
+        Ok(Err(NotObject::Other))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Parsed, A::Error> {
+        UniqueKeys { depth: 0, id_repeated: self.0 }.visit_seq(seq)?;
+        Ok(Err(NotObject::Array))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
+        let mut members = Members::default();
+        let mut others: Vec<String> = Vec::new();
+        let within = UniqueKeys { depth: 1, id_repeated: self.0 };
+        while let Some(name) = map.next_key::<Name>()? {
+            let slot = match name {
+                Name::Jsonrpc => &mut members.jsonrpc,
+                Name::Id => &mut members.id,
+                Name::Method => &mut members.method,
+                Name::Params => &mut members.params,
+                Name::Result => &mut members.result,
+                Name::Error => &mut members.error,
+                Name::Other(other) => {
+                    if others.contains(&other) {
+                        return Err(de::Error::custom("duplicate object key"));
+                    }
+                    others.push(other);
+                    map.next_value_seed(within)?;
+                    continue;
+                }
+            };
+            if slot.is_some() {
+                self.0.set(matches!(name, Name::Id));
+                return Err(de::Error::custom("duplicate object key"));
+            }
+            *slot = Some(map.next_value_seed(within)?);
+        }
+        Ok(Ok(members))
+    }
+}
+
+/// A member's name: one of the message's own, read without a copy, or another.
+enum Name {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(NameVisitor)
+    }
+}
+
+struct NameVisitor;
+
+impl Visitor<'_> for NameVisitor {
+    type Value = Name;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, name: &str) -> Result<Name, E> {
+        Ok(match name {
+            "jsonrpc" => Name::Jsonrpc,
+            "id" => Name::Id,
+            "method" => Name::Method,
+            "params" => Name::Params,
+            "result" => Name::Result,
+            "error" => Name::Error,
+            other => Name::Other(other.to_owned()),
+        })
+    }
 }
 
 /// Builds a `Value`, failing with a data error on the first repeated key at any depth,
@@ -324,6 +459,22 @@ mod tests {
         assert_eq!(
             reason(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"id":1,"id":2}}"#),
             duplicate(Some(Id::Integer(1)))
+        );
+        assert_eq!(reason(r#"{"jsonrpc":"2.0","id":1,"method":"m","x":1,"x":{}}"#), duplicate(Some(Id::Integer(1))));
+        assert_eq!(
+            reason(r#"{"jsonrpc":"2.0","id":1,"method":"m","x":[{"y":1,"y":1}]}"#),
+            duplicate(Some(Id::Integer(1)))
+        );
+        assert_eq!(reason(r#"[{"jsonrpc":"2.0","id":1,"id":1}]"#), duplicate(None), "within a batch too");
+    }
+
+    #[test]
+    fn members_are_known_by_their_names_however_escaped() {
+        let escaped = parse(br#"{"jsonrpc":"2.0","\u0069d":1,"meth\u006fd":"m","other":{"a":1}}"#).unwrap();
+        assert!(matches!(escaped, Message::Request { id: Id::Integer(1), method, params: None } if method == "m"));
+        assert_eq!(
+            reason(r#"{"jsonrpc":"2.0","id":1,"\u0069d":2,"method":"m"}"#),
+            invalid(None, "duplicate object key")
         );
     }
 
