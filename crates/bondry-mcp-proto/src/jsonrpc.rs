@@ -77,7 +77,9 @@ pub enum FramingError {
 
 /// Parses a body into one message.
 pub fn parse(body: &[u8]) -> Result<Message, FramingError> {
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    // UTF-8 checked once for the whole body, not again for each string within.
+    let text = std::str::from_utf8(body).map_err(|_| FramingError::Parse)?;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
     let id_repeated = Cell::new(false);
     let top = match Top(&id_repeated).deserialize(&mut deserializer).and_then(|top| {
         deserializer.end()?;
@@ -482,6 +484,9 @@ mod tests {
     fn syntax_errors_are_parse_errors() {
         for bad in ["", "{", "{\"a\":1} x", "nul", "\u{feff}{}"] {
             assert_eq!(reason(bad), FramingError::Parse, "{bad:?}");
+        }
+        for bad in [&b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}"[..], b"{\"a\":1}\xc3"] {
+            assert_eq!(parse(bad).unwrap_err(), FramingError::Parse, "{bad:?}");
         }
     }
 
