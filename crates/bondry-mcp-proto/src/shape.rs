@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 /// The wire form of one content block.
 pub fn content_block(block: &ContentBlock) -> Value {
     match block {
-        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+        ContentBlock::Text { text } => text_block(text.clone()),
         ContentBlock::Image { data, mime_type } => json!({"type": "image", "data": data, "mimeType": mime_type}),
         ContentBlock::Audio { data, mime_type } => json!({"type": "audio", "data": data, "mimeType": mime_type}),
         ContentBlock::Resource(contents) => json!({"type": "resource", "resource": resource_contents(contents)}),
@@ -43,7 +43,12 @@ pub fn resource_contents(contents: &ResourceContents) -> Value {
 
 /// A text block holding the compact JSON of `value`.
 pub fn json_text(value: &Value) -> Value {
-    json!({"type": "text", "text": compact::to_string(value)})
+    text_block(compact::to_string(value))
+}
+
+/// A text block holding `text`, moved in (`json!` would copy it once more).
+fn text_block(text: String) -> Value {
+    Value::Object(Map::from_iter([("type".to_owned(), Value::from("text")), ("text".to_owned(), Value::String(text))]))
 }
 
 /// Top-level result keys that are Bondry's to set for its caller, never an upstream's.

@@ -185,28 +185,33 @@ pub fn call_result(
         }
         meta
     };
-    let failure = |code: &str, retryable: bool, content: Vec<Value>| json!({"content": content, "isError": true, "_meta": meta(Some((code, retryable)))});
+    // Built by moving each part in: `json!` would serialise each into a copy.
+    let answered = |content: Vec<Value>, structured: Option<Value>| {
+        let mut result =
+            Map::from_iter([("content".to_owned(), Value::Array(content)), ("_meta".to_owned(), meta(None))]);
+        if let Some(structured) = structured.filter(|value| era == Era::Modern || value.is_object()) {
+            result.insert("structuredContent".into(), structured);
+        }
+        Value::Object(result)
+    };
+    let failure = |code: &str, retryable: bool, content: Vec<Value>| {
+        Value::Object(Map::from_iter([
+            ("content".to_owned(), Value::Array(content)),
+            ("isError".to_owned(), Value::Bool(true)),
+            ("_meta".to_owned(), meta(Some((code, retryable)))),
+        ]))
+    };
     let generic = || vec![json!({"type": "text", "text": FAILURE_TEXT})];
     let mut result = match outcome {
-        Outcome::Answered(Answer::Value(value)) => {
-            let mut result = json!({"content": [shape::json_text(&value)], "_meta": meta(None)});
-            if era == Era::Modern || value.is_object() {
-                result["structuredContent"] = value;
-            }
-            result
-        }
+        Outcome::Answered(Answer::Value(value)) => answered(vec![shape::json_text(&value)], Some(value)),
         Outcome::Answered(Answer::Content { blocks, structured }) => {
-            let mut result = json!({
-                "content": blocks.iter().map(shape::content_block).collect::<Vec<_>>(),
-                "_meta": meta(None),
-            });
-            if let Some(structured) = structured.filter(|value| era == Era::Modern || value.is_object()) {
-                result["structuredContent"] = structured;
-            }
-            result
+            answered(blocks.iter().map(shape::content_block).collect(), structured)
         }
         Outcome::Answered(Answer::Relayed { result, .. }) => {
-            let own = meta(None).as_object().cloned().unwrap_or_default();
+            let own = match meta(None) {
+                Value::Object(own) => own,
+                _ => Map::new(),
+            };
             match shape::relayed(result, "content", &own) {
                 Some(mut passed) => {
                     // Those revisions allow only an object as structured content.

@@ -418,6 +418,72 @@ async fn a_notice_sent_right_after_an_answer_on_its_event_stream_is_acted_on() {
     hostile.until_lines("record", Duration::from_secs(10), |lines| listings(lines) > before).await;
 }
 
+/// The result of calling `tool` of the hostile upstream through the gateway.
+async fn relayed(hostile: &Hostile, tool: &str) -> Value {
+    let response =
+        hostile.front.post(&hostile.client, "tools/call", json!({"name": format!("up.{tool}"), "arguments": {}})).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    body["result"].clone()
+}
+
+#[tokio::test]
+async fn an_upstream_result_reaches_its_caller_as_given_but_for_the_keys_that_are_bondrys_to_set() {
+    // One line: stdio and event streams frame messages by lines.
+    let given = concat!(
+        r#"{"content":[{"type":"text","text":"hi","annotations":{"audience":["user"]}}],"isError":true,"#,
+        r#""structuredContent":{"n":1},"x-vendor":[1,2],"resultType":"task","ttlMs":5,"cacheScope":"public","#,
+        r#""_meta":{"dev.bondry/invocationId":"forged","io.modelcontextprotocol/related":{"taskId":"t"},"vendor.example/k":"v"}}"#
+    );
+    for (reach, sse) in [(Reach::Http, false), (Reach::Http, true), (Reach::Stdio, false)] {
+        let file = json!({"tools": [tool("echo")], "results": {"echo": given}, "sse": sse});
+        let hostile = Hostile::start(reach, file, &[], 1000);
+        hostile.front.logged("upstream up: ", 1).await;
+        let mut result = relayed(&hostile, "echo").await;
+        let meta = result.as_object_mut().unwrap().remove("_meta").unwrap();
+        assert_eq!(
+            result,
+            json!({
+                "content": [{"type": "text", "text": "hi", "annotations": {"audience": ["user"]}}],
+                "isError": true,
+                "structuredContent": {"n": 1},
+                "x-vendor": [1, 2],
+                "resultType": "complete",
+            })
+        );
+        assert_eq!(meta["vendor.example/k"], "v");
+        let invocation = meta["dev.bondry/invocationId"].as_str().unwrap();
+        assert!(invocation != "forged" && invocation.len() == 32, "{meta}");
+        assert!(meta.get("io.modelcontextprotocol/related").is_none(), "{meta}");
+    }
+}
+
+#[tokio::test]
+async fn an_upstream_answer_repeating_a_key_at_any_depth_is_a_failure_not_a_result() {
+    let repeated = [
+        r#"{"content":[{"type":"text","text":"a","text":"b"}]}"#,
+        r#"{"content":[],"isError":false,"isError":true}"#,
+        r#"{"content":[{"type":"text","text":"a"}],"_meta":{"k":{"x":1,"x":2}}}"#,
+    ];
+    for (reach, sse) in [(Reach::Http, false), (Reach::Http, true), (Reach::Stdio, false)] {
+        let results: serde_json::Map<String, Value> =
+            repeated.iter().enumerate().map(|(index, raw)| (format!("t{index}"), json!(raw))).collect();
+        let tools: Vec<Value> = (0..repeated.len()).map(|index| tool(&format!("t{index}"))).collect();
+        let file = json!({"tools": tools, "results": results, "sse": sse});
+        let hostile = Hostile::start(reach, file, &[], 1000);
+        hostile.front.logged("upstream up: ", 1).await;
+        for index in 0..repeated.len() {
+            // At once: the answer names its request, which fails then, not at its timeout.
+            let began = Instant::now();
+            let result = relayed(&hostile, &format!("t{index}")).await;
+            assert!(began.elapsed() < Duration::from_secs(10), "{:?}", began.elapsed());
+            assert_eq!(result["isError"], true, "{result}");
+            assert_eq!(result["content"], json!([{"type": "text", "text": "Capability execution failed"}]));
+            assert_eq!(result["_meta"]["dev.bondry/errorCode"], "upstream_unavailable", "{result}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_request_on_an_http_upstreams_get_stream_goes_to_the_sole_call_in_flight_and_never_across_callers() {
     let file = json!({"tools": [tool("ask")], "ask_on_get": true});

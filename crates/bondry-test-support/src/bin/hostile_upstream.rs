@@ -9,7 +9,9 @@
 //! listing. `page` splits each listing into pages of N entries (one page without it);
 //! `generate` appends C tools (or prompts) named `gen-0`... whose descriptions make each
 //! about B bytes, without a file of that size; `errors` answers each request of a METHOD
-//! it names (`initialize` too) with that JSON-RPC error, read again at every request.
+//! it names (`initialize` too) with that JSON-RPC error, read again at every request;
+//! `results` (`{"TOOL": "TEXT"}`) answers a call of TOOL with TEXT as its result, byte
+//! for byte (so it may repeat keys, which no JSON value can).
 //! A call of tool `t` answers the text `called t` (over stdio, of tool `slow`, 500 ms
 //! later); a read of `u`, `contents of u`; a
 //! prompt `p`, one user message `prompt p`; a completion, the value `alpha` (over stdio
@@ -38,7 +40,7 @@
 //!   a GET stream open, and a call of tool `ask` sends, a second later, an
 //!   `elicitation/create` on that stream (naming no request, as the TypeScript SDK does)
 //!   and answers `answered R` with the JSON of Bondry's response R (or `unanswered`
-//!   after 10 s).
+//!   after 10 s), once every call of `ask` made meanwhile has had its response too.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -107,19 +109,29 @@ struct Behaviour {
     ask_on_get: bool,
 }
 
-/// The GET stream a call's requests go on, and the answers POSTed to them, by id.
+/// The GET stream a call's requests go on, and the answers POSTed to them.
 #[derive(Default)]
 struct Asker {
     stream: Mutex<Option<TcpStream>>,
-    answers: Mutex<std::collections::HashMap<String, Value>>,
+    asks: Mutex<Asks>,
     arrived: std::sync::Condvar,
     asked: AtomicU64,
 }
 
+/// The answers POSTed so far, by id, and how many calls are asking now.
+#[derive(Default)]
+struct Asks {
+    answers: std::collections::HashMap<String, Value>,
+    asking: u64,
+}
+
 impl Asker {
     /// Asks on the GET stream; the answer's JSON, or `unanswered`. It waits a second
-    /// first, so that calls begun together, even on a loaded machine, are all in flight.
+    /// first, so that calls begun together, even on a loaded machine, are all in flight;
+    /// and it returns (its call is answered) only once every call asking with it has had
+    /// its answer, so that each is asked while the others are still in flight.
     fn ask(&self) -> String {
+        self.asks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).asking += 1;
         std::thread::sleep(Duration::from_secs(1));
         let id = format!("ask-{}", self.asked.fetch_add(1, Ordering::Relaxed));
         let params = json!({"message": "Which?", "requestedSchema": {"type": "object", "properties": {}}});
@@ -128,18 +140,25 @@ impl Asker {
             let _ = write!(stream, "event: message\ndata: {request}\n\n");
             let _ = stream.flush();
         }
-        let answers = self.answers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let (mut answers, _) = self
+        let asks = self.asks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (mut asks, _) = self
             .arrived
-            .wait_timeout_while(answers, Duration::from_secs(10), |answers| !answers.contains_key(&id))
+            .wait_timeout_while(asks, Duration::from_secs(10), |asks| !asks.answers.contains_key(&id))
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        answers.remove(&id).map_or_else(|| "unanswered".to_owned(), |answer| format!("answered {answer}"))
+        let answer = asks.answers.remove(&id);
+        asks.asking -= 1;
+        self.arrived.notify_all();
+        let _ = self
+            .arrived
+            .wait_timeout_while(asks, Duration::from_secs(10), |asks| asks.asking > 0)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        answer.map_or_else(|| "unanswered".to_owned(), |answer| format!("answered {answer}"))
     }
 
     fn answered(&self, message: &Value) {
         let Some(id) = message["id"].as_str() else { return };
         let answer = message.get("result").or_else(|| message.get("error")).cloned().unwrap_or(Value::Null);
-        self.answers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(id.to_owned(), answer);
+        self.asks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).answers.insert(id.to_owned(), answer);
         self.arrived.notify_all();
     }
 }
@@ -207,13 +226,17 @@ fn append(path: &Path, line: &str) {
 }
 
 /// The answer to one JSON-RPC message, if it is a request.
-fn answer(file: &Path, message: &Value) -> Option<Value> {
+fn answer(file: &Path, message: &Value) -> Option<String> {
     let id = message.get("id")?.clone();
     let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
     let params = message.get("params").cloned().unwrap_or(json!({}));
     let scripted = std::fs::read(file).ok().and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
     if let Some(error) = scripted.as_ref().and_then(|file| file.get("errors")?.get(method)) {
-        return Some(json!({"jsonrpc": "2.0", "id": id, "error": error}));
+        return Some(json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string());
+    }
+    let called = params.get("name").and_then(Value::as_str).filter(|_| method == "tools/call");
+    if let Some(raw) = called.and_then(|name| scripted.as_ref()?.get("results")?.get(name)?.as_str()) {
+        return Some(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{raw}}}"#));
     }
     let result = match method {
         "initialize" => Ok(json!({
@@ -247,10 +270,11 @@ fn answer(file: &Path, message: &Value) -> Option<Value> {
         }
         _ => Err((-32601, format!("method not found: {method}"))),
     };
-    Some(match result {
+    let message = match result {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
         Err((code, message)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
-    })
+    };
+    Some(message.to_string())
 }
 
 /// One page of the listing `field`: from the cursor (an index) on, `page` entries.
@@ -287,7 +311,7 @@ fn page(file: &Path, field: &str, params: &Value) -> Result<Value, (i64, String)
 
 fn serve_stdio(file: &Path, behaviour: Behaviour) {
     let out = Arc::new(Mutex::new(std::io::stdout()));
-    let send = |out: &Mutex<std::io::Stdout>, message: &Value| {
+    let send = |out: &Mutex<std::io::Stdout>, message: &dyn std::fmt::Display| {
         let mut out = out.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let _ = writeln!(out, "{message}");
         let _ = out.flush();

@@ -217,6 +217,11 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Incoming, &'static str> {
         Ok(Message::Notification { method, params }) => {
             Ok(Incoming::Notice(Notice { method, params: params.unwrap_or_default() }))
         }
+        // Unreadable (a key repeated at any depth, a member of the wrong type), yet naming
+        // the request it answers: that request fails now, not at its timeout.
+        Err(jsonrpc::FramingError::Invalid { id: Some(Id::String(id)), reason }) => {
+            Ok(Incoming::Response { id, answer: Err(ClientError::Protocol(format!("an unreadable answer: {reason}"))) })
+        }
         Err(jsonrpc::FramingError::Parse) => Err("not JSON"),
         Err(jsonrpc::FramingError::Invalid { .. }) => Err("not a JSON-RPC message"),
     }
@@ -307,6 +312,20 @@ mod tests {
         let body: Value = serde_json::from_slice(&frame.body).unwrap();
         assert_eq!(body.get("id"), None);
         assert_eq!(body["params"]["_meta"].as_object().unwrap().len(), 3, "the envelope alone: {body}");
+    }
+
+    #[test]
+    fn an_unreadable_message_naming_a_request_fails_that_request() {
+        let repeated = br#"{"jsonrpc":"2.0","id":"bondry-3","result":{"content":[{"text":"a","text":"b"}]}}"#;
+        let Ok(Incoming::Response { id, answer: Err(ClientError::Protocol(why)) }) = read(repeated) else {
+            panic!("a failed response")
+        };
+        assert_eq!((id.as_str(), why.as_str()), ("bondry-3", "an unreadable answer: duplicate object key"));
+        assert!(
+            read(br#"{"jsonrpc":"2.0","id":"bondry-3","id":"bondry-4","result":{}}"#).is_err(),
+            "whose id is unsure"
+        );
+        assert!(read(br#"{"jsonrpc":"2.0","result":{"a":1,"a":2}}"#).is_err(), "naming no request");
     }
 
     #[test]
