@@ -1,4 +1,4 @@
-//! Compact JSON text, byte for byte what `serde_json` writes, with strings scanned eight
+//! Compact JSON text, byte for byte what `serde_json` writes, with strings scanned sixteen
 //! bytes at a time.
 //!
 //! `serde_json` looks up every byte of a string on its own to see whether it needs an
@@ -157,13 +157,13 @@ mod tests {
     #[test]
     fn strings_are_written_as_serde_json_writes_them_at_every_offset() {
         // Each character that needs an escape, and some that do not, at every place in
-        // and around an eight-byte word.
+        // and around a sixteen-byte block, and with a second one after it.
         for special in [
             '"', '\\', '\n', '\r', '\t', '\u{8}', '\u{c}', '\u{0}', '\u{1}', '\u{1f}', '\u{7f}', 'é', '世', '😀', ' ',
             '/',
         ] {
-            for before in 0..17 {
-                for after in [0, 1, 7, 8, 9] {
+            for before in 0..34 {
+                for after in [0, 1, 7, 8, 9, 15, 16, 17] {
                     let text = format!("{}{special}{}", "a".repeat(before), "b".repeat(after));
                     assert_eq!(to_string(&json!(text)), serde_json::to_string(&text).unwrap(), "{text:?}");
                 }

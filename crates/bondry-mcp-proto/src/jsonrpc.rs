@@ -202,7 +202,8 @@ impl<'de> Visitor<'de> for Top<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
         let mut members = Members::default();
-        let mut others: Vec<String> = Vec::new();
+        // Hashed: a body of a few MiB may hold a hundred thousand names.
+        let mut others: std::collections::HashSet<String> = std::collections::HashSet::new();
         let within = UniqueKeys { depth: 1, id_repeated: self.0 };
         while let Some(name) = map.next_key::<Name>()? {
             let slot = match name {
@@ -213,10 +214,9 @@ impl<'de> Visitor<'de> for Top<'_> {
                 Name::Result => &mut members.result,
                 Name::Error => &mut members.error,
                 Name::Other(other) => {
-                    if others.contains(&other) {
+                    if !others.insert(other) {
                         return Err(de::Error::custom("duplicate object key"));
                     }
-                    others.push(other);
                     map.next_value_seed(within)?;
                     continue;
                 }

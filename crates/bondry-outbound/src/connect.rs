@@ -7,6 +7,7 @@ use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use http::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
@@ -24,6 +25,9 @@ pub(crate) struct Connector {
     /// To the target itself.
     direct: HttpsConnector<HttpConnector>,
     proxy: Option<Proxy>,
+    /// How long a connection may take to make: the name resolved, TCP, the proxy's
+    /// tunnel and TLS, all together.
+    within: Duration,
 }
 
 #[derive(Clone)]
@@ -38,14 +42,20 @@ struct Proxy {
 impl Connector {
     /// Over `tcp`, straight to each target or through `proxy` when given; TLS (the
     /// target's, and an `https` proxy's) as `tls` says, offering HTTP/2 alone when `http2`.
-    pub(crate) fn new(tcp: HttpConnector, tls: &ClientConfig, http2: bool, proxy: Option<Uri>) -> Self {
+    pub(crate) fn new(
+        tcp: HttpConnector,
+        tls: &ClientConfig,
+        http2: bool,
+        proxy: Option<Uri>,
+        within: Duration,
+    ) -> Self {
         let direct = secured(tls, http2, tcp.clone());
         let proxy = proxy.map(|at| {
             // The proxy itself speaks HTTP/1.1: CONNECT, or requests in absolute form.
             let to_proxy = secured(tls, false, tcp);
             Proxy { tunnel: secured(tls, http2, Tunnel::new(at.clone(), to_proxy.clone())), to_proxy, at }
         });
-        Self { direct, proxy }
+        Self { direct, proxy, within }
     }
 }
 
@@ -66,24 +76,33 @@ impl Service<Uri> for Connector {
     }
 
     fn call(&mut self, target: Uri) -> Self::Future {
+        let within = self.within;
         match &self.proxy {
-            None => Box::pin(open(self.direct.clone(), target, false)),
+            None => Box::pin(open(self.direct.clone(), target, false, within)),
             Some(proxy) if target.scheme() == Some(&http::uri::Scheme::HTTPS) => {
-                Box::pin(open(proxy.tunnel.clone(), target, false))
+                Box::pin(open(proxy.tunnel.clone(), target, false, within))
             }
-            Some(proxy) => Box::pin(open(proxy.to_proxy.clone(), proxy.at.clone(), true)),
+            Some(proxy) => Box::pin(open(proxy.to_proxy.clone(), proxy.at.clone(), true, within)),
         }
     }
 }
 
-async fn open<C>(mut connector: C, to: Uri, forwarded: bool) -> Result<Stream, BoxError>
+/// A connection not made within `connect_timeout`.
+#[derive(Debug, thiserror::Error)]
+#[error("not connected within connect_timeout ({0:?})")]
+struct TimedOut(Duration);
+
+async fn open<C>(mut connector: C, to: Uri, forwarded: bool, within: Duration) -> Result<Stream, BoxError>
 where
     C: Service<Uri>,
     C::Response: Io + 'static,
     C::Error: Into<BoxError>,
 {
-    poll_fn(|cx| connector.poll_ready(cx)).await.map_err(Into::into)?;
-    let io = connector.call(to).await.map_err(Into::into)?;
+    let connecting = async {
+        poll_fn(|cx| connector.poll_ready(cx)).await.map_err(Into::into)?;
+        connector.call(to).await.map_err(Into::into)
+    };
+    let io = tokio::time::timeout(within, connecting).await.map_err(|_| TimedOut(within))??;
     Ok(Stream { io: Box::new(io), forwarded })
 }
 

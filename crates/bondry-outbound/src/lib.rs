@@ -82,6 +82,8 @@ pub enum Failure {
 #[derive(Clone)]
 pub struct Client {
     inner: legacy::Client<Connector, Full<Bytes>>,
+    /// HTTP/2 only: the target's authority travels as `:authority`, never as `Host`.
+    http2: bool,
 }
 
 impl std::fmt::Debug for Client {
@@ -92,7 +94,10 @@ impl std::fmt::Debug for Client {
 
 impl Client {
     /// Sends `request` (its URI absolute); the answer once its head has arrived.
-    pub async fn send(&self, request: http::Request<Bytes>) -> Result<Response, Failure> {
+    pub async fn send(&self, mut request: http::Request<Bytes>) -> Result<Response, Failure> {
+        if self.http2 {
+            request.headers_mut().remove(http::header::HOST);
+        }
         self.inner.request(request.map(Full::new)).await.map_err(|error| {
             let causes = causes(&error);
             if error.is_connect() { Failure::Connect(causes) } else { Failure::Request(causes) }
@@ -113,9 +118,13 @@ impl Target {
     pub fn new(url: &Url) -> Result<Self, String> {
         let cannot = |why: String| format!("{:?} cannot be an HTTP request's target: {why}", url.as_str());
         let uri: http::Uri = url.as_str().parse().map_err(|e: http::uri::InvalidUri| cannot(e.to_string()))?;
-        // A URL's text leaves out its scheme's default port, as `Host` does.
-        let authority = uri.authority().ok_or_else(|| cannot("it names no host".into()))?;
-        let host = http::HeaderValue::from_str(authority.as_str()).map_err(|e| cannot(e.to_string()))?;
+        let name = url.host_str().ok_or_else(|| cannot("it names no host".into()))?;
+        // A URL leaves out its scheme's default port, as `Host` does; never its user info.
+        let host = match url.port() {
+            Some(port) => format!("{name}:{port}"),
+            None => name.to_owned(),
+        };
+        let host = http::HeaderValue::try_from(host).map_err(|e| cannot(e.to_string()))?;
         Ok(Self { uri, host })
     }
 
@@ -206,15 +215,22 @@ impl Pool {
     }
 }
 
+/// TCP keep-alive's first probe and their interval.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
 /// A client with `settings`, trusting `roots` (PEM) besides the system's. HTTP/1.1 unless
 /// the settings ask for HTTP/2 with prior knowledge: a client shared by several backends
 /// of one origin keeps each request on a connection of its own, so that an event stream
 /// left unread holds no other request back.
 fn build(settings: &Settings, roots: Option<&[u8]>) -> Result<Client, SetupError> {
     let mut tcp = HttpConnector::new();
-    tcp.set_connect_timeout(Some(settings.connect_timeout));
     // Requests and answers are small and awaited: never held back to fill a segment.
     tcp.set_nodelay(true);
+    // A peer gone without a word is noticed under a long event stream too.
+    tcp.set_keepalive(Some(KEEPALIVE));
+    tcp.set_keepalive_interval(Some(KEEPALIVE));
+    tcp.set_keepalive_retries(Some(3));
+    tcp.set_tcp_user_timeout(Some(2 * KEEPALIVE));
     tcp.enforce_http(false);
     let proxy = match &settings.proxy {
         None => None,
@@ -223,10 +239,10 @@ fn build(settings: &Settings, roots: Option<&[u8]>) -> Result<Client, SetupError
         }
     };
     let tls = tls(settings, roots)?;
-    let connector = Connector::new(tcp, &tls, settings.http2_prior_knowledge, proxy);
+    let connector = Connector::new(tcp, &tls, settings.http2_prior_knowledge, proxy, settings.connect_timeout);
     let mut builder = legacy::Client::builder(TokioExecutor::new());
     builder.pool_timer(TokioTimer::new()).timer(TokioTimer::new()).http2_only(settings.http2_prior_knowledge);
-    Ok(Client { inner: builder.build(connector) })
+    Ok(Client { inner: builder.build(connector), http2: settings.http2_prior_knowledge })
 }
 
 /// TLS as every client speaks it: the system's roots (the platform's verifier) and
@@ -408,6 +424,25 @@ mod tests {
         let failure = client.send(get(&target)).await.unwrap_err();
         let text = failure.to_string();
         assert!(text.starts_with("the connection failed: ") && text.contains("certificate"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_connection_not_made_within_connect_timeout_fails() {
+        // A listener that accepts and says nothing: the TLS handshake never ends.
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let target = format!("https://127.0.0.1:{}/", silent.local_addr().unwrap().port());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = silent.accept().await {
+                held.push(stream);
+            }
+        });
+        let settings = Settings { connect_timeout: Duration::from_millis(200), ..Settings::default() };
+        let client = Pool::default().client("a", &Url::parse(&target).unwrap(), &settings).unwrap();
+        let began = std::time::Instant::now();
+        let failure = client.send(get(&target)).await.unwrap_err();
+        assert!(began.elapsed() < Duration::from_secs(5), "{:?}", began.elapsed());
+        assert_eq!(failure.to_string(), "the connection failed: not connected within connect_timeout (200ms)");
     }
 
     #[test]

@@ -199,6 +199,9 @@ pub(crate) enum Incoming {
     Notice(Notice),
 }
 
+/// Why a message with a method is invalid: it is a request, not an answer.
+const REQUEST_FAULTS: [&str; 2] = ["method must be a string", "params must be an object"];
+
 /// Reads one message; `Err` says why it is dropped.
 pub(crate) fn read(bytes: &[u8]) -> Result<Incoming, &'static str> {
     match jsonrpc::parse(bytes) {
@@ -218,8 +221,11 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Incoming, &'static str> {
             Ok(Incoming::Notice(Notice { method, params: params.unwrap_or_default() }))
         }
         // Unreadable (a key repeated at any depth, a member of the wrong type), yet naming
-        // the request it answers: that request fails now, not at its timeout.
-        Err(jsonrpc::FramingError::Invalid { id: Some(Id::String(id)), reason }) => {
+        // the request it answers: that request fails now, not at its timeout. A request of
+        // the upstream's own (its method there, or its params wrong) answers nothing.
+        Err(jsonrpc::FramingError::Invalid { id: Some(Id::String(id)), reason })
+            if !REQUEST_FAULTS.contains(&reason) =>
+        {
             Ok(Incoming::Response { id, answer: Err(ClientError::Protocol(format!("an unreadable answer: {reason}"))) })
         }
         Err(jsonrpc::FramingError::Parse) => Err("not JSON"),
@@ -326,6 +332,7 @@ mod tests {
             "whose id is unsure"
         );
         assert!(read(br#"{"jsonrpc":"2.0","result":{"a":1,"a":2}}"#).is_err(), "naming no request");
+        assert!(read(br#"{"jsonrpc":"2.0","id":"bondry-3","method":"m","params":[]}"#).is_err(), "a request");
     }
 
     #[test]

@@ -109,6 +109,11 @@ fn bind(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &Stanza) -> Opti
     let connection =
         endpoint::connection(diagnostics, loaded, stanza.path, raw.ca_file.as_deref(), raw.proxy.as_deref());
     let ((ca_file, proxy), http2) = (connection?, http2?);
+    if http2 && proxy.is_some() {
+        let why = "h2c (http2 = \"prior_knowledge\") is spoken to the service itself, never through a proxy; leave one of them out";
+        diagnostics.refuse(at("proxy"), why.to_owned());
+        return None;
+    }
     let settings =
         Settings { connect_timeout: Settings::default().connect_timeout, http2_prior_knowledge: http2, ca_file, proxy };
     let url = url?;
@@ -233,6 +238,11 @@ mod tests {
                 &format!("{OK}\nhttp2 = \"yes\""),
                 &[],
                 "t.toml: realms.default.capabilities[4].http2: \"yes\" is not an HTTP/2 mode; use \"prior_knowledge\" for a service that speaks HTTP/2 without TLS (h2c), or leave it out",
+            ),
+            (
+                &format!("{OK}\nhttp2 = \"prior_knowledge\"\nproxy = \"http://proxy.example:3128\""),
+                &[],
+                "t.toml: realms.default.capabilities[4].proxy: h2c (http2 = \"prior_knowledge\") is spoken to the service itself, never through a proxy; leave one of them out",
             ),
             (
                 &format!("{OK}\nhandler = \"demo.echo\""),
