@@ -93,15 +93,24 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// Sends `request` (its URI absolute); the answer once its head has arrived.
-    pub async fn send(&self, mut request: http::Request<Bytes>) -> Result<Response, Failure> {
+    /// Sends `request` (its URI absolute); the answer once its head has arrived. The
+    /// request is handed over before the future is made: that future is small, and a
+    /// relayed call's holds it (an `async fn` keeping the request grew the relay's by
+    /// kilobytes, copied on every call).
+    pub fn send(
+        &self,
+        mut request: http::Request<Bytes>,
+    ) -> impl Future<Output = Result<Response, Failure>> + Send + 'static {
         if self.http2 {
             request.headers_mut().remove(http::header::HOST);
         }
-        self.inner.request(request.map(Full::new)).await.map_err(|error| {
-            let causes = causes(&error);
-            if error.is_connect() { Failure::Connect(causes) } else { Failure::Request(causes) }
-        })
+        let pending = self.inner.request(request.map(Full::new));
+        async move {
+            pending.await.map_err(|error| {
+                let causes = causes(&error);
+                if error.is_connect() { Failure::Connect(causes) } else { Failure::Request(causes) }
+            })
+        }
     }
 }
 
