@@ -182,6 +182,13 @@ impl Counter {
             functions.iter().map(|function| inclusive(&annotated, function)).sum::<Result<u64, String>>()
         });
         let (client, audit) = (client?, audit?);
+        // A function renamed or inlined away would count its component as nothing.
+        if client == 0 && matches!(entry.peer, Peer::BondryGateway | Peer::BondryService) {
+            return Err(format!(
+                "workload {}: no function of the backend client ran; are COMPONENTS' names current?",
+                workload.id
+            ));
+        }
         let rest = total.saturating_sub(client + audit);
         eprintln!("workload {} {}: {} instructions per request", workload.id, entry.label, per_request(total));
         let cells = [total, sha256, client, audit, rest].map(|count| per_request(count).to_string());
@@ -221,7 +228,7 @@ const COMPONENTS: [(&str, &[&str]); 2] = [
     (
         "backend client",
         &[
-            "<bondry_upstream::relay::Relay as bondry_core::handler::Handler>::call::{{closure}}",
+            "bondry_upstream::relay::call::{{closure}}",
             "<bondry_backends::procedure::call::Procedure as bondry_core::handler::Handler>::call::{{closure}}",
         ],
     ),

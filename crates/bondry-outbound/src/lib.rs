@@ -93,7 +93,8 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// Sends `request` (its URI absolute); the answer once its head has arrived. The
+    /// Sends `request`, made by [`Target::request`] (its URI absolute, its `Host` written
+    /// on HTTP/1); the answer once its head has arrived. The
     /// request is handed over before the future is made: that future is small, and a
     /// relayed call's holds it (an `async fn` keeping the request grew the relay's by
     /// kilobytes, copied on every call).
@@ -251,6 +252,8 @@ fn build(settings: &Settings, roots: Option<&[u8]>) -> Result<Client, SetupError
     let connector = Connector::new(tcp, &tls, settings.http2_prior_knowledge, proxy, settings.connect_timeout);
     let mut builder = legacy::Client::builder(TokioExecutor::new());
     builder.pool_timer(TokioTimer::new()).timer(TokioTimer::new()).http2_only(settings.http2_prior_knowledge);
+    // `Target::request` writes `Host` once per target, not hyper once per request.
+    builder.set_host(false);
     Ok(Client { inner: builder.build(connector), http2: settings.http2_prior_knowledge })
 }
 

@@ -121,7 +121,8 @@ pub async fn drive(
 ) -> Driven {
     let state = request.retry.as_ref().and_then(|retry| retry.state.as_ref());
     if let Some(id) = state.and_then(|state| state.get(EXCHANGE)).and_then(Value::as_str) {
-        return resume(upstream, exchanges, id, request).await;
+        // Boxed: a resumed exchange is rare, and its future would otherwise be every call's.
+        return Box::pin(resume(upstream, exchanges, id, request)).await;
     }
     let mut carried = request.retry.as_ref().map(|retry| {
         let mut responses = retry.responses.clone();
@@ -136,13 +137,18 @@ pub async fn drive(
     };
     let spec = upstream.spec();
     for _ in 0..=ROUNDS_ANSWERED_HERE {
-        let mut sent = outgoing.clone();
-        if let Some((responses, upstream_state)) = &carried {
-            retried(&mut sent, responses, upstream_state.as_ref());
-        }
         let (events, receiver) = mpsc::channel(CALL_EVENTS);
         let watch = Watch { events, progress: wants.progress, log_level: wants.log_level.map(|l| l.as_str().into()) };
-        let flight = match upstream.start(sent, Some(watch)) {
+        // Only a retry's round sends anything but the request as the caller made it.
+        let started = match &carried {
+            None => upstream.start(&outgoing, Some(watch)),
+            Some((responses, upstream_state)) => {
+                let mut sent = outgoing.clone();
+                retried(&mut sent, responses, upstream_state.as_ref());
+                upstream.start(&sent, Some(watch))
+            }
+        };
+        let flight = match started {
             Ok(flight) => flight,
             Err(why) => return Driven::Answered(Err(why)),
         };
@@ -317,7 +323,7 @@ pub async fn relay_watched(
     };
     let (events, mut receiver) = mpsc::channel(CALL_EVENTS);
     let watch = Watch { events, progress: wants.progress, log_level: wants.log_level.map(|l| l.as_str().into()) };
-    let mut flight = upstream.start(outgoing, Some(watch))?;
+    let mut flight = upstream.start(&outgoing, Some(watch))?;
     let deadline = tokio::time::sleep(upstream.spec().call_timeout);
     tokio::pin!(deadline);
     loop {
@@ -346,7 +352,9 @@ pub async fn relay_watched(
 /// upstream that does not read what it asked for must not hold the call (or the task
 /// giving it up) for ever. A failure is the upstream's to notice.
 async fn answer_upstream(connection: &Connection, id: &Id, answer: Result<Value, (i64, String)>) {
-    match tokio::time::timeout(ANSWER_WITHIN, connection.respond(id, answer)).await {
+    // Boxed: the upstream asks rarely, and the answer's transport future is large; unboxed
+    // it would be part of every relayed call's future, copied as that future moves.
+    match tokio::time::timeout(ANSWER_WITHIN, Box::pin(connection.respond(id, answer))).await {
         Ok(Ok(())) => {}
         Ok(Err(error)) => tracing::debug!(%error, "an answer to the upstream was not delivered"),
         Err(_) => tracing::debug!("an answer to the upstream was not delivered in time"),

@@ -53,14 +53,13 @@ impl Relay {
 
 impl Handler for Relay {
     fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
-        let upstream = Arc::clone(&self.upstream);
-        let exchanges = Arc::clone(&self.exchanges);
-        Box::pin(async move { call(&upstream, &exchanges, request).await })
+        // The call's own future boxed, not one wrapping it: a future moves whole, and
+        // a wrapper would hold the request twice.
+        Box::pin(call(Arc::clone(&self.upstream), Arc::clone(&self.exchanges), request))
     }
 
     fn complete(&self, request: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
-        let upstream = Arc::clone(&self.upstream);
-        Box::pin(async move { complete(&upstream, request, query).await })
+        Box::pin(complete(Arc::clone(&self.upstream), request, query))
     }
 
     fn watch(&self, uri: &str) {
@@ -72,7 +71,8 @@ impl Handler for Relay {
     }
 }
 
-async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut request: HandlerRequest) -> Answer {
+async fn call(upstream: Arc<Upstream>, exchanges: Arc<Exchanges>, mut request: HandlerRequest) -> Answer {
+    let (upstream, exchanges) = (&upstream, &exchanges);
     // Every capability of the upstream has a target; one without is a listing that was
     // just replaced, and nothing is left to call.
     let Some(target) = upstream.target(&request.capability) else {
@@ -133,7 +133,7 @@ async fn call(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, mut request:
     }
 }
 
-async fn complete(upstream: &Upstream, request: HandlerRequest, query: CompletionQuery) -> CompletionAnswer {
+async fn complete(upstream: Arc<Upstream>, request: HandlerRequest, query: CompletionQuery) -> CompletionAnswer {
     let Some(target) = upstream.target(&query.capability) else {
         return Err(CompletionFailed { code: code::UNAVAILABLE.into() });
     };
@@ -156,7 +156,7 @@ async fn complete(upstream: &Upstream, request: HandlerRequest, query: Completio
     };
     let began = Instant::now();
     let answered = tokio::select! {
-        answered = bridge::relay_watched(upstream, outgoing, &request) => answered,
+        answered = bridge::relay_watched(&upstream, outgoing, &request) => answered,
         () = request.cancellation.cancelled() => return Err(CompletionFailed { code: code::UNAVAILABLE.into() }),
     };
     request.backend.record(BackendKind::UPSTREAM, upstream.name(), began.elapsed());

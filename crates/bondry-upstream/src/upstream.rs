@@ -301,17 +301,17 @@ impl Upstream {
     /// Sends `request`, watched by `watch` when given: the flight answers once it has a
     /// call slot and the upstream answered. Whoever drives it applies the call timeout
     /// and hands the outcome to [`Upstream::settle`]; dropped, it is cancelled upstream.
-    pub fn start(&self, request: Outgoing, watch: Option<Watch>) -> Result<Flight, Unrelayed> {
+    pub fn start(&self, request: &Outgoing, watch: Option<Watch>) -> Result<Flight, Unrelayed> {
         let (number, connection) = self.usable().ok_or(Unrelayed::Unavailable)?;
         let mut running = self.calls.enter();
         let slots = Arc::clone(&self.calls);
         let on = connection.clone();
+        // Written now, from the borrowed request: the flight holds its bytes, not a copy.
+        let prepared = connection.prepare(request, watch);
         let answer = Box::pin(async move {
+            let prepared = prepared?;
             running.admitted(&slots).await;
-            let answered = match watch {
-                Some(watch) => on.request_watched(request, watch).await,
-                None => on.request(request).await,
-            };
+            let answered = on.send(prepared).await;
             drop(running);
             answered
         });
@@ -389,7 +389,8 @@ impl Upstream {
             *asked = Some((number, lowest));
         }
         let params = Map::from_iter([("level".to_owned(), json!(lowest.as_str()))]);
-        let set = connection.request(Outgoing::new("logging/setLevel", params));
+        // Boxed: asked rarely, and a request's future would otherwise be part of every call's.
+        let set = Box::pin(connection.request(Outgoing::new("logging/setLevel", params)));
         match tokio::time::timeout(self.spec().call_timeout.min(SET_LEVEL_WITHIN), set).await {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => tracing::debug!(upstream = self.name, %error, "the upstream's log level is not set"),

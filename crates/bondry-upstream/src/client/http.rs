@@ -260,8 +260,8 @@ impl Http {
                 error.map_or(ClientError::Http { status: status.as_u16() }, |error| ClientError::from_rpc(&error))
             );
         }
-        match media_type(&response).as_deref() {
-            Some("application/json") => {
+        match media_type(&response) {
+            Some(json) if json.eq_ignore_ascii_case("application/json") => {
                 let body = self.body(response).await?;
                 match read(&body) {
                     Ok(Incoming::Response { id: answered, answer }) if answered == id => answer,
@@ -269,7 +269,10 @@ impl Http {
                     Err(why) => Err(ClientError::Protocol(format!("the JSON answer is {why}"))),
                 }
             }
-            Some(EVENT_STREAM) => self.follow_answer(response, id).await,
+            // Boxed: the stream's reader is large, and held by every call's future otherwise.
+            Some(stream) if stream.eq_ignore_ascii_case(EVENT_STREAM) => {
+                Box::pin(self.follow_answer(response, id)).await
+            }
             _ => Err(ClientError::Protocol(format!("HTTP {status} without a JSON or event-stream answer"))),
         }
     }
@@ -292,7 +295,9 @@ impl Http {
             resumes += 1;
             tokio::time::sleep(retry.unwrap_or_default().min(RETRY_CAP)).await;
             response = self.get(&session, Some(&last)).await?;
-            if response.status() != StatusCode::OK || media_type(&response).as_deref() != Some(EVENT_STREAM) {
+            if response.status() != StatusCode::OK
+                || !media_type(&response).is_some_and(|media| media.eq_ignore_ascii_case(EVENT_STREAM))
+            {
                 return Err(ClientError::Closed);
             }
         }
@@ -461,7 +466,9 @@ impl Http {
                 match response.status() {
                     StatusCode::METHOD_NOT_ALLOWED => Ok(Listening::NotOffered),
                     StatusCode::NOT_FOUND if session.id.is_some() => Ok(Listening::Expired),
-                    StatusCode::OK if media_type(&response).as_deref() == Some(EVENT_STREAM) => {
+                    StatusCode::OK
+                        if media_type(&response).is_some_and(|media| media.eq_ignore_ascii_case(EVENT_STREAM)) =>
+                    {
                         let opened = tokio::time::Instant::now();
                         self.follow(response, None, &mut last_event_id).await;
                         // Only a stream that lived starts the waits over: one the upstream
@@ -516,7 +523,8 @@ impl Wire for Http {
     async fn exchange(&self, frame: Frame) -> Result<Value, ClientError> {
         match self.exchange_once(&frame).await {
             Err(Failure::Expired(stale)) => {
-                self.renew(&stale).await?;
+                // Boxed: a renewal is rare, and its handshake large.
+                Box::pin(self.renew(&stale)).await?;
                 self.exchange_once(&frame).await.map_err(Failure::into_error)
             }
             answer => answer.map_err(Failure::into_error),
@@ -545,10 +553,10 @@ impl Wire for Once<'_> {
     }
 }
 
-/// The media type of a response, lowercase, without parameters.
-fn media_type(response: &Response) -> Option<String> {
+/// The media type of a response, without parameters (compared ignoring ASCII case).
+fn media_type(response: &Response) -> Option<&str> {
     let value = response.headers().get(CONTENT_TYPE)?.to_str().ok()?;
-    Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+    Some(value.split(';').next().unwrap_or_default().trim())
 }
 
 /// The body's length as its `Content-Length` declares it.

@@ -10,7 +10,8 @@
 //! Connection::renewals(&self) -> watch::Receiver<u64>   // its session initialized again
 //! Connection::process_group(&self) -> Option<i32>       // a stdio child's
 //! Connection::request(&self, Outgoing) -> Result<Value, ClientError>
-//! Connection::request_watched(&self, Outgoing, Watch) -> Result<Value, ClientError>
+//! Connection::prepare(&self, &Outgoing, Option<Watch>) -> Result<Prepared, ClientError>
+//! Connection::send(&self, Prepared) -> Result<Value, ClientError>
 //! Connection::respond(&self, &Id, Result<Value, (i64, String)>) -> Result<(), ClientError>
 //! Connection::ended(&self) -> String                    // a stdio child exited or stalled
 //! Connection::broken(&self) -> Option<String>           // why its stdin broke
@@ -29,8 +30,8 @@
 //!   stream to a modern HTTP one.
 //! - To a modern upstream every request carries the `_meta` envelope (with the
 //!   [`Outgoing::client_capabilities`] of the caller) and, on HTTP, the routing headers.
-//! - [`Connection::request_watched`] hands what the upstream says about the request to
-//!   its [`Watch`] ([`watched`] says which messages are a request's): progress and log
+//! - [`Connection::prepare`] writes a request at once (its id minted) and hands what the
+//!   upstream says about it to its [`Watch`] ([`watched`] says which messages are a request's): progress and log
 //!   messages, and the requests it makes of the caller, which [`Connection::respond`]
 //!   answers.
 //! - What the upstream sends on its own goes to the [`Inbox`]; its `ping` and
@@ -119,6 +120,14 @@ impl Outgoing {
             client_capabilities: Value::Object(Map::new()),
         }
     }
+}
+
+/// A request written for one connection and not sent yet: its frame, and the watch of
+/// what the upstream says about it, held until its answer.
+pub struct Prepared {
+    frame: Frame,
+    id: String,
+    _watched: Option<watched::Watched>,
 }
 
 /// A live connection to one upstream; clones share it.
@@ -270,29 +279,50 @@ impl Connection {
     /// Sends one request; resolves to its JSON-RPC `result` object. Dropping the future
     /// cancels the request upstream.
     pub async fn request(&self, request: Outgoing) -> Result<Value, ClientError> {
-        self.send_request(self.0.ids.next(), request).await
+        let prepared = self.prepare(&request, None)?;
+        self.send(prepared).await
     }
 
-    /// [`Connection::request`], handing what the upstream says about it to `watch`: asked
-    /// for progress, its progress token is the request's id; asked for a log level, a
-    /// modern upstream is told in the request's `_meta`.
-    pub async fn request_watched(&self, mut request: Outgoing, watch: Watch) -> Result<Value, ClientError> {
+    /// Writes `request` for this connection, its id minted now, watched by `watch` when
+    /// given: asked for progress, its progress token is the request's id; asked for a log
+    /// level, a modern upstream is told in the request's `_meta`. Written from borrowed
+    /// parts at once, so that a request sent again (a retry's next round) is not copied.
+    pub fn prepare(&self, request: &Outgoing, watch: Option<Watch>) -> Result<Prepared, ClientError> {
         let id = self.0.ids.next();
-        let modern = self.revision().era() == Era::Modern;
-        let meta = request.params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(meta) = meta {
+        let revision = self.revision();
+        let mut watching = [("", ""); 2];
+        let mut count = 0;
+        if let Some(watch) = &watch {
             if watch.progress {
-                meta.insert(envelope::PROGRESS_TOKEN.into(), Value::from(id.as_str()));
+                watching[count] = (envelope::PROGRESS_TOKEN, id.as_str());
+                count += 1;
             }
-            if let Some(level) = watch.log_level.filter(|_| modern) {
-                meta.insert(envelope::LOG_LEVEL.into(), Value::from(level));
+            if let Some(level) = watch.log_level.as_deref().filter(|_| revision.era() == Era::Modern) {
+                watching[count] = (envelope::LOG_LEVEL, level);
+                count += 1;
             }
         }
-        if request.params.get("_meta").is_some_and(|meta| meta.as_object().is_some_and(Map::is_empty)) {
-            request.params.remove("_meta");
+        let watching = &watching[..count];
+        let frame = match revision.era() {
+            Era::Modern => Frame::modern_watched(Some(id.clone()), request, watching)?,
+            Era::Handshake => Frame::handshake_watched(id.clone(), request, watching, revision),
+        };
+        let watched = watch.map(|watch| self.0.watchers.watch(&id, watch.events));
+        Ok(Prepared { frame, id, _watched: watched })
+    }
+
+    /// Sends a request [`Connection::prepare`] wrote; resolves to its JSON-RPC `result`
+    /// object. Dropping the future cancels the request upstream.
+    pub async fn send(&self, prepared: Prepared) -> Result<Value, ClientError> {
+        if self.0.closed.load(Ordering::Acquire) {
+            return Err(ClientError::Closed);
         }
-        let _watched = self.0.watchers.watch(&id, watch.events);
-        self.send_request(id, request).await
+        let Prepared { frame, id, _watched } = prepared;
+        let by_message = !matches!((&self.0.transport, self.revision().era()), (Transport::Http(_), Era::Modern));
+        let mut cancel = CancelOnDrop { connection: by_message.then(|| self.clone()), id };
+        let answer = self.0.transport.exchange(frame).await;
+        cancel.connection = None;
+        answer
     }
 
     /// Answers the request `id` the upstream made: its result, or a JSON-RPC error.
@@ -307,22 +337,6 @@ impl Connection {
             }
         };
         self.0.transport.send(Frame::response(self.revision(), body)).await
-    }
-
-    async fn send_request(&self, id: String, request: Outgoing) -> Result<Value, ClientError> {
-        if self.0.closed.load(Ordering::Acquire) {
-            return Err(ClientError::Closed);
-        }
-        let revision = self.revision();
-        let frame = match revision.era() {
-            Era::Modern => Frame::modern(Some(id.clone()), &request)?,
-            Era::Handshake => Frame::handshake(Some(id.clone()), &request.method, request.params, Some(revision)),
-        };
-        let by_message = !matches!((&self.0.transport, revision.era()), (Transport::Http(_), Era::Modern));
-        let mut cancel = CancelOnDrop { connection: by_message.then(|| self.clone()), id };
-        let answer = self.0.transport.exchange(frame).await;
-        cancel.connection = None;
-        answer
     }
 
     /// Sends one notification.

@@ -58,6 +58,16 @@ impl Frame {
     /// A 2026-07-28 message: the envelope in `params._meta` (beside whatever `_meta` the
     /// caller gave, such as a progress token), and the routing headers.
     pub(crate) fn modern(id: Option<String>, outgoing: &Outgoing) -> Result<Self, ClientError> {
+        Self::modern_watched(id, outgoing, &[])
+    }
+
+    /// [`Frame::modern`], with `watching` (the progress token, the log level) added to
+    /// `params._meta`: written in, never inserted into a copy of the params.
+    pub(crate) fn modern_watched(
+        id: Option<String>,
+        outgoing: &Outgoing,
+        watching: &[(&str, &str)],
+    ) -> Result<Self, ClientError> {
         let mut headers = HeaderMap::new();
         headers.insert(headers::name::PROTOCOL_VERSION, HeaderValue::from_static(Revision::V2026_07_28.as_str()));
         let method = HeaderValue::from_str(&outgoing.method)
@@ -71,8 +81,23 @@ impl Frame {
                 .map_err(|_| ClientError::Invalid(format!("Mcp-Param-{suffix} is not a header name")))?;
             headers.append(name, encoded(value));
         }
-        let body = modern_body(id.as_deref(), &outgoing.method, &outgoing.params, &outgoing.client_capabilities);
+        let envelope = Some(&outgoing.client_capabilities);
+        let body = request_body(id.as_deref(), &outgoing.method, &outgoing.params, watching, envelope);
         Ok(Self { body, id, method: outgoing.method.clone(), headers })
+    }
+
+    /// A 2025-11-25 or 2025-06-18 request of Bondry's calls, with `watching` (the progress
+    /// token) added to `params._meta`.
+    pub(crate) fn handshake_watched(
+        id: String,
+        outgoing: &Outgoing,
+        watching: &[(&str, &str)],
+        revision: Revision,
+    ) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert(headers::name::PROTOCOL_VERSION, HeaderValue::from_static(revision.as_str()));
+        let body = request_body(Some(&id), &outgoing.method, &outgoing.params, watching, None);
+        Self { body, id: Some(id), method: outgoing.method.clone(), headers }
     }
 
     /// A 2025-11-25 or 2025-06-18 message; `MCP-Protocol-Version` once one is agreed.
@@ -132,17 +157,26 @@ fn body(id: Option<&str>, method: &str, params: impl Serialize) -> Bytes {
     serde_json::to_vec(&Envelope { jsonrpc: "2.0", id, method, params }).expect("JSON values serialise").into()
 }
 
-/// A modern request as sent: the caller's params, with the envelope written into
-/// `params._meta` beside whatever `_meta` the caller gave (a progress token, the trace
-/// context). A `_meta` that is not an object is dropped; the envelope's keys are
-/// Bondry's own and replace any the caller gave. Written straight from borrowed parts,
-/// its strings by [`compact`]: the caller's arguments are often kilobytes of text.
-fn modern_body(id: Option<&str>, method: &str, params: &Map<String, Value>, client_capabilities: &Value) -> Bytes {
-    const OWN: [&str; 3] = [envelope::PROTOCOL_VERSION, envelope::CLIENT_CAPABILITIES, envelope::CLIENT_INFO];
-    // The envelope's own members, then the caller's.
+/// A request as sent: the caller's params, with `watching` and, for a modern request,
+/// the `envelope` (the client capabilities beside the protocol version and Bondry's
+/// client info) written into `params._meta` beside whatever `_meta` the caller gave (the
+/// trace context). A `_meta` that is not an object is dropped; the keys Bondry writes are
+/// its own and replace any the caller gave, and an empty `_meta` is left out. Written
+/// straight from borrowed parts, its strings by [`compact`]: the caller's arguments are
+/// often kilobytes of text.
+fn request_body(
+    id: Option<&str>,
+    method: &str,
+    params: &Map<String, Value>,
+    watching: &[(&str, &str)],
+    envelope: Option<&Value>,
+) -> Bytes {
+    const ENVELOPE: [&str; 3] = [envelope::PROTOCOL_VERSION, envelope::CLIENT_CAPABILITIES, envelope::CLIENT_INFO];
+    let own =
+        |key: &str| watching.iter().any(|(own, _)| *own == key) || (envelope.is_some() && ENVELOPE.contains(&key));
     let size = 256
         + params.iter().map(|(key, value)| key.len() + 4 + compact::estimate(value)).sum::<usize>()
-        + compact::estimate(client_capabilities);
+        + envelope.map_or(0, compact::estimate);
     let mut out = Vec::with_capacity(size);
     fn member(out: &mut Vec<u8>, key: &str) {
         compact::write_str(key, out);
@@ -162,23 +196,44 @@ fn modern_body(id: Option<&str>, method: &str, params: &Map<String, Value>, clie
         compact::write(value, &mut out);
         out.push(b',');
     }
+    let meta_at = out.len();
     out.extend_from_slice(br#""_meta":{"#);
+    let opened = out.len();
     if let Some(Value::Object(caller)) = params.get("_meta") {
-        for (key, value) in caller.iter().filter(|(key, _)| !OWN.contains(&key.as_str())) {
+        for (key, value) in caller.iter().filter(|(key, _)| !own(key)) {
             member(&mut out, key);
             compact::write(value, &mut out);
             out.push(b',');
         }
     }
-    member(&mut out, envelope::PROTOCOL_VERSION);
-    compact::write_str(Revision::V2026_07_28.as_str(), &mut out);
-    out.push(b',');
-    member(&mut out, envelope::CLIENT_CAPABILITIES);
-    compact::write(client_capabilities, &mut out);
-    out.push(b',');
-    member(&mut out, envelope::CLIENT_INFO);
-    serde_json::to_writer(&mut out, &ClientInfo::BONDRY).expect("two strings serialise");
-    out.extend_from_slice(b"}}}");
+    for (key, value) in watching {
+        member(&mut out, key);
+        compact::write_str(value, &mut out);
+        out.push(b',');
+    }
+    if let Some(capabilities) = envelope {
+        member(&mut out, envelope::PROTOCOL_VERSION);
+        compact::write_str(Revision::V2026_07_28.as_str(), &mut out);
+        out.push(b',');
+        member(&mut out, envelope::CLIENT_CAPABILITIES);
+        compact::write(capabilities, &mut out);
+        out.push(b',');
+        member(&mut out, envelope::CLIENT_INFO);
+        serde_json::to_writer(&mut out, &ClientInfo::BONDRY).expect("two strings serialise");
+        out.push(b',');
+    }
+    if out.len() == opened {
+        // Nothing in `_meta`: neither it nor the comma before it.
+        out.truncate(meta_at);
+    } else {
+        out.truncate(out.len() - 1);
+        out.push(b'}');
+    }
+    match out.last() {
+        Some(b',') => *out.last_mut().expect("a comma") = b'}',
+        _ => out.push(b'}'),
+    }
+    out.push(b'}');
     out.into()
 }
 
@@ -318,6 +373,47 @@ mod tests {
         let body: Value = serde_json::from_slice(&frame.body).unwrap();
         assert_eq!(body.get("id"), None);
         assert_eq!(body["params"]["_meta"].as_object().unwrap().len(), 3, "the envelope alone: {body}");
+    }
+
+    #[test]
+    fn a_watched_request_carries_its_progress_token_and_log_level_in_its_meta() {
+        let mut outgoing = Outgoing::new("tools/call", Map::new());
+        outgoing.params.insert("name".into(), "echo".into());
+        outgoing.params.insert("_meta".into(), json!({"traceparent": "00-1-2-01", "progressToken": "theirs"}));
+        let watching = [(envelope::PROGRESS_TOKEN, "bondry-4"), (envelope::LOG_LEVEL, "debug")];
+        let frame = Frame::modern_watched(Some("bondry-4".into()), &outgoing, &watching).unwrap();
+        let body: Value = serde_json::from_slice(&frame.body).unwrap();
+        let meta = &body["params"]["_meta"];
+        assert_eq!(
+            (&meta["traceparent"], &meta["progressToken"], &meta[envelope::LOG_LEVEL]),
+            (&json!("00-1-2-01"), &json!("bondry-4"), &json!("debug"))
+        );
+        assert_eq!(meta.as_object().unwrap().len(), 6, "{meta}");
+
+        let watching = [(envelope::PROGRESS_TOKEN, "bondry-5")];
+        let frame = Frame::handshake_watched("bondry-5".into(), &outgoing, &watching, Revision::V2025_11_25);
+        assert_eq!(
+            std::str::from_utf8(&frame.body).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"bondry-5","method":"tools/call","params":{"name":"echo","_meta":{"traceparent":"00-1-2-01","progressToken":"bondry-5"}}}"#
+        );
+        assert_eq!(frame.headers["mcp-protocol-version"], "2025-11-25");
+    }
+
+    #[test]
+    fn a_handshake_request_with_nothing_in_its_meta_has_none() {
+        let outgoing = Outgoing::new("tools/list", Map::new());
+        let frame = Frame::handshake_watched("bondry-1".into(), &outgoing, &[], Revision::V2025_06_18);
+        assert_eq!(
+            std::str::from_utf8(&frame.body).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"bondry-1","method":"tools/list","params":{}}"#
+        );
+        let mut outgoing = Outgoing::new("tools/call", Map::from_iter([("name".to_owned(), json!("a"))]));
+        outgoing.params.insert("_meta".into(), json!({}));
+        let frame = Frame::handshake_watched("bondry-2".into(), &outgoing, &[], Revision::V2025_06_18);
+        assert_eq!(
+            std::str::from_utf8(&frame.body).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"bondry-2","method":"tools/call","params":{"name":"a"}}"#
+        );
     }
 
     #[test]
