@@ -5,5 +5,7 @@
 //!
 //! - [`procedure`]: the wire contract between Bondry and a service (the request body,
 //!   the answers and their failures, and the signature that proves a request is Bondry's).
+//! - [`openapi`]: a REST API's OpenAPI document, read and turned into tools.
 
+pub mod openapi;
 pub mod procedure;

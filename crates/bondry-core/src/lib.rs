@@ -17,6 +17,7 @@ pub mod realm;
 pub mod registry;
 pub mod schema;
 pub mod template;
+pub mod unique;
 pub mod view;
 
 /// A boxed, sendable future: the one shape every async boundary of the core takes, so

@@ -8,9 +8,9 @@ use std::cell::Cell;
 use std::fmt;
 
 use bondry_core::compact;
+use bondry_core::unique::UniqueKeys;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
-use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 /// The largest integer magnitude a JSON number holds exactly: ids and progress tokens must
@@ -196,7 +196,7 @@ impl<'de> Visitor<'de> for Top<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Parsed, A::Error> {
-        UniqueKeys { depth: 0, id_repeated: self.0 }.visit_seq(seq)?;
+        UniqueKeys.visit_seq(seq)?;
         Ok(Err(NotObject::Array))
     }
 
@@ -204,7 +204,7 @@ impl<'de> Visitor<'de> for Top<'_> {
         let mut members = Members::default();
         // Hashed: a body of a few MiB may hold a hundred thousand names.
         let mut others: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let within = UniqueKeys { depth: 1, id_repeated: self.0 };
+        let within = UniqueKeys;
         while let Some(name) = map.next_key::<Name>()? {
             let slot = match name {
                 Name::Jsonrpc => &mut members.jsonrpc,
@@ -267,85 +267,6 @@ impl Visitor<'_> for NameVisitor {
             "error" => Name::Error,
             other => Name::Other(other.to_owned()),
         })
-    }
-}
-
-/// Builds a `Value`, failing with a data error on the first repeated key at any depth,
-/// and noting whether that key was the message's own `id`.
-#[derive(Clone, Copy)]
-struct UniqueKeys<'a> {
-    depth: usize,
-    id_repeated: &'a Cell<bool>,
-}
-
-impl<'de> DeserializeSeed<'de> for UniqueKeys<'_> {
-    type Value = Value;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for UniqueKeys<'_> {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-        let inner = UniqueKeys { depth: self.depth + 1, ..self };
-        while let Some(item) = seq.next_element_seed(inner)? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
-        let inner = UniqueKeys { depth: self.depth + 1, ..self };
-        while let Some(key) = map.next_key::<String>()? {
-            // One hash per key: the vacant entry is filled where it was found.
-            match object.entry(key) {
-                Entry::Occupied(repeated) => {
-                    self.id_repeated.set(self.depth == 0 && repeated.key() == "id");
-                    return Err(de::Error::custom("duplicate object key"));
-                }
-                Entry::Vacant(vacant) => {
-                    vacant.insert(map.next_value_seed(inner)?);
-                }
-            }
-        }
-        Ok(Value::Object(object))
     }
 }
 
