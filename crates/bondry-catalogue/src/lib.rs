@@ -2,7 +2,7 @@
 //! the naming rule ([`naming`]: the capability id an entry is served under, and which
 //! source serves a URI two of them offer) and the canonical hash of a definition
 //! ([`hash`]: SHA-256 of its RFC 8785 form, without what changes with the data or is
-//! Bondry's own).
+//! Bondry's own), and the globs that pick entries ([`glob`]).
 //!
 //! Upstream MCP servers are the first such backend, and OpenAPI operations will be
 //! another: they must be named by the same rule, in the same realm, and hashed alike. So
@@ -11,5 +11,6 @@
 //! `bondry-http-server`, no async runtime or HTTP stack), and nothing of pins: what is
 //! pinned, reviewed or migrated stays with the backend that pins (`bondry-upstream`).
 
+pub mod glob;
 pub mod hash;
 pub mod naming;

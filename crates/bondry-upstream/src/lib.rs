@@ -28,7 +28,8 @@ mod warnings;
 // The naming rule is the catalogue's; `crate::naming` keeps naming it for the realm.
 use bondry_catalogue::naming;
 
+pub use bondry_catalogue::glob::NameGlob;
 pub use catalogue::Exposed;
 pub use client::{ClientError, Connection, Inbox, Notice, Outgoing};
 pub use realm::RealmUpstreams;
-pub use spec::{Expose, ListingLimits, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
+pub use spec::{Expose, ListingLimits, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
