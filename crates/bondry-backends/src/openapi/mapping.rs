@@ -1,0 +1,606 @@
+//! A document's operations as tools: which become tools, and each one's name, texts,
+//! input and output schemas and hints; every operation left out is listed with why.
+//!
+//! A tool's arguments are the operation's path, query and header parameters by name (a
+//! name two locations share: the path's keeps it, a query's gains `_in_query`, a
+//! header's `_in_header`), and `body` for a JSON request body. A parameter Bondry sends
+//! itself (`auth`'s, a `headers_from` header) is left out of the arguments; one it may
+//! never send (a cookie, `Host`, `Content-Length`, `Transfer-Encoding`, `Connection`,
+//! `Cookie`, `Authorization` unless `auth` sends it) is left out when optional and makes
+//! the operation unservable when required.
+
+use bondry_catalogue::glob::NameGlob;
+use bondry_core::capability::Annotations;
+use serde_json::{Map, Value, json};
+
+use super::refs;
+use super::schema::{Converter, Dialect};
+
+/// The operations of a path item, in the order OpenAPI lists them.
+const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+/// Headers no parameter may set: the connection's own, and the cookie jar's.
+const NEVER_SENT: [&str; 5] = ["host", "content-length", "transfer-encoding", "connection", "cookie"];
+
+/// Where a parameter travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    Path,
+    Query,
+    Header,
+}
+
+impl Location {
+    fn suffix(self) -> &'static str {
+        match self {
+            Self::Path => "_in_path",
+            Self::Query => "_in_query",
+            Self::Header => "_in_header",
+        }
+    }
+}
+
+/// How a parameter's value is written (OpenAPI's `style`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Simple,
+    Label,
+    Matrix,
+    Form,
+    SpaceDelimited,
+    PipeDelimited,
+    DeepObject,
+}
+
+/// One parameter of an operation, as a call fills it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parameter {
+    /// Its name at the service.
+    pub name: String,
+    /// Its name among the tool's arguments.
+    pub argument: String,
+    pub location: Location,
+    pub style: Style,
+    pub explode: bool,
+    pub required: bool,
+}
+
+/// An operation served as a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operation {
+    /// What the tool is named from: the `operationId`, else `<method>_<path>`.
+    pub name: String,
+    /// Uppercase, as sent.
+    pub method: String,
+    /// The path template, as written in the document.
+    pub path: String,
+    pub summary: Option<String>,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: Annotations,
+    pub parameters: Vec<Parameter>,
+    /// Whether it takes a JSON body, and whether the body is required.
+    pub body: Option<bool>,
+    /// What was left out of it, and why (for `bondry check`).
+    pub left_out: Vec<String>,
+}
+
+/// An operation that is not served, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// `METHOD path` and its `operationId` when it has one.
+    pub operation: String,
+    pub why: String,
+}
+
+/// What shapes the mapping: which operations are wanted, and what Bondry sends itself.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Globs over operation names; `exclude` wins over `include`. Empty `include`: all.
+    pub include: Vec<NameGlob>,
+    pub exclude: Vec<NameGlob>,
+    /// Headers Bondry sends itself (`headers_from`, `auth`'s), lowercase.
+    pub sent_headers: Vec<String>,
+    /// The query parameter `auth` sends, if it sends one.
+    pub sent_query: Option<String>,
+}
+
+/// A document mapped: its dialect, the operations served, and those that are not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mapped {
+    pub dialect: Dialect,
+    pub operations: Vec<Operation>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Maps `document` (read by [`super::document::read`]); `Err` when it is no OpenAPI
+/// 3.0 or 3.1 document or a `$ref` in it is not followed.
+pub fn map(document: &Value, options: &Options) -> Result<Mapped, String> {
+    let dialect = match document.get("openapi").and_then(Value::as_str) {
+        Some(version) if version.starts_with("3.0.") => Dialect::OpenApi30,
+        Some(version) if version.starts_with("3.1.") => Dialect::OpenApi31,
+        Some(version) => return Err(format!("openapi {version:?}: Bondry reads OpenAPI 3.0.x and 3.1.x documents")),
+        None => return Err("the document has no \"openapi\" version: is it an OpenAPI document?".into()),
+    };
+    refs::check(document).map_err(|error| error.to_string())?;
+    let mut mapped = Mapped { dialect, operations: Vec::new(), skipped: Vec::new() };
+    let Some(paths) = document.get("paths") else { return Ok(mapped) };
+    let paths = paths.as_object().ok_or("\"paths\" must be an object")?;
+    for (path, item) in paths {
+        let item = followed(document, item).and_then(|item| item.as_object().ok_or("a path item must be an object"));
+        let item = item.map_err(|why| format!("paths.{path:?}: {why}"))?;
+        for method in METHODS {
+            let Some(operation) = item.get(method) else { continue };
+            let upper = method.to_ascii_uppercase();
+            let id = operation.get("operationId").and_then(Value::as_str);
+            let name = id.map_or_else(|| format!("{method}_{path}"), str::to_owned);
+            let label = match id {
+                Some(id) => format!("{upper} {path} ({id})"),
+                None => format!("{upper} {path}"),
+            };
+            let wanted = options.include.is_empty() || options.include.iter().any(|glob| glob.matches(&name));
+            if !wanted || options.exclude.iter().any(|glob| glob.matches(&name)) {
+                continue;
+            }
+            let context = Context { document, dialect, options, item };
+            match context.operation(operation, name, upper, path) {
+                Ok(operation) => mapped.operations.push(operation),
+                Err(why) => mapped.skipped.push(Skipped { operation: label, why }),
+            }
+        }
+    }
+    Ok(mapped)
+}
+
+/// The value `value` stands for: itself, or what its `$ref` points to (refs are checked
+/// before mapping, so one that does not resolve is a chain of refs gone wrong).
+fn followed<'a>(document: &'a Value, mut value: &'a Value) -> Result<&'a Value, &'static str> {
+    // A chain of references, bounded: a ref to a ref to itself would never end.
+    for _ in 0..16 {
+        match value.get("$ref").and_then(Value::as_str) {
+            Some(reference) => value = refs::resolve(document, reference)?,
+            None => return Ok(value),
+        }
+    }
+    Err("a chain of more than 16 $refs")
+}
+
+/// What one operation is mapped within.
+struct Context<'a> {
+    document: &'a Value,
+    dialect: Dialect,
+    options: &'a Options,
+    /// The path item it belongs to (its shared parameters).
+    item: &'a Map<String, Value>,
+}
+
+impl Context<'_> {
+    fn operation(&self, operation: &Value, name: String, method: String, path: &str) -> Result<Operation, String> {
+        let operation = operation.as_object().ok_or("it is not an object")?;
+        if operation.get("callbacks").and_then(Value::as_object).is_some_and(|callbacks| !callbacks.is_empty()) {
+            return Err("it has callbacks, which a tool cannot receive".into());
+        }
+        if self.oauth_only(operation) {
+            return Err("it accepts only OAuth 2 or OpenID Connect, which Bondry does not sign in with here".into());
+        }
+        let mut converter = Converter::new(self.document, self.dialect);
+        let mut left_out = Vec::new();
+        let mut described_parameters = Vec::new();
+        for raw in self.parameters(operation)? {
+            if let Some(parameter) = self.parameter(raw, &mut converter, &mut left_out)? {
+                described_parameters.push(parameter);
+            }
+        }
+        let body = match operation.get("requestBody") {
+            None => None,
+            Some(body) => {
+                let body = followed(self.document, body)?;
+                let is_required = body.get("required").and_then(Value::as_bool).unwrap_or(false);
+                let schema = json_schema(body.get("content"))
+                    .map_err(|types| format!("its request body is {types}, not JSON"))?;
+                let schema = converter.convert(schema.unwrap_or(&Value::Bool(true)))?;
+                Some((is_required, described(schema, body.get("description"))))
+            }
+        };
+        let parameters = arguments_named(&mut described_parameters, body.is_some());
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        for (parameter, schema) in described_parameters {
+            if parameter.required {
+                required.push(Value::String(parameter.argument.clone()));
+            }
+            if properties.insert(parameter.argument.clone(), schema).is_some() {
+                return Err(format!("two of its parameters are both the argument {:?}", parameter.argument));
+            }
+        }
+        let body = body.map(|(is_required, schema)| {
+            properties.insert("body".into(), schema);
+            if is_required {
+                required.push(json!("body"));
+            }
+            is_required
+        });
+        let output_schema = self.output(operation, &mut converter)?;
+        let mut input_schema = json!({"type": "object", "properties": properties, "additionalProperties": false});
+        if !required.is_empty() {
+            input_schema["required"] = Value::Array(required);
+        }
+        if let Some(defs) = converter.defs()? {
+            input_schema["$defs"] = defs;
+        }
+        let text =
+            |key: &str| operation.get(key).and_then(Value::as_str).map(str::trim).filter(|text| !text.is_empty());
+        Ok(Operation {
+            annotations: hints(&method),
+            name,
+            method,
+            path: path.to_owned(),
+            summary: text("summary").map(str::to_owned),
+            description: text("description").map(str::to_owned),
+            input_schema,
+            output_schema,
+            parameters,
+            body,
+            left_out,
+        })
+    }
+
+    /// Whether every way the operation accepts is OAuth 2 or OpenID Connect.
+    fn oauth_only(&self, operation: &Map<String, Value>) -> bool {
+        let requirements = operation.get("security").or_else(|| self.document.get("security"));
+        let Some(requirements) = requirements.and_then(Value::as_array).filter(|list| !list.is_empty()) else {
+            return false;
+        };
+        let schemes = self.document.pointer("/components/securitySchemes");
+        requirements.iter().all(|requirement| {
+            let names = requirement.as_object().map(|names| names.keys().collect::<Vec<_>>()).unwrap_or_default();
+            // `{}` makes the operation open to callers without credentials.
+            !names.is_empty()
+                && names.iter().all(|name| {
+                    let scheme = schemes.and_then(|schemes| schemes.get(name.as_str()));
+                    let scheme = scheme.and_then(|scheme| followed(self.document, scheme).ok());
+                    matches!(
+                        scheme.and_then(|s| s.get("type")).and_then(Value::as_str),
+                        Some("oauth2" | "openIdConnect")
+                    )
+                })
+        })
+    }
+
+    /// The path item's parameters, then the operation's: one of the operation's replaces
+    /// the path item's of the same name and location.
+    fn parameters<'b>(&'b self, operation: &'b Map<String, Value>) -> Result<Vec<&'b Value>, String> {
+        let mut all: Vec<&Value> = Vec::new();
+        for list in [self.item.get("parameters"), operation.get("parameters")].into_iter().flatten() {
+            let list = list.as_array().ok_or("its parameters must be an array")?;
+            for parameter in list {
+                let parameter = followed(self.document, parameter)?;
+                let key = |p: &Value| (p.get("name").cloned(), p.get("in").cloned());
+                all.retain(|earlier| key(earlier) != key(parameter));
+                all.push(parameter);
+            }
+        }
+        Ok(all)
+    }
+
+    /// One parameter and its argument's schema; `None` when it is left out.
+    fn parameter(
+        &self,
+        raw: &Value,
+        converter: &mut Converter<'_>,
+        left_out: &mut Vec<String>,
+    ) -> Result<Option<(Parameter, Value)>, String> {
+        let name = raw.get("name").and_then(Value::as_str).ok_or("a parameter has no name")?;
+        let place = raw.get("in").and_then(Value::as_str).unwrap_or_default();
+        let required = raw.get("required").and_then(Value::as_bool).unwrap_or(false) || place == "path";
+        let lower = name.to_ascii_lowercase();
+        let location = match place {
+            "path" => Location::Path,
+            "query" if self.options.sent_query.as_deref() == Some(name) => {
+                left_out.push(format!("query parameter {name:?}: Bondry sends it (auth)"));
+                return Ok(None);
+            }
+            "query" => Location::Query,
+            "header" if self.options.sent_headers.contains(&lower) => {
+                left_out.push(format!("header parameter {name:?}: Bondry sends it"));
+                return Ok(None);
+            }
+            "header" if NEVER_SENT.contains(&lower.as_str()) || lower == "authorization" => {
+                return never_sent(format!("header parameter {name:?}"), required, left_out);
+            }
+            "header" => Location::Header,
+            "cookie" => return never_sent(format!("cookie parameter {name:?}"), required, left_out),
+            other => return Err(format!("its parameter {name:?} is in {other:?}, not path, query, header or cookie")),
+        };
+        let default_style = match location {
+            Location::Query => Style::Form,
+            Location::Path | Location::Header => Style::Simple,
+        };
+        let style = match raw.get("style").and_then(Value::as_str) {
+            None => default_style,
+            Some(style) => match (location, style) {
+                (Location::Path | Location::Header, "simple") => Style::Simple,
+                (Location::Path, "label") => Style::Label,
+                (Location::Path, "matrix") => Style::Matrix,
+                (Location::Query, "form") => Style::Form,
+                (Location::Query, "spaceDelimited") => Style::SpaceDelimited,
+                (Location::Query, "pipeDelimited") => Style::PipeDelimited,
+                (Location::Query, "deepObject") => Style::DeepObject,
+                _ => {
+                    return Err(format!("its parameter {name:?} has style {style:?}, which {place} parameters cannot"));
+                }
+            },
+        };
+        let explode = raw.get("explode").and_then(Value::as_bool).unwrap_or(style == Style::Form);
+        let schema = match (raw.get("schema"), raw.get("content")) {
+            (Some(schema), _) => converter.convert(schema)?,
+            (None, Some(_)) => return Err(format!("its parameter {name:?} is described by content, not a schema")),
+            (None, None) => Value::Bool(true),
+        };
+        let mut schema = described(schema, raw.get("description"));
+        if raw.get("deprecated") == Some(&Value::Bool(true))
+            && let Value::Object(members) = &mut schema
+        {
+            members.insert("deprecated".into(), Value::Bool(true));
+        }
+        let parameter =
+            Parameter { name: name.to_owned(), argument: name.to_owned(), location, style, explode, required };
+        Ok(Some((parameter, schema)))
+    }
+
+    /// The schema of the first 2xx JSON answer, when its root is an object.
+    fn output(&self, operation: &Map<String, Value>, converter: &mut Converter<'_>) -> Result<Option<Value>, String> {
+        let Some(responses) = operation.get("responses").and_then(Value::as_object) else { return Ok(None) };
+        let mut codes: Vec<&String> =
+            responses.keys().filter(|code| code.len() == 3 && code.starts_with('2')).collect();
+        // Exact codes in order, then `2XX`.
+        codes.sort_by_key(|code| (code.ends_with("XX") || code.ends_with("xx"), code.to_string()));
+        for code in codes {
+            let response = followed(self.document, &responses[code.as_str()])?;
+            let Ok(Some(schema)) = json_schema(response.get("content")) else { continue };
+            let root = followed(self.document, schema)?;
+            if root.get("type").and_then(Value::as_str) != Some("object") {
+                return Ok(None);
+            }
+            return converter.convert(schema).map(Some);
+        }
+        Ok(None)
+    }
+}
+
+/// Left out when optional; the operation cannot be served when required.
+fn never_sent(what: String, required: bool, left_out: &mut Vec<String>) -> Result<Option<(Parameter, Value)>, String> {
+    match required {
+        true => Err(format!("its required {what} is one Bondry never sends")),
+        false => {
+            left_out.push(format!("{what}: Bondry never sends it"));
+            Ok(None)
+        }
+    }
+}
+
+/// The JSON media type's schema in `content` (`None` for one without a schema); `Err`
+/// with the media types there are when none is JSON.
+fn json_schema(content: Option<&Value>) -> Result<Option<&Value>, String> {
+    let Some(content) = content.and_then(Value::as_object).filter(|content| !content.is_empty()) else {
+        return Ok(None);
+    };
+    let json = content.iter().find(|(media, _)| {
+        let essence = media.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+        essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+    });
+    match json {
+        Some((_, media)) => Ok(media.get("schema")),
+        None => Err(content.keys().map(String::as_str).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// `schema` with `description` when it has none of its own.
+fn described(schema: Value, description: Option<&Value>) -> Value {
+    match (schema, description.and_then(Value::as_str)) {
+        (Value::Object(mut members), Some(text)) if !members.contains_key("description") => {
+            members.insert("description".into(), Value::String(text.to_owned()));
+            Value::Object(members)
+        }
+        (schema, _) => schema,
+    }
+}
+
+/// Names each parameter's argument: a name two locations share keeps the path's (then
+/// the query's), the others gain their location's suffix; `body` is the request body's
+/// alone. The parameters, as named.
+fn arguments_named(parameters: &mut [(Parameter, Value)], has_body: bool) -> Vec<Parameter> {
+    let rank = |location: Location| match location {
+        Location::Path => 0,
+        Location::Query => 1,
+        Location::Header => 2,
+    };
+    let names: Vec<(String, Location)> = parameters.iter().map(|(p, _)| (p.name.clone(), p.location)).collect();
+    for (parameter, _) in parameters.iter_mut() {
+        let outranked =
+            names.iter().any(|(name, location)| name == &parameter.name && rank(*location) < rank(parameter.location));
+        if outranked || (has_body && parameter.name == "body") {
+            parameter.argument = format!("{}{}", parameter.name, parameter.location.suffix());
+        }
+    }
+    parameters.iter().map(|(parameter, _)| parameter.clone()).collect()
+}
+
+/// What the method says of an operation: reads do not change the service, DELETE
+/// destroys, PUT and DELETE may be repeated.
+fn hints(method: &str) -> Annotations {
+    let read_only = matches!(method, "GET" | "HEAD" | "OPTIONS");
+    Annotations {
+        read_only: read_only.then_some(true),
+        destructive: (method == "DELETE").then_some(true),
+        idempotent: matches!(method, "PUT" | "DELETE").then_some(true),
+        open_world: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn petstore() -> Value {
+        json!({
+            "openapi": "3.0.3",
+            "security": [{"key": []}],
+            "paths": {
+                "/pets/{id}": {
+                    "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+                    "get": {
+                        "operationId": "getPet",
+                        "summary": "One pet",
+                        "parameters": [
+                            {"name": "id", "in": "query", "schema": {"type": "string", "nullable": true}, "description": "a query id"},
+                            {"name": "fields", "in": "query", "style": "pipeDelimited", "schema": {"type": "array", "items": {"type": "string"}}},
+                            {"name": "X-Trace", "in": "header", "schema": {"type": "string"}},
+                            {"name": "session", "in": "cookie", "schema": {"type": "string"}}
+                        ],
+                        "responses": {"200": {"$ref": "#/components/responses/Pet"}}
+                    },
+                    "delete": {"responses": {"204": {"description": "gone"}}},
+                    "put": {
+                        "operationId": "putPet",
+                        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}}},
+                        "responses": {"200": {"content": {"application/json": {"schema": {"type": "array"}}}}}
+                    }
+                },
+                "/pets": {
+                    "post": {
+                        "operationId": "upload",
+                        "requestBody": {"content": {"multipart/form-data": {}}},
+                        "responses": {}
+                    },
+                    "get": {
+                        "operationId": "listPets",
+                        "security": [{"oauth": []}],
+                        "parameters": [{"name": "Host", "in": "header", "required": true, "schema": {"type": "string"}}],
+                        "responses": {}
+                    },
+                    "patch": {
+                        "operationId": "signed",
+                        "security": [{"oauth": []}, {"openid": []}],
+                        "responses": {}
+                    }
+                }
+            },
+            "components": {
+                "schemas": {"Pet": {"type": "object", "properties": {"name": {"type": "string"}, "tag": {"type": "string", "nullable": true}}}},
+                "responses": {"Pet": {"description": "a pet", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}}}},
+                "securitySchemes": {
+                    "key": {"type": "apiKey", "in": "header", "name": "X-Key"},
+                    "oauth": {"type": "oauth2", "flows": {}},
+                    "openid": {"type": "openIdConnect", "openIdConnectUrl": "https://example.com"}
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn operations_become_tools_with_their_arguments_schemas_and_hints() {
+        let mapped = map(&petstore(), &Options::default()).unwrap();
+        assert_eq!(mapped.dialect, Dialect::OpenApi30);
+        let names: Vec<_> = mapped.operations.iter().map(|o| (o.name.as_str(), o.method.as_str())).collect();
+        assert_eq!(names, [("getPet", "GET"), ("putPet", "PUT"), ("delete_/pets/{id}", "DELETE")]);
+        let get = &mapped.operations[0];
+        assert_eq!(get.summary.as_deref(), Some("One pet"));
+        assert_eq!(
+            get.input_schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "id_in_query": {"type": ["string", "null"], "description": "a query id"},
+                    "fields": {"type": "array", "items": {"type": "string"}},
+                    "X-Trace": {"type": "string"}
+                },
+                "additionalProperties": false,
+                "required": ["id"],
+                "$defs": {"Pet": {"type": "object", "properties": {"name": {"type": "string"}, "tag": {"type": ["string", "null"]}}}}
+            })
+        );
+        assert_eq!(get.output_schema, Some(json!({"$ref": "#/$defs/Pet"})));
+        let arguments: Vec<_> =
+            get.parameters.iter().map(|p| (p.argument.as_str(), p.location, p.style, p.explode)).collect();
+        assert_eq!(
+            arguments,
+            [
+                ("id", Location::Path, Style::Simple, false),
+                ("id_in_query", Location::Query, Style::Form, true),
+                ("fields", Location::Query, Style::PipeDelimited, false),
+                ("X-Trace", Location::Header, Style::Simple, false),
+            ]
+        );
+        assert_eq!(get.left_out, ["cookie parameter \"session\": Bondry never sends it"]);
+        assert_eq!(get.annotations, Annotations { read_only: Some(true), ..Annotations::default() });
+        let put = &mapped.operations[1];
+        assert_eq!(put.body, Some(true));
+        assert_eq!(put.input_schema["required"], json!(["id", "body"]));
+        assert_eq!(put.input_schema["properties"]["body"], json!({"$ref": "#/$defs/Pet"}));
+        assert_eq!(put.output_schema, None, "an array root is no output schema");
+        assert_eq!(put.annotations, Annotations { idempotent: Some(true), ..Annotations::default() });
+        let delete = &mapped.operations[2];
+        assert_eq!(
+            delete.annotations,
+            Annotations { destructive: Some(true), idempotent: Some(true), ..Annotations::default() }
+        );
+    }
+
+    #[test]
+    fn operations_that_cannot_be_served_are_listed_with_why() {
+        let mapped = map(&petstore(), &Options::default()).unwrap();
+        let skipped: Vec<_> = mapped.skipped.iter().map(|s| format!("{}: {}", s.operation, s.why)).collect();
+        assert_eq!(
+            skipped,
+            [
+                "GET /pets (listPets): it accepts only OAuth 2 or OpenID Connect, which Bondry does not sign in with here",
+                "POST /pets (upload): its request body is multipart/form-data, not JSON",
+                "PATCH /pets (signed): it accepts only OAuth 2 or OpenID Connect, which Bondry does not sign in with here",
+            ]
+        );
+    }
+
+    #[test]
+    fn globs_pick_operations_and_what_bondry_sends_is_no_argument() {
+        let options = Options {
+            include: vec![NameGlob::new("*Pet")],
+            exclude: vec![NameGlob::new("put*")],
+            sent_headers: vec!["x-trace".into()],
+            sent_query: Some("fields".into()),
+        };
+        let mapped = map(&petstore(), &options).unwrap();
+        assert_eq!(mapped.operations.len(), 1);
+        assert_eq!(
+            mapped.operations[0].left_out,
+            [
+                "query parameter \"fields\": Bondry sends it (auth)",
+                "header parameter \"X-Trace\": Bondry sends it",
+                "cookie parameter \"session\": Bondry never sends it",
+            ]
+        );
+        assert!(mapped.skipped.is_empty(), "excluded operations are not skipped ones");
+    }
+
+    #[test]
+    fn a_document_bondry_does_not_read_says_why() {
+        assert_eq!(
+            map(&json!({"swagger": "2.0"}), &Options::default()).unwrap_err(),
+            "the document has no \"openapi\" version: is it an OpenAPI document?"
+        );
+        assert_eq!(
+            map(&json!({"openapi": "3.2.0"}), &Options::default()).unwrap_err(),
+            "openapi \"3.2.0\": Bondry reads OpenAPI 3.0.x and 3.1.x documents"
+        );
+        let remote = json!({"openapi": "3.1.0", "paths": {"/a": {"$ref": "https://example.com/a.json"}}});
+        assert_eq!(
+            map(&remote, &Options::default()).unwrap_err(),
+            "$ref \"https://example.com/a.json\" at #/paths/~1a: only references into the same document (\"#/...\") are followed"
+        );
+        let required_host = json!({"openapi": "3.1.0", "paths": {"/a": {"get": {"parameters": [{"name": "Authorization", "in": "header", "required": true}]}}}});
+        let mapped = map(&required_host, &Options::default()).unwrap();
+        assert_eq!(mapped.skipped[0].why, "its required header parameter \"Authorization\" is one Bondry never sends");
+    }
+}
