@@ -386,10 +386,7 @@ fn json_schema(content: Option<&Value>) -> Result<Option<&Value>, String> {
     let Some(content) = content.and_then(Value::as_object).filter(|content| !content.is_empty()) else {
         return Ok(None);
     };
-    let json = content.iter().find(|(media, _)| {
-        let essence = media.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-        essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
-    });
+    let json = content.iter().find(|(media, _)| super::answer::is_json(Some(media)));
     match json {
         Some((_, media)) => Ok(media.get("schema")),
         None => Err(content.keys().map(String::as_str).collect::<Vec<_>>().join(", ")),

@@ -1,8 +1,9 @@
 //! A REST API described by an OpenAPI document, served as tools: the document read
 //! ([`document`]), its references checked ([`refs`]), its schemas in 2020-12 ([`schema`]),
-//! its operations mapped to tools ([`mapping`]), and a tool's arguments
-//! written as its operation's request ([`request`]).
+//! its operations mapped to tools ([`mapping`]), a tool's arguments
+//! written as its operation's request ([`request`]), and the answer read back ([`answer`]).
 
+pub mod answer;
 pub mod document;
 pub mod mapping;
 pub mod refs;

@@ -1,0 +1,197 @@
+//! An operation's HTTP answer as a tool's: a 2xx JSON body as structured content and its
+//! text, another 2xx body as text, a 4xx as the tool error `http_<status>` quoting the
+//! body's first 4 KiB (with the configured secret, as sent or percent-encoded, replaced
+//! by `[redacted]`), a 5xx as `backend_unavailable`, anything else `backend_invalid`.
+
+use bondry_core::handler::{Answer, ContentBlock};
+use serde::de::DeserializeSeed;
+use serde_json::Value;
+
+use crate::failure::Failure;
+
+/// How much of a refusal's body the caller is shown.
+pub const QUOTED_BYTES: usize = 4096;
+
+/// What replaces the secret in a quoted body.
+const REDACTED: &str = "[redacted]";
+
+/// What an answer was, beside the tool's answer: whether a 2xx JSON body failed the
+/// operation's output schema (and so was answered as text alone).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Read {
+    pub answer: Answer,
+    pub violated_output_schema: bool,
+}
+
+/// Reads an answer of `status` with `content_type` and `body`. `conforms` tells whether
+/// a value meets the operation's output schema (`None`: it has none); `secret` is what
+/// `auth` sent, never to be quoted back.
+pub fn read(
+    status: u16,
+    content_type: Option<&str>,
+    body: &[u8],
+    conforms: Option<&dyn Fn(&Value) -> bool>,
+    secret: Option<&str>,
+) -> Result<Read, Failure> {
+    let text = |body: &[u8]| -> Result<String, Failure> {
+        String::from_utf8(body.to_vec())
+            .map_err(|_| Failure::Invalid(format!("a {status} body that is not UTF-8 text")))
+    };
+    match status {
+        200..=299 => {}
+        400..=499 => {
+            let quoted = redacted(&String::from_utf8_lossy(cut(body, QUOTED_BYTES)), secret);
+            let content = (!quoted.is_empty()).then(|| vec![ContentBlock::Text { text: quoted }]);
+            // Too many requests, or a timeout at the service's door: worth trying again.
+            let retryable = matches!(status, 408 | 429);
+            let answer = Answer::ToolError { code: format!("http_{status}"), retryable, content, detail: None };
+            return Ok(Read { answer, violated_output_schema: false });
+        }
+        500..=599 => return Err(Failure::Unavailable(format!("status {status}"))),
+        other => return Err(Failure::Invalid(format!("status {other}"))),
+    }
+    let text = text(body)?;
+    let plain = |text: String| Answer::Content {
+        blocks: if text.is_empty() { Vec::new() } else { vec![ContentBlock::Text { text }] },
+        structured: None,
+    };
+    if !is_json(content_type) {
+        return Ok(Read { answer: plain(text), violated_output_schema: false });
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(&text);
+    let value = bondry_core::unique::UniqueKeys
+        .deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value))
+        .map_err(|error| Failure::Invalid(format!("a JSON body that cannot be read: {error}")))?;
+    let (structured, violated) = match conforms {
+        Some(conforms) if !conforms(&value) => (None, true),
+        // Structured content is an object; an array or a scalar travels as text alone.
+        _ => (value.is_object().then_some(value), false),
+    };
+    let answer = Answer::Content { blocks: vec![ContentBlock::Text { text }], structured };
+    Ok(Read { answer, violated_output_schema: violated })
+}
+
+/// Whether a content type is JSON: `application/json`, or `application/…+json`.
+pub fn is_json(content_type: Option<&str>) -> bool {
+    let essence = content_type.and_then(|value| value.split(';').next()).unwrap_or_default().trim();
+    let essence = essence.to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// At most `limit` bytes of `body`, cut at a character's start when it is UTF-8.
+fn cut(body: &[u8], limit: usize) -> &[u8] {
+    if body.len() <= limit {
+        return body;
+    }
+    let mut end = limit;
+    // Back to the start of the character the limit falls in (at most 3 bytes back).
+    while end > limit.saturating_sub(3) && body.get(end).is_some_and(|byte| byte & 0xC0 == 0x80) {
+        end -= 1;
+    }
+    &body[..end]
+}
+
+/// `text` with `secret` (as sent, and percent-encoded as a query carries it) replaced.
+fn redacted(text: &str, secret: Option<&str>) -> String {
+    let Some(secret) = secret.filter(|secret| !secret.is_empty()) else { return text.to_owned() };
+    let encoded = percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC).to_string();
+    text.replace(secret, REDACTED).replace(&encoded, REDACTED)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn answer(
+        status: u16,
+        content_type: &str,
+        body: &str,
+        conforms: Option<&dyn Fn(&Value) -> bool>,
+    ) -> Result<Read, Failure> {
+        read(status, Some(content_type), body.as_bytes(), conforms, Some("s3cr3t/+"))
+    }
+
+    #[test]
+    fn a_2xx_json_body_is_structured_content_and_its_text() {
+        let read = answer(200, "application/json; charset=utf-8", r#"{"id": 7}"#, None).unwrap();
+        assert_eq!(
+            read.answer,
+            Answer::Content {
+                blocks: vec![ContentBlock::Text { text: r#"{"id": 7}"#.into() }],
+                structured: Some(json!({"id": 7}))
+            }
+        );
+        let array = answer(201, "application/problem+json", "[1]", None).unwrap();
+        assert_eq!(
+            array.answer,
+            Answer::Content { blocks: vec![ContentBlock::Text { text: "[1]".into() }], structured: None }
+        );
+        let plain = answer(200, "text/plain", "ok", None).unwrap();
+        assert_eq!(
+            plain.answer,
+            Answer::Content { blocks: vec![ContentBlock::Text { text: "ok".into() }], structured: None }
+        );
+        assert_eq!(
+            answer(204, "text/plain", "", None).unwrap().answer,
+            Answer::Content { blocks: vec![], structured: None }
+        );
+    }
+
+    #[test]
+    fn a_body_that_fails_the_output_schema_is_text_alone_and_says_so() {
+        let never: &dyn Fn(&Value) -> bool = &|_| false;
+        let read = answer(200, "application/json", r#"{"id": "x"}"#, Some(never)).unwrap();
+        assert!(read.violated_output_schema);
+        assert_eq!(
+            read.answer,
+            Answer::Content { blocks: vec![ContentBlock::Text { text: r#"{"id": "x"}"#.into() }], structured: None }
+        );
+    }
+
+    #[test]
+    fn a_4xx_is_a_tool_error_quoting_the_body_without_the_secret() {
+        let read =
+            answer(404, "application/json", r#"{"error": "no pet for key s3cr3t/+ (s3cr3t%2F%2B)"}"#, None).unwrap();
+        assert_eq!(
+            read.answer,
+            Answer::ToolError {
+                code: "http_404".into(),
+                retryable: false,
+                content: Some(vec![ContentBlock::Text {
+                    text: r#"{"error": "no pet for key [redacted] ([redacted])"}"#.into()
+                }]),
+                detail: None
+            }
+        );
+        let long = format!("{}é{}", "a".repeat(QUOTED_BYTES - 1), "b".repeat(100));
+        let Answer::ToolError { content: Some(blocks), retryable: true, .. } =
+            answer(429, "text/plain", &long, None).unwrap().answer
+        else {
+            panic!("a retryable tool error")
+        };
+        assert_eq!(
+            blocks,
+            [ContentBlock::Text { text: "a".repeat(QUOTED_BYTES - 1) }],
+            "cut before the character the limit splits"
+        );
+    }
+
+    #[test]
+    fn other_statuses_and_unreadable_bodies_fail_with_codes_only() {
+        assert_eq!(answer(503, "text/plain", "down", None), Err(Failure::Unavailable("status 503".into())));
+        assert_eq!(answer(302, "text/plain", "", None), Err(Failure::Invalid("status 302".into())));
+        assert_eq!(
+            answer(200, "application/json", r#"{"a": 1, "a": 2}"#, None),
+            Err(Failure::Invalid(
+                "a JSON body that cannot be read: the key \"a\" is repeated at line 1 column 12".into()
+            ))
+        );
+        assert_eq!(
+            read(200, None, b"\xff", None, None),
+            Err(Failure::Invalid("a 200 body that is not UTF-8 text".into()))
+        );
+    }
+}
