@@ -6,8 +6,13 @@
 //! - [`procedure`]: the wire contract between Bondry and a service (the request body,
 //!   the answers and their failures, and the signature that proves a request is Bondry's).
 //! - [`openapi`]: a REST API's OpenAPI document, read and turned into tools.
-//! - [`failure`]: how a call to either fails, and what its caller is told.
+//! - [`exchange`]: one request to a service and its whole answer, bounded; [`failure`]:
+//!   how a call to either fails, and what its caller is told.
 
+pub mod exchange;
 pub mod failure;
 pub mod openapi;
 pub mod procedure;
+
+#[cfg(test)]
+mod testing;

@@ -136,32 +136,10 @@ impl Inner {
                 .map_err(|_| Failure::Invalid("the signature is not a header value".into()))?;
             post.headers_mut().insert(HeaderName::from_static(signing::HEADER), value);
         }
-        let mut response = timeout_at(deadline, self.client.send(post))
-            .await
-            .map_err(|_| Failure::Unavailable("timed out before an answer began".into()))?
-            .map_err(|failure| Failure::Unavailable(failure.to_string()))?;
-        let status = response.status().as_u16();
-        let content_type =
-            response.headers().get(CONTENT_TYPE).and_then(|value| value.to_str().ok()).map(str::to_owned);
-        let mut read = Vec::new();
-        loop {
-            let chunk = timeout_at(deadline, bondry_outbound::chunk(response.body_mut()))
-                .await
-                .map_err(|_| Failure::Unavailable("timed out while the answer arrived".into()))?
-                .map_err(|failure| Failure::Unavailable(failure.to_string()))?;
-            let Some(chunk) = chunk else { break };
-            if read.len() + chunk.len() > spec.max_response_bytes {
-                // Dropping the response drops its connection: nothing more is read.
-                return Err(Failure::Invalid(format!(
-                    "an answer over {} bytes (max_response_bytes)",
-                    spec.max_response_bytes
-                )));
-            }
-            read.extend_from_slice(&chunk);
-        }
+        let answered = crate::exchange::send(&self.client, post, deadline, spec.max_response_bytes).await?;
         let asking =
             Asking { declared: &request.client_capabilities, allow_url_elicitation: spec.allow_url_elicitation };
-        answer::read(status, content_type.as_deref(), &read, spec.kind, asking)
+        answer::read(answered.status, answered.content_type.as_deref(), &answered.body, spec.kind, asking)
     }
 }
 
@@ -187,7 +165,7 @@ mod tests {
 
     use super::*;
     use crate::procedure::answer::code;
-    use crate::procedure::testing::request;
+    use crate::testing::request;
 
     const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
 

@@ -9,6 +9,3 @@ pub mod signing;
 pub use answer::{Failure, read};
 pub use call::{Procedure, ProcedureSpec};
 pub use request::body;
-
-#[cfg(test)]
-mod testing;

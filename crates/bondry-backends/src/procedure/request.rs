@@ -110,7 +110,7 @@ mod tests {
     fn body(request: &HandlerRequest, kind: CapabilityKind, request_id: &str, disclose_principal: bool) -> Value {
         serde_json::from_slice(&super::body(request, kind, request_id, disclose_principal)).unwrap()
     }
-    use crate::procedure::testing::request;
+    use crate::testing::request;
 
     #[test]
     fn the_body_names_the_call_and_discloses_the_principal_only_when_asked() {

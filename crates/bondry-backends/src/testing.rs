@@ -1,4 +1,4 @@
-//! What the tests of procedures call with: a request as the pipeline makes one, from a
+//! What the tests of the backends' handlers call with: a request as the pipeline makes one, from a
 //! runtime that neither cancels nor listens (`Quiet`).
 
 use std::sync::Arc;
