@@ -1,8 +1,11 @@
-//! A REST API described by an OpenAPI document, served as tools: the document read
-//! ([`document`]), its references checked ([`refs`]), its schemas in 2020-12 ([`schema`]),
-//! its operations mapped to tools ([`mapping`]), a tool's arguments
-//! written as its operation's request ([`request`]), and the answer read back ([`answer`]); [`call`] is the
-//! handler that does it all for one operation.
+//! A REST API described by an OpenAPI document, served as tools:
+//!
+//! - [`document`] reads the document, [`refs`] checks its references, [`schema`] turns its
+//!   schemas into 2020-12;
+//! - [`mapping`] decides which operations become tools and with which arguments, and
+//!   [`tools`] names, describes and bounds them in the realm;
+//! - [`call`] is an operation's handler: [`request`] writes the arguments as its request,
+//!   [`answer`] reads the service's answer back.
 
 pub mod answer;
 pub mod call;
@@ -11,3 +14,4 @@ pub mod mapping;
 pub mod refs;
 pub mod request;
 pub mod schema;
+pub mod tools;
