@@ -1,7 +1,8 @@
 //! An operation's HTTP answer as a tool's: a 2xx JSON body as structured content and its
 //! text, another 2xx body as text, a 4xx as the tool error `http_<status>` quoting the
-//! body's first 4 KiB (with the configured secret, as sent or percent-encoded, replaced
-//! by `[redacted]`), a 5xx as `backend_unavailable`, anything else `backend_invalid`.
+//! body's first 4 KiB (every form of every secret Bondry sent replaced by `[redacted]`
+//! first, so that no cut can leave part of one), a 5xx as `backend_unavailable`,
+//! anything else `backend_invalid`.
 
 use bondry_core::handler::{Answer, ContentBlock};
 use serde::de::DeserializeSeed;
@@ -24,14 +25,14 @@ pub struct Read {
 }
 
 /// Reads an answer of `status` with `content_type` and `body`. `conforms` tells whether
-/// a value meets the operation's output schema (`None`: it has none); `secret` is what
-/// `auth` sent, never to be quoted back.
+/// a value meets the operation's output schema (`None`: it has none); `secrets` are the
+/// forms of what Bondry sent of its own (see [`secret_forms`]), never to be quoted back.
 pub fn read(
     status: u16,
     content_type: Option<&str>,
     body: &[u8],
     conforms: Option<&dyn Fn(&Value) -> bool>,
-    secret: Option<&str>,
+    secrets: &[String],
 ) -> Result<Read, Failure> {
     let text = |body: &[u8]| -> Result<String, Failure> {
         String::from_utf8(body.to_vec())
@@ -40,7 +41,8 @@ pub fn read(
     match status {
         200..=299 => {}
         400..=499 => {
-            let quoted = redacted(&String::from_utf8_lossy(cut(body, QUOTED_BYTES)), secret);
+            let whole = redacted(&String::from_utf8_lossy(body), secrets);
+            let quoted = String::from_utf8_lossy(cut(whole.as_bytes(), QUOTED_BYTES)).into_owned();
             let content = (!quoted.is_empty()).then(|| vec![ContentBlock::Text { text: quoted }]);
             // Too many requests, or a timeout at the service's door: worth trying again.
             let retryable = matches!(status, 408 | 429);
@@ -92,11 +94,46 @@ fn cut(body: &[u8], limit: usize) -> &[u8] {
     &body[..end]
 }
 
-/// `text` with `secret` (as sent, and percent-encoded as a query carries it) replaced.
-fn redacted(text: &str, secret: Option<&str>) -> String {
-    let Some(secret) = secret.filter(|secret| !secret.is_empty()) else { return text.to_owned() };
+/// The forms a secret can be echoed back in: as sent, percent-encoded (either case of
+/// hex), and escaped in a JSON string (`/` escaped or not). Longest first, so that a
+/// form inside another is replaced only where the longer is not.
+pub fn secret_forms(secret: &str) -> Vec<String> {
+    if secret.is_empty() {
+        return Vec::new();
+    }
     let encoded = percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC).to_string();
-    text.replace(secret, REDACTED).replace(&encoded, REDACTED)
+    let lower = lowercase_escapes(&encoded);
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    let json = json.get(1..json.len().saturating_sub(1)).unwrap_or_default().to_owned();
+    let mut forms = vec![secret.to_owned(), encoded, lower, json.replace('/', "\\/"), json];
+    forms.sort_unstable();
+    forms.dedup();
+    forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
+    forms
+}
+
+/// `%2F` as `%2f`: the hex digits of percent-escapes in lowercase.
+fn lowercase_escapes(encoded: &str) -> String {
+    let mut out = String::with_capacity(encoded.len());
+    let mut digits = 0;
+    for c in encoded.chars() {
+        if c == '%' {
+            digits = 2;
+            out.push(c);
+        } else if digits > 0 {
+            digits -= 1;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` with every form in `secrets` replaced.
+fn redacted(text: &str, secrets: &[String]) -> String {
+    let forms = secrets.iter().filter(|form| !form.is_empty());
+    forms.fold(text.to_owned(), |text, form| text.replace(form.as_str(), REDACTED))
 }
 
 #[cfg(test)]
@@ -111,7 +148,7 @@ mod tests {
         body: &str,
         conforms: Option<&dyn Fn(&Value) -> bool>,
     ) -> Result<Read, Failure> {
-        read(status, Some(content_type), body.as_bytes(), conforms, Some("s3cr3t/+"))
+        read(status, Some(content_type), body.as_bytes(), conforms, &secret_forms("s3cr3t/+\""))
     }
 
     #[test]
@@ -153,15 +190,15 @@ mod tests {
 
     #[test]
     fn a_4xx_is_a_tool_error_quoting_the_body_without_the_secret() {
-        let read =
-            answer(404, "application/json", r#"{"error": "no pet for key s3cr3t/+ (s3cr3t%2F%2B)"}"#, None).unwrap();
+        let echoed = r#"no pet for key s3cr3t/+" (s3cr3t%2F%2B%22, s3cr3t%2f%2b%22, "s3cr3t\/+\"", "s3cr3t/+\"")"#;
+        let read = answer(404, "text/plain", echoed, None).unwrap();
         assert_eq!(
             read.answer,
             Answer::ToolError {
                 code: "http_404".into(),
                 retryable: false,
                 content: Some(vec![ContentBlock::Text {
-                    text: r#"{"error": "no pet for key [redacted] ([redacted])"}"#.into()
+                    text: r#"no pet for key [redacted] ([redacted], [redacted], "[redacted]", "[redacted]")"#.into()
                 }]),
                 detail: None
             }
@@ -177,6 +214,14 @@ mod tests {
             [ContentBlock::Text { text: "a".repeat(QUOTED_BYTES - 1) }],
             "cut before the character the limit splits"
         );
+        let straddling = format!("{}s3cr3t/+\"", "a".repeat(QUOTED_BYTES - 4));
+        let Answer::ToolError { content: Some(blocks), .. } =
+            answer(400, "text/plain", &straddling, None).unwrap().answer
+        else {
+            panic!("a tool error")
+        };
+        let cut = format!("{}[red", "a".repeat(QUOTED_BYTES - 4));
+        assert_eq!(blocks, [ContentBlock::Text { text: cut }], "no part of the secret");
     }
 
     #[test]
@@ -190,7 +235,7 @@ mod tests {
             ))
         );
         assert_eq!(
-            read(200, None, b"\xff", None, None),
+            read(200, None, b"\xff", None, &[]),
             Err(Failure::Invalid("a 200 body that is not UTF-8 text".into()))
         );
     }

@@ -43,10 +43,16 @@ pub enum Auth {
 }
 
 impl Auth {
-    fn secret(&self) -> &str {
+    /// What is sent of the secret: itself, or (basic) its base64.
+    fn sent(&self) -> Vec<String> {
         match self {
-            Self::Bearer(secret) | Self::Basic(secret) => secret,
-            Self::HeaderKey { secret, .. } | Self::QueryKey { secret, .. } => secret,
+            Self::Bearer(secret) | Self::HeaderKey { secret, .. } | Self::QueryKey { secret, .. } => {
+                vec![secret.clone()]
+            }
+            Self::Basic(secret) => {
+                use base64::Engine as _;
+                vec![secret.clone(), base64::engine::general_purpose::STANDARD.encode(secret)]
+            }
         }
     }
 }
@@ -84,6 +90,8 @@ pub struct Api {
     client: bondry_outbound::Client,
     slots: Semaphore,
     headers: HeaderMap,
+    /// Every form of every secret sent (`auth`'s, `headers_from`'s), never quoted back.
+    secrets: Vec<String>,
     /// The operations whose answers failed their output schema, each logged once.
     violations: Mutex<HashSet<String>>,
 }
@@ -104,7 +112,10 @@ impl Api {
             Some(Auth::QueryKey { .. }) | None => None,
         };
         let slots = Semaphore::new(spec.max_concurrent_calls);
-        Ok(Arc::new(Self { spec, client, slots, headers, violations: Mutex::default() }))
+        let sent = spec.auth.iter().flat_map(Auth::sent);
+        let from_environment = spec.headers.iter().filter_map(|(_, value)| value.to_str().ok().map(str::to_owned));
+        let secrets = sent.chain(from_environment).flat_map(|secret| answer::secret_forms(&secret)).collect();
+        Ok(Arc::new(Self { spec, client, slots, headers, secrets, violations: Mutex::default() }))
     }
 
     /// The URL of a built request: the base URL's path, the operation's, the query and,
@@ -186,7 +197,11 @@ async fn run(
 ) -> Result<Answer, Failure> {
     let deadline = Instant::now() + api.spec.timeout;
     let arguments = request.arguments.as_object().cloned().unwrap_or_default();
-    let built = match request::build(operation, &arguments) {
+    let sent_query = match &api.spec.auth {
+        Some(Auth::QueryKey { name, .. }) => Some(name.as_str()),
+        _ => None,
+    };
+    let built = match request::build(operation, &arguments, sent_query) {
         Ok(built) => built,
         // The caller's to mend, in Bondry's own words: nothing was sent.
         Err(why) => {
@@ -199,7 +214,11 @@ async fn run(
         .map_err(|_| Failure::Unavailable("no free slot within the timeout (max_concurrent_calls)".into()))?
         .map_err(|_| Failure::Unavailable("closed".into()))?;
     let url = api.url(&built);
-    let target = bondry_outbound::Target::new(&url).map_err(Failure::Invalid)?;
+    // Its error would quote the URL, and with it a query key: said without it.
+    let Ok(target) = bondry_outbound::Target::new(&url) else {
+        let content = Some(vec![ContentBlock::Text { text: "the request's URL cannot be sent (too long?)".into() }]);
+        return Ok(Answer::ToolError { code: INVALID_ARGUMENTS.into(), retryable: false, content, detail: None });
+    };
     let method = Method::from_bytes(operation.method.as_bytes()).map_err(|_| Failure::Invalid("a method".into()))?;
     let body = built.body.map(Bytes::from).unwrap_or_default();
     let has_body = !body.is_empty();
@@ -220,8 +239,7 @@ async fn run(
     let answered = answered?;
     let conforms = output.map(|schema| move |value: &Value| schema.validate(value).is_ok());
     let conforms = conforms.as_ref().map(|check| check as &dyn Fn(&Value) -> bool);
-    let secret = api.spec.auth.as_ref().map(Auth::secret);
-    let read = answer::read(answered.status, answered.content_type.as_deref(), &answered.body, conforms, secret)?;
+    let read = answer::read(answered.status, answered.content_type.as_deref(), &answered.body, conforms, &api.secrets)?;
     if read.violated_output_schema {
         let key = format!("{} {}", operation.method, operation.path);
         let first = api.violations.lock().unwrap_or_else(|poison| poison.into_inner()).insert(key);
@@ -260,7 +278,8 @@ mod tests {
             let trace = headers.get("x-trace").map(|v| v.to_str().unwrap().to_owned());
             match id.as_str() {
                 "404" => (StatusCode::NOT_FOUND, format!("no pet; you sent {query}")).into_response(),
-                "500" => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+                "500" => (StatusCode::INTERNAL_SERVER_ERROR, "x".repeat(100_000)).into_response(),
+                "big404" => (StatusCode::NOT_FOUND, "y".repeat(100_000)).into_response(),
                 "text" => "plain".into_response(),
                 _ => {
                     let body = json!({"id": id, "query": query, "trace": trace}).to_string();
@@ -342,6 +361,10 @@ mod tests {
             call("text", None).await,
             Answer::Content { blocks: vec![ContentBlock::Text { text: "plain".into() }], structured: None }
         );
+        let Answer::ToolError { code, content: Some(blocks), .. } = call("big404", None).await else {
+            panic!("a refusal over max_response_bytes is still a refusal")
+        };
+        assert_eq!((code.as_str(), blocks), ("http_404", vec![ContentBlock::Text { text: "y".repeat(4096) }]));
         let strict = json!({"type": "object", "required": ["never"]});
         let Answer::Content { structured: None, blocks } = call("8", Some(strict)).await else {
             panic!("text alone for a body that fails the output schema")

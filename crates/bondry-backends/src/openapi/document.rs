@@ -72,6 +72,8 @@ pub fn read(bytes: &[u8]) -> Result<Value, DocumentError> {
         return Err(DocumentError::TooLarge { bytes: bytes.len() });
     }
     let text = std::str::from_utf8(bytes).map_err(|_| DocumentError::NotText)?;
+    // A byte order mark says nothing JSON or YAML reads.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     match Syntax::of(text) {
         Syntax::Json => json(text),
         Syntax::Yaml => yaml(text),
@@ -244,6 +246,7 @@ mod tests {
         assert_eq!(Syntax::of(yaml_text), Syntax::Yaml);
         let expected = json!({"openapi": "3.1.0", "paths": {"/pets": {"get": {"responses": {"200": {"description": "ok"}}}}}, "n": [1, -2, 2.5, true, null]});
         assert_eq!(read(json_text.as_bytes()).unwrap(), expected);
+        assert_eq!(read(format!("\u{feff}{json_text}").as_bytes()).unwrap(), expected, "after a byte order mark");
         assert_eq!(read(yaml_text.as_bytes()).unwrap(), expected);
     }
 

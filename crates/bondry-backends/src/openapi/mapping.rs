@@ -19,8 +19,29 @@ use super::schema::{Converter, Dialect};
 /// The operations of a path item, in the order OpenAPI lists them.
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
-/// Headers no parameter may set: the connection's own, and the cookie jar's.
-const NEVER_SENT: [&str; 5] = ["host", "content-length", "transfer-encoding", "connection", "cookie"];
+/// Headers no parameter may set: the connection's own, the hop-by-hop ones, and the
+/// cookie jar's.
+const NEVER_SENT: [&str; 12] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "cookie",
+    "upgrade",
+    "te",
+    "trailer",
+    "expect",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+];
+
+/// Header parameters OpenAPI says are ignored: the request's own media types say them.
+const IGNORED: [&str; 2] = ["accept", "content-type"];
+
+/// The most operations one document is served with: GitHub's REST description, among
+/// the largest, has 1,223.
+pub const MAX_OPERATIONS: usize = 4096;
 
 /// Where a parameter travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +149,10 @@ pub fn map(document: &Value, options: &Options) -> Result<Mapped, String> {
     let Some(paths) = document.get("paths") else { return Ok(mapped) };
     let paths = paths.as_object().ok_or("\"paths\" must be an object")?;
     for (path, item) in paths {
+        // `x-` extensions and anything else that is no path.
+        if !path.starts_with('/') {
+            continue;
+        }
         let item = followed(document, item).and_then(|item| item.as_object().ok_or("a path item must be an object"));
         let item = item.map_err(|why| format!("paths.{path:?}: {why}"))?;
         for method in METHODS {
@@ -142,6 +167,9 @@ pub fn map(document: &Value, options: &Options) -> Result<Mapped, String> {
             let wanted = options.include.is_empty() || options.include.iter().any(|glob| glob.matches(&name));
             if !wanted || options.exclude.iter().any(|glob| glob.matches(&name)) {
                 continue;
+            }
+            if mapped.operations.len() + mapped.skipped.len() >= MAX_OPERATIONS {
+                return Err(format!("the document has over {MAX_OPERATIONS} operations; serve a part with include"));
             }
             let context = Context { document, dialect, options, item };
             match context.operation(operation, name, upper, path) {
@@ -204,6 +232,11 @@ impl Context<'_> {
             }
         };
         let parameters = arguments_named(&mut described_parameters, body.is_some());
+        for variable in path.split('{').skip(1).filter_map(|rest| rest.split_once('}').map(|(name, _)| name)) {
+            if !parameters.iter().any(|p| p.location == Location::Path && p.name == variable) {
+                return Err(format!("its path names {{{variable}}}, which no path parameter fills"));
+            }
+        }
         let mut properties = Map::new();
         let mut required = Vec::new();
         for (parameter, schema) in described_parameters {
@@ -221,7 +254,7 @@ impl Context<'_> {
             }
             is_required
         });
-        let output_schema = self.output(operation, &mut converter)?;
+        let output_schema = self.output(operation)?;
         let mut input_schema = json!({"type": "object", "properties": properties, "additionalProperties": false});
         if !required.is_empty() {
             input_schema["required"] = Value::Array(required);
@@ -271,17 +304,20 @@ impl Context<'_> {
     /// The path item's parameters, then the operation's: one of the operation's replaces
     /// the path item's of the same name and location.
     fn parameters<'b>(&'b self, operation: &'b Map<String, Value>) -> Result<Vec<&'b Value>, String> {
-        let mut all: Vec<&Value> = Vec::new();
+        let mut all: Vec<Option<&Value>> = Vec::new();
+        let mut at: std::collections::HashMap<(Option<&str>, Option<&str>), usize> = std::collections::HashMap::new();
         for list in [self.item.get("parameters"), operation.get("parameters")].into_iter().flatten() {
             let list = list.as_array().ok_or("its parameters must be an array")?;
             for parameter in list {
                 let parameter = followed(self.document, parameter)?;
-                let key = |p: &Value| (p.get("name").cloned(), p.get("in").cloned());
-                all.retain(|earlier| key(earlier) != key(parameter));
-                all.push(parameter);
+                let key = (parameter.get("name").and_then(Value::as_str), parameter.get("in").and_then(Value::as_str));
+                if let Some(earlier) = at.insert(key, all.len()) {
+                    all[earlier] = None;
+                }
+                all.push(Some(parameter));
             }
         }
-        Ok(all)
+        Ok(all.into_iter().flatten().collect())
     }
 
     /// One parameter and its argument's schema; `None` when it is left out.
@@ -302,12 +338,19 @@ impl Context<'_> {
                 return Ok(None);
             }
             "query" => Location::Query,
+            "header" if IGNORED.contains(&lower.as_str()) => {
+                left_out.push(format!("header parameter {name:?}: OpenAPI ignores it"));
+                return Ok(None);
+            }
             "header" if self.options.sent_headers.contains(&lower) => {
                 left_out.push(format!("header parameter {name:?}: Bondry sends it"));
                 return Ok(None);
             }
             "header" if NEVER_SENT.contains(&lower.as_str()) || lower == "authorization" => {
                 return never_sent(format!("header parameter {name:?}"), required, left_out);
+            }
+            "header" if http::HeaderName::from_bytes(name.as_bytes()).is_err() => {
+                return Err(format!("its header parameter {name:?} is not a valid header name"));
             }
             "header" => Location::Header,
             "cookie" => return never_sent(format!("cookie parameter {name:?}"), required, left_out),
@@ -350,7 +393,9 @@ impl Context<'_> {
     }
 
     /// The schema of the first 2xx JSON answer, when its root is an object.
-    fn output(&self, operation: &Map<String, Value>, converter: &mut Converter<'_>) -> Result<Option<Value>, String> {
+    /// The schema of the first 2xx JSON answer, when its root is an object: converted
+    /// with shared schemas of its own (`$defs` beside it), its root stated an object.
+    fn output(&self, operation: &Map<String, Value>) -> Result<Option<Value>, String> {
         let Some(responses) = operation.get("responses").and_then(Value::as_object) else { return Ok(None) };
         let mut codes: Vec<&String> =
             responses.keys().filter(|code| code.len() == 3 && code.starts_with('2')).collect();
@@ -363,7 +408,14 @@ impl Context<'_> {
             if root.get("type").and_then(Value::as_str) != Some("object") {
                 return Ok(None);
             }
-            return converter.convert(schema).map(Some);
+            let mut converter = Converter::new(self.document, self.dialect);
+            let Value::Object(mut converted) = converter.convert(schema)? else { return Ok(None) };
+            // An object, never null: what a tool's output schema must be.
+            converted.insert("type".into(), json!("object"));
+            if let Some(defs) = converter.defs()? {
+                converted.insert("$defs".into(), defs);
+            }
+            return Ok(Some(Value::Object(converted)));
         }
         Ok(None)
     }
@@ -515,11 +567,12 @@ mod tests {
                     "X-Trace": {"type": "string"}
                 },
                 "additionalProperties": false,
-                "required": ["id"],
-                "$defs": {"Pet": {"type": "object", "properties": {"name": {"type": "string"}, "tag": {"type": ["string", "null"]}}}}
+                "required": ["id"]
             })
         );
-        assert_eq!(get.output_schema, Some(json!({"$ref": "#/$defs/Pet"})));
+        let pet =
+            json!({"type": "object", "properties": {"name": {"type": "string"}, "tag": {"type": ["string", "null"]}}});
+        assert_eq!(get.output_schema, Some(json!({"$ref": "#/$defs/Pet", "type": "object", "$defs": {"Pet": pet}})));
         let arguments: Vec<_> =
             get.parameters.iter().map(|p| (p.argument.as_str(), p.location, p.style, p.explode)).collect();
         assert_eq!(
@@ -579,6 +632,32 @@ mod tests {
             ]
         );
         assert!(mapped.skipped.is_empty(), "excluded operations are not skipped ones");
+    }
+
+    #[test]
+    fn headers_openapi_ignores_paths_without_their_parameters_and_extensions() {
+        let document = json!({"openapi": "3.1.0", "paths": {
+            "x-internal": true,
+            "/a": {"get": {"operationId": "a", "parameters": [
+                {"name": "Accept", "in": "header"},
+                {"name": "Upgrade", "in": "header"}
+            ]}},
+            "/b/{id}": {"get": {"operationId": "b"}},
+            "/c": {"get": {"operationId": "c", "parameters": [{"name": "X Bad", "in": "header"}]}}
+        }});
+        let mapped = map(&document, &Options::default()).unwrap();
+        assert_eq!(
+            mapped.operations[0].left_out,
+            ["header parameter \"Accept\": OpenAPI ignores it", "header parameter \"Upgrade\": Bondry never sends it",]
+        );
+        let skipped: Vec<_> = mapped.skipped.iter().map(|s| s.why.as_str()).collect();
+        assert_eq!(
+            skipped,
+            [
+                "its path names {id}, which no path parameter fills",
+                "its header parameter \"X Bad\" is not a valid header name",
+            ]
+        );
     }
 
     #[test]

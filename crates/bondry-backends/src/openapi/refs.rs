@@ -50,33 +50,66 @@ pub fn resolve<'a>(document: &'a Value, reference: &str) -> Result<&'a Value, &'
 }
 
 /// Checks every `$ref` of `document`: each must point into it; the first that does not
-/// is the error. Walks with a stack of its own: a document's depth is bounded when read,
-/// but not by this function's callers.
+/// is the error. Walks with a stack of its own (a document's depth is bounded when read,
+/// but not by this function's callers), each entry naming only its parent and its own
+/// step: where a `$ref` stands is spelt out only for the one refused.
 pub fn check(document: &Value) -> Result<(), RefError> {
-    let mut pending = vec![(document, String::new())];
-    while let Some((value, at)) = pending.pop() {
+    // (value, index of its parent's entry, its step from the parent)
+    let mut walked: Vec<(&Value, usize, Step<'_>)> = Vec::new();
+    let mut pending: Vec<(&Value, usize, Step<'_>)> = vec![(document, usize::MAX, Step::Root)];
+    // Only objects and arrays are walked: a scalar holds no `$ref`.
+    let nested = |value: &&Value| matches!(value, Value::Object(_) | Value::Array(_));
+    while let Some(entry) = pending.pop() {
+        let (value, ..) = entry;
+        let here = walked.len();
+        walked.push(entry);
         match value {
             Value::Object(members) => {
                 if let Some(Value::String(reference)) = members.get("$ref") {
                     resolve(document, reference).map_err(|why| RefError {
                         reference: reference.clone(),
-                        at: at.clone(),
+                        at: pointer(&walked, here),
                         why,
                     })?;
                 }
+                // A response named `default` is an OpenAPI object, not data.
+                let in_responses = matches!(walked[here].2, Step::Member("responses"));
                 for (name, member) in members.iter().rev() {
-                    if !DATA.contains(&name.as_str()) {
-                        pending.push((member, format!("{at}/{}", escape(name))));
+                    if nested(&member) && (!DATA.contains(&name.as_str()) || (in_responses && name == "default")) {
+                        pending.push((member, here, Step::Member(name)));
                     }
                 }
             }
             Value::Array(items) => {
-                pending.extend(items.iter().enumerate().rev().map(|(index, item)| (item, format!("{at}/{index}"))));
+                let items = items.iter().enumerate().rev().filter(|(_, item)| nested(item));
+                pending.extend(items.map(|(index, item)| (item, here, Step::Item(index))));
             }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// One step down a document.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Root,
+    Member(&'a str),
+    Item(usize),
+}
+
+/// The JSON pointer of the walked entry `at`, from its steps back to the root.
+fn pointer(walked: &[(&Value, usize, Step<'_>)], mut at: usize) -> String {
+    let mut steps = Vec::new();
+    while let Some((_, parent, step)) = walked.get(at) {
+        match step {
+            Step::Root => break,
+            Step::Member(name) => steps.push(escape(name)),
+            Step::Item(index) => steps.push(index.to_string()),
+        }
+        at = *parent;
+    }
+    steps.iter().rev().map(|step| format!("/{step}")).collect()
 }
 
 /// A pointer token as written in a URI fragment: percent-decoded, then `~1` and `~0`.
@@ -153,6 +186,13 @@ mod tests {
     #[test]
     fn a_ref_inside_data_is_text() {
         let mut document = document();
+        document["paths"]["/pets/{id}"]["get"]["responses"]["default"] = json!({"$ref": "https://example.com/r"});
+        assert_eq!(
+            check(&document).unwrap_err().at,
+            "/paths/~1pets~1{id}/get/responses/default",
+            "a response named default is no data"
+        );
+        let mut document = self::document();
         document["components"]["schemas"]["Tree"]["example"] = json!({"$ref": "https://example.com"});
         document["components"]["schemas"]["Tree"]["enum"] = json!([{"$ref": "elsewhere"}]);
         assert_eq!(check(&document), Ok(()));

@@ -31,8 +31,18 @@ pub struct Built {
 }
 
 /// Builds `operation`'s request from `arguments`, already validated against its input
-/// schema; `Err` says why a value cannot be sent as given.
-pub fn build(operation: &Operation, arguments: &Map<String, Value>) -> Result<Built, String> {
+/// schema; `Err` says why a value cannot be sent as given. `sent_query` is the query
+/// parameter Bondry adds itself (`auth`'s key), which no argument may write.
+pub fn build(operation: &Operation, arguments: &Map<String, Value>, sent_query: Option<&str>) -> Result<Built, String> {
+    // The names an exploded object's members would shadow: the operation's own query
+    // parameters, and the key.
+    let taken: Vec<&str> = operation
+        .parameters
+        .iter()
+        .filter(|parameter| parameter.location == Location::Query)
+        .map(|parameter| parameter.name.as_str())
+        .chain(sent_query)
+        .collect();
     let mut path = operation.path.clone();
     let mut query = String::new();
     let mut headers = Vec::new();
@@ -49,7 +59,7 @@ pub fn build(operation: &Operation, arguments: &Map<String, Value>) -> Result<Bu
                 let filled = path_value(parameter, value)?;
                 path = path.replace(&format!("{{{}}}", parameter.name), &filled);
             }
-            Location::Query => query_value(parameter, value, &mut query)?,
+            Location::Query => query_value(parameter, value, &taken, &mut query)?,
             Location::Header => {
                 let text = delimited(value, ",", parameter.explode, &|text| text.to_owned())?;
                 if text.chars().any(char::is_control) {
@@ -89,16 +99,18 @@ fn path_value(parameter: &Parameter, value: &Value) -> Result<String, String> {
         },
         _ => delimited(value, ",", explode, &encode)?,
     };
-    // Dots are unreserved, so they reach the service as written: a segment of one or two
-    // would climb out of the operation's path.
-    if filled.split(['/', ';', ',']).any(|segment| segment == "." || segment == "..") || filled.is_empty() {
+    // Dots are unreserved, so they reach the service as written: a piece of one or two
+    // would climb out of the operation's path, and so would one reading so once a server
+    // decodes `%2F` or `%5C` before routing: every raw piece is checked, split there too.
+    let climbs = pieces(value).iter().any(|piece| piece.split(['/', '\\']).any(|part| part == "." || part == ".."));
+    if climbs || filled.is_empty() || filled == "." || filled == ".." {
         return Err(format!("the path parameter {:?} cannot be empty, \".\" or \"..\"", parameter.argument));
     }
     Ok(filled)
 }
 
 /// Appends a query parameter by its style to `query`.
-fn query_value(parameter: &Parameter, value: &Value, query: &mut String) -> Result<(), String> {
+fn query_value(parameter: &Parameter, value: &Value, taken: &[&str], query: &mut String) -> Result<(), String> {
     let encode = |text: &str| utf8_percent_encode(text, COMPONENT).to_string();
     let name = encode(&parameter.name);
     let mut pair = |key: &str, text: &str| {
@@ -122,6 +134,10 @@ fn query_value(parameter: &Parameter, value: &Value, query: &mut String) -> Resu
             }
         }
         (Style::Form, Value::Object(members)) if parameter.explode => {
+            if let Some(key) = members.keys().find(|key| taken.contains(&key.as_str())) {
+                let argument = &parameter.argument;
+                return Err(format!("the member {key:?} of {argument:?} would be another query parameter"));
+            }
             for (key, item) in members {
                 pair(&encode(key), &encode(&scalar(item)?));
             }
@@ -150,6 +166,17 @@ fn delimited(value: &Value, separator: &str, explode: bool, encode: &dyn Fn(&str
         }
         scalar_value => encode(&scalar(scalar_value)?),
     })
+}
+
+/// A value's raw pieces as text: a scalar, an array's items, an object's keys and values.
+fn pieces(value: &Value) -> Vec<String> {
+    match value {
+        Value::Array(items) => items.iter().filter_map(|item| scalar(item).ok()).collect(),
+        Value::Object(members) => {
+            members.iter().flat_map(|(key, item)| [Some(key.clone()), scalar(item).ok()]).flatten().collect()
+        }
+        scalar_value => scalar(scalar_value).ok().into_iter().collect(),
+    }
 }
 
 /// A scalar as text: a string as itself, a number or boolean as JSON writes it.
@@ -183,7 +210,7 @@ mod tests {
     fn query(style: &str, explode: bool, value: Value) -> String {
         let parameters = json!([{"name": "color", "in": "query", "style": style, "explode": explode}]);
         let arguments = Map::from_iter([("color".to_owned(), value)]);
-        build(&operation("/p", parameters, false), &arguments).unwrap().query
+        build(&operation("/p", parameters, false), &arguments, None).unwrap().query
     }
 
     #[test]
@@ -213,11 +240,24 @@ mod tests {
     }
 
     #[test]
+    fn an_exploded_object_never_writes_another_query_parameter() {
+        let parameters = json!([{"name": "filter", "in": "query", "style": "form", "explode": true}, {"name": "page", "in": "query"}]);
+        let operation = operation("/p", parameters, false);
+        for shadow in ["key", "page"] {
+            let arguments = Map::from_iter([("filter".to_owned(), json!({shadow: "x"}))]);
+            assert_eq!(
+                build(&operation, &arguments, Some("key")),
+                Err(format!("the member {shadow:?} of \"filter\" would be another query parameter"))
+            );
+        }
+    }
+
+    #[test]
     fn path_parameters_are_filled_encoded_and_never_climb() {
         let path = |style: &str, explode: bool, value: Value| {
             let parameters = json!([{"name": "id", "in": "path", "style": style, "explode": explode}]);
             let arguments = Map::from_iter([("id".to_owned(), value)]);
-            build(&operation("/pets/{id}/tags", parameters, false), &arguments).map(|built| built.path)
+            build(&operation("/pets/{id}/tags", parameters, false), &arguments, None).map(|built| built.path)
         };
         assert_eq!(path("simple", false, json!(5)), Ok("/pets/5/tags".into()));
         assert_eq!(path("simple", false, json!("a/b?c#d%")), Ok("/pets/a%2Fb%3Fc%23d%25/tags".into()));
@@ -230,7 +270,15 @@ mod tests {
         assert_eq!(path("label", true, json!([3, 4])), Ok("/pets/.3.4/tags".into()));
         assert_eq!(path("matrix", false, json!(5)), Ok("/pets/;id=5/tags".into()));
         assert_eq!(path("matrix", true, json!([3, 4])), Ok("/pets/;id=3;id=4/tags".into()));
-        for climbing in [json!(".."), json!("."), json!(""), json!(["a", ".."])] {
+        for climbing in [
+            json!(".."),
+            json!("."),
+            json!(""),
+            json!(["a", ".."]),
+            json!("../../admin"),
+            json!("..\\x"),
+            json!({"..": "a"}),
+        ] {
             assert_eq!(
                 path("simple", false, climbing.clone()),
                 Err("the path parameter \"id\" cannot be empty, \".\" or \"..\"".into()),
@@ -250,13 +298,13 @@ mod tests {
         let operation = operation("/p", parameters, true);
         let arguments =
             Map::from_iter([("X-Ids".to_owned(), json!([1, 2])), ("body".to_owned(), json!({"name": "Rex"}))]);
-        let built = build(&operation, &arguments).unwrap();
+        let built = build(&operation, &arguments, None).unwrap();
         assert_eq!(built.headers, [("X-Ids".to_owned(), "1,2".to_owned())]);
         assert_eq!(built.body.as_deref(), Some(br#"{"name":"Rex"}"#.as_slice()));
         assert_eq!(built.query, "");
         let arguments = Map::from_iter([("X-Bad".to_owned(), json!("a\r\nInjected: 1"))]);
         assert_eq!(
-            build(&operation, &arguments),
+            build(&operation, &arguments, None),
             Err("the header parameter \"X-Bad\" holds a control character".into())
         );
     }

@@ -58,7 +58,11 @@ impl<'a> Converter<'a> {
             Value::Object(members) => self.object(members),
             // `true` and `false` are schemas in 2020-12 (and in 3.1).
             Value::Bool(_) => Ok(schema.clone()),
-            other => Err(format!("a schema must be an object, not {other}")),
+            other => {
+                let shown = other.to_string();
+                let shown: String = shown.chars().take(64).collect();
+                Err(format!("a schema must be an object, not {shown}"))
+            }
         }
     }
 
@@ -68,13 +72,15 @@ impl<'a> Converter<'a> {
         let mut defs = Map::new();
         let mut done = BTreeSet::new();
         // Converting a shared schema can refer to more: until none is left undone.
-        while let Some(name) = self.referred.difference(&done).next().cloned() {
+        while let Some(name) = self.referred.pop_first() {
+            if !done.insert(name.clone()) {
+                continue;
+            }
             let reference = format!("{COMPONENTS}{}", refs::escape(&name));
             let schema =
                 refs::resolve(self.document, &reference).map_err(|why| format!("$ref {reference:?}: {why}"))?;
             let converted = self.convert(schema)?;
-            defs.insert(name.clone(), converted);
-            done.insert(name);
+            defs.insert(name, converted);
         }
         Ok((!defs.is_empty()).then_some(Value::Object(defs)))
     }

@@ -111,7 +111,13 @@ mod tests {
     #[test]
     fn operations_are_named_described_and_bound() {
         let paths = json!({
-            "/pets/{id}": {"get": {"operationId": "get pet", "summary": "One pet", "description": "By its id.", "responses": {}}},
+            "/pets/{id}": {"get": {
+                "operationId": "get pet",
+                "summary": "One pet",
+                "description": "By its id.",
+                "parameters": [{"name": "id", "in": "path", "required": true}],
+                "responses": {}
+            }},
             "/pets": {"post": {"summary": "Add", "responses": {}}}
         });
         let mut names = Names::of_realm(["pets.get_pet"], []);
