@@ -59,7 +59,7 @@ impl Syntax {
     /// JSON when the text's first visible character opens an object (a JSON document is
     /// also YAML, but `serde_json` reads it many times faster), else YAML.
     pub fn of(text: &str) -> Self {
-        match text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']).starts_with('{') {
+        match text.trim_start_matches([' ', '\t', '\r', '\n']).starts_with('{') {
             true => Self::Json,
             false => Self::Yaml,
         }

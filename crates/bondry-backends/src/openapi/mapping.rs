@@ -9,6 +9,8 @@
 //! `Cookie`, `Authorization` unless `auth` sends it) is left out when optional and makes
 //! the operation unservable when required.
 
+use std::collections::HashMap;
+
 use bondry_catalogue::glob::NameGlob;
 use bondry_core::capability::Annotations;
 use serde_json::{Map, Value, json};
@@ -231,14 +233,15 @@ impl Context<'_> {
                 Some((is_required, described(schema, body.get("description"))))
             }
         };
-        let parameters = arguments_named(&mut described_parameters, body.is_some());
+        arguments_named(&mut described_parameters, body.is_some());
         for variable in path.split('{').skip(1).filter_map(|rest| rest.split_once('}').map(|(name, _)| name)) {
-            if !parameters.iter().any(|p| p.location == Location::Path && p.name == variable) {
+            if !described_parameters.iter().any(|(p, _)| p.location == Location::Path && p.name == variable) {
                 return Err(format!("its path names {{{variable}}}, which no path parameter fills"));
             }
         }
         let mut properties = Map::new();
         let mut required = Vec::new();
+        let mut parameters = Vec::with_capacity(described_parameters.len());
         for (parameter, schema) in described_parameters {
             if parameter.required {
                 required.push(Value::String(parameter.argument.clone()));
@@ -246,6 +249,7 @@ impl Context<'_> {
             if properties.insert(parameter.argument.clone(), schema).is_some() {
                 return Err(format!("two of its parameters are both the argument {:?}", parameter.argument));
             }
+            parameters.push(parameter);
         }
         let body = body.map(|(is_required, schema)| {
             properties.insert("body".into(), schema);
@@ -305,7 +309,7 @@ impl Context<'_> {
     /// the path item's of the same name and location.
     fn parameters<'b>(&'b self, operation: &'b Map<String, Value>) -> Result<Vec<&'b Value>, String> {
         let mut all: Vec<Option<&Value>> = Vec::new();
-        let mut at: std::collections::HashMap<(Option<&str>, Option<&str>), usize> = std::collections::HashMap::new();
+        let mut at: HashMap<(Option<&str>, Option<&str>), usize> = HashMap::new();
         for list in [self.item.get("parameters"), operation.get("parameters")].into_iter().flatten() {
             let list = list.as_array().ok_or("its parameters must be an array")?;
             for parameter in list {
@@ -458,22 +462,25 @@ fn described(schema: Value, description: Option<&Value>) -> Value {
 
 /// Names each parameter's argument: a name two locations share keeps the path's (then
 /// the query's), the others gain their location's suffix; `body` is the request body's
-/// alone. The parameters, as named.
-fn arguments_named(parameters: &mut [(Parameter, Value)], has_body: bool) -> Vec<Parameter> {
+/// alone.
+fn arguments_named(parameters: &mut [(Parameter, Value)], has_body: bool) {
     let rank = |location: Location| match location {
         Location::Path => 0,
         Location::Query => 1,
         Location::Header => 2,
     };
-    let names: Vec<(String, Location)> = parameters.iter().map(|(p, _)| (p.name.clone(), p.location)).collect();
+    // Each name's best-placed location.
+    let mut first: HashMap<String, u8> = HashMap::new();
+    for (parameter, _) in parameters.iter() {
+        let best = first.entry(parameter.name.clone()).or_insert(u8::MAX);
+        *best = (*best).min(rank(parameter.location));
+    }
     for (parameter, _) in parameters.iter_mut() {
-        let outranked =
-            names.iter().any(|(name, location)| name == &parameter.name && rank(*location) < rank(parameter.location));
+        let outranked = first.get(&parameter.name).is_some_and(|best| *best < rank(parameter.location));
         if outranked || (has_body && parameter.name == "body") {
             parameter.argument = format!("{}{}", parameter.name, parameter.location.suffix());
         }
     }
-    parameters.iter().map(|(parameter, _)| parameter.clone()).collect()
 }
 
 /// What the method says of an operation: reads do not change the service, DELETE
