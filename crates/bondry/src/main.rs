@@ -228,6 +228,13 @@ fn check(path: PathBuf, strict: bool) -> anyhow::Result<()> {
     if strict && !warnings.is_empty() {
         anyhow::bail!("{} warning(s), refused with --strict", warnings.len());
     }
+    let mut realms: Vec<_> = assembled.backends.iter().collect();
+    realms.sort_by_key(|(realm, _)| realm.as_str());
+    for (realm, plans) in realms {
+        for line in bondry::backends::report(realm, plans) {
+            println!("{line}");
+        }
+    }
     println!("{}: ok", path.display());
     Ok(())
 }

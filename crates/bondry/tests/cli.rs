@@ -805,7 +805,7 @@ new_capabilities = "trust"
     assert_eq!(finished.stdout, "", "{context}");
     // Each error on a line of its own: the file, the key path, the offending value.
     let expected = [
-        ("realms.default.upstreams[0].name", "\"Everything\" is not an upstream name"),
+        ("realms.default.upstreams[0].name", "\"Everything\" is not a backend name"),
         ("realms.default.upstreams[0].env_from.API_KEY", "\"BONDRY_TEST_UNSET_UPSTREAM_KEY\" is not set"),
         ("realms.default.upstreams[0].expose[1]", "\"widgets\" is not a kind"),
         ("realms.default.upstreams[1].url", "\"http://mcp.example.com/mcp\" is plain http"),

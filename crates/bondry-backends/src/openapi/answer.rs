@@ -1,5 +1,7 @@
 //! An operation's HTTP answer as a tool's: a 2xx JSON body as structured content and its
-//! text, another 2xx body as text, a 4xx as the tool error `http_<status>` quoting the
+//! text, another 2xx body as text (with an output schema, a body that does not meet it is
+//! the tool error `invalid_output` quoting it, as MCP allows no unstructured result
+//! there), a 4xx as the tool error `http_<status>` quoting the
 //! body's first 4 KiB (every form of every secret Bondry sent replaced by `[redacted]`
 //! first, so that no cut can leave part of one), a 5xx as `backend_unavailable`,
 //! anything else `backend_invalid`.
@@ -13,11 +15,14 @@ use crate::failure::Failure;
 /// How much of a refusal's body the caller is shown.
 pub const QUOTED_BYTES: usize = 4096;
 
+/// The tool error of a 2xx answer that is not what the operation's output schema says.
+pub const INVALID_OUTPUT: &str = "invalid_output";
+
 /// What replaces the secret in a quoted body.
 const REDACTED: &str = "[redacted]";
 
-/// What an answer was, beside the tool's answer: whether a 2xx JSON body failed the
-/// operation's output schema (and so was answered as text alone).
+/// What an answer was, beside the tool's answer: whether a 2xx body failed the operation's
+/// output schema (and so was answered as the tool error [`INVALID_OUTPUT`] quoting it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Read {
     pub answer: Answer,
@@ -53,25 +58,33 @@ pub fn read(
         other => return Err(Failure::Invalid(format!("status {other}"))),
     }
     let text = text(body)?;
-    let plain = |text: String| Answer::Content {
-        blocks: if text.is_empty() { Vec::new() } else { vec![ContentBlock::Text { text }] },
-        structured: None,
+    let blocks = if text.is_empty() { Vec::new() } else { vec![ContentBlock::Text { text: text.clone() }] };
+    let value = match is_json(content_type) {
+        false => None,
+        true => {
+            let mut deserializer = serde_json::Deserializer::from_str(&text);
+            let value = bondry_core::unique::UniqueKeys
+                .deserialize(&mut deserializer)
+                .and_then(|value| deserializer.end().map(|()| value))
+                .map_err(|error| Failure::Invalid(format!("a JSON body that cannot be read: {error}")))?;
+            Some(value)
+        }
     };
-    if !is_json(content_type) {
-        return Ok(Read { answer: plain(text), violated_output_schema: false });
-    }
-    let mut deserializer = serde_json::Deserializer::from_str(&text);
-    let value = bondry_core::unique::UniqueKeys
-        .deserialize(&mut deserializer)
-        .and_then(|value| deserializer.end().map(|()| value))
-        .map_err(|error| Failure::Invalid(format!("a JSON body that cannot be read: {error}")))?;
-    let (structured, violated) = match conforms {
-        Some(conforms) if !conforms(&value) => (None, true),
+    let answer = match conforms {
         // Structured content is an object; an array or a scalar travels as text alone.
-        _ => (value.is_object().then_some(value), false),
+        None => Answer::Content { blocks, structured: value.filter(Value::is_object) },
+        Some(conforms) => match value.filter(|value| conforms(value)) {
+            Some(value) => Answer::Content { blocks, structured: Some(value) },
+            // A tool with an output schema answers structured content that meets it, or
+            // errs: the body travels as the error's text.
+            None => {
+                let content = (!blocks.is_empty()).then_some(blocks);
+                let answer = Answer::ToolError { code: INVALID_OUTPUT.into(), retryable: false, content, detail: None };
+                return Ok(Read { answer, violated_output_schema: true });
+            }
+        },
     };
-    let answer = Answer::Content { blocks: vec![ContentBlock::Text { text }], structured };
-    Ok(Read { answer, violated_output_schema: violated })
+    Ok(Read { answer, violated_output_schema: false })
 }
 
 /// Whether a content type is JSON: `application/json`, or `application/…+json`.
@@ -94,18 +107,21 @@ fn cut(body: &[u8], limit: usize) -> &[u8] {
     &body[..end]
 }
 
-/// The forms a secret can be echoed back in: as sent, percent-encoded (either case of
-/// hex), and escaped in a JSON string (`/` escaped or not). Longest first, so that a
-/// form inside another is replaced only where the longer is not.
+/// The forms a secret can be echoed back in: as sent, percent-encoded as Bondry sends it
+/// in a query or with every byte but letters and digits escaped (either case of hex), and
+/// escaped in a JSON string (`/` escaped or not). Longest first, so that a form inside
+/// another is replaced only where the longer is not.
 pub fn secret_forms(secret: &str) -> Vec<String> {
     if secret.is_empty() {
         return Vec::new();
     }
     let encoded = percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC).to_string();
-    let lower = lowercase_escapes(&encoded);
+    let component = super::request::component(secret);
+    let lower = [lowercase_escapes(&encoded), lowercase_escapes(&component)];
     let json = serde_json::to_string(secret).unwrap_or_default();
     let json = json.get(1..json.len().saturating_sub(1)).unwrap_or_default().to_owned();
-    let mut forms = vec![secret.to_owned(), encoded, lower, json.replace('/', "\\/"), json];
+    let mut forms = vec![secret.to_owned(), encoded, component, json.replace('/', "\\/"), json];
+    forms.extend(lower);
     forms.sort_unstable();
     forms.dedup();
     forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
@@ -178,13 +194,28 @@ mod tests {
     }
 
     #[test]
-    fn a_body_that_fails_the_output_schema_is_text_alone_and_says_so() {
+    fn a_body_that_fails_the_output_schema_is_a_tool_error_quoting_it_and_says_so() {
         let never: &dyn Fn(&Value) -> bool = &|_| false;
+        let always: &dyn Fn(&Value) -> bool = &|_| true;
+        let quoting = |text: &str| Answer::ToolError {
+            code: INVALID_OUTPUT.into(),
+            retryable: false,
+            content: Some(vec![ContentBlock::Text { text: text.into() }]),
+            detail: None,
+        };
         let read = answer(200, "application/json", r#"{"id": "x"}"#, Some(never)).unwrap();
         assert!(read.violated_output_schema);
+        assert_eq!(read.answer, quoting(r#"{"id": "x"}"#));
+        let plain = answer(200, "text/plain", "fine", Some(always)).unwrap();
+        assert_eq!((plain.answer, plain.violated_output_schema), (quoting("fine"), true));
+        let met = answer(200, "application/json", r#"{"id": 7}"#, Some(always)).unwrap();
+        assert!(!met.violated_output_schema);
         assert_eq!(
-            read.answer,
-            Answer::Content { blocks: vec![ContentBlock::Text { text: r#"{"id": "x"}"#.into() }], structured: None }
+            met.answer,
+            Answer::Content {
+                blocks: vec![ContentBlock::Text { text: r#"{"id": 7}"#.into() }],
+                structured: Some(json!({"id": 7}))
+            }
         );
     }
 

@@ -126,15 +126,10 @@ impl Api {
         url.set_path(&path);
         let mut query = built.query.clone();
         if let Some(Auth::QueryKey { name, secret }) = &self.spec.auth {
-            use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
             if !query.is_empty() {
                 query.push('&');
             }
-            query.push_str(&format!(
-                "{}={}",
-                utf8_percent_encode(name, NON_ALPHANUMERIC),
-                utf8_percent_encode(secret, NON_ALPHANUMERIC)
-            ));
+            query.push_str(&format!("{}={}", request::component(name), request::component(secret)));
         }
         url.set_query((!query.is_empty()).then_some(query.as_str()));
         url
@@ -248,7 +243,7 @@ async fn run(
             tracing::warn!(
                 backend = api.spec.name,
                 operation = %format_args!("{} {}", operation.method, operation.path),
-                "an answer does not meet the operation's output schema; answered as text alone (logged once per operation)"
+                "an answer does not meet the operation's output schema; answered as the tool error invalid_output quoting it (logged once per operation)"
             );
         }
     }
@@ -367,9 +362,10 @@ mod tests {
         };
         assert_eq!((code.as_str(), blocks), ("http_404", vec![ContentBlock::Text { text: "y".repeat(4096) }]));
         let strict = json!({"type": "object", "required": ["never"]});
-        let Answer::Content { structured: None, blocks } = call("8", Some(strict)).await else {
-            panic!("text alone for a body that fails the output schema")
+        let Answer::ToolError { code, content: Some(blocks), .. } = call("8", Some(strict)).await else {
+            panic!("a tool error quoting a body that fails the output schema")
         };
+        assert_eq!(code, answer::INVALID_OUTPUT);
         assert!(
             matches!(&blocks[..], [ContentBlock::Text { text }] if serde_json::from_str::<Value>(text).unwrap()["id"] == "8"),
             "the body as text: {blocks:?}"

@@ -17,6 +17,12 @@ use super::mapping::{Location, Operation, Parameter, Style};
 /// parameter.
 const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
+/// `text` percent-encoded as a path segment's or a query value's part: every byte but
+/// letters, digits and `-._~`.
+pub(crate) fn component(text: &str) -> String {
+    utf8_percent_encode(text, COMPONENT).to_string()
+}
+
 /// An operation's request, but for the base URL it is sent to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Built {
@@ -78,7 +84,7 @@ pub fn build(operation: &Operation, arguments: &Map<String, Value>, sent_query: 
 
 /// A path parameter's text, encoded, by its style.
 fn path_value(parameter: &Parameter, value: &Value) -> Result<String, String> {
-    let encode = |text: &str| utf8_percent_encode(text, COMPONENT).to_string();
+    let encode = component;
     let explode = parameter.explode;
     let name = encode(&parameter.name);
     let filled = match parameter.style {
@@ -111,7 +117,7 @@ fn path_value(parameter: &Parameter, value: &Value) -> Result<String, String> {
 
 /// Appends a query parameter by its style to `query`.
 fn query_value(parameter: &Parameter, value: &Value, taken: &[&str], query: &mut String) -> Result<(), String> {
-    let encode = |text: &str| utf8_percent_encode(text, COMPONENT).to_string();
+    let encode = component;
     let name = encode(&parameter.name);
     let mut pair = |key: &str, text: &str| {
         if !query.is_empty() {

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use bondry_catalogue::naming::Names;
 use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::handler::Handler;
 use bondry_core::policy::Policy;
@@ -36,17 +37,26 @@ pub(super) fn registrations(
         .collect()
 }
 
-/// The realm's registry. When any part of it was refused elsewhere (a registration, the
-/// policy, the keys), its capabilities are still compiled, to report what is wrong with
-/// them too.
+/// The ids and resource URIs of the registrations that passed their checks: what a
+/// backend configuring capabilities of its own names them among.
+pub(super) fn names(listed: &[Option<Registration>]) -> Names {
+    let descriptors = || listed.iter().flatten().map(|registration| &registration.descriptor);
+    Names::of_realm(descriptors().map(|d| d.id.as_str()), descriptors().filter_map(|d| d.uri.as_deref()))
+}
+
+/// The realm's registry: the file's capabilities (`listed`), then those its backends
+/// configure (`derived`, already held to the catalogue's rules one by one). When any part
+/// of it was refused elsewhere (a registration, the policy, the keys), its capabilities are
+/// still compiled, to report what is wrong with them too.
 pub(super) fn registry(
     diagnostics: &mut Diagnostics,
     realm: &str,
     listed: &[Option<Registration>],
+    derived: Vec<Registration>,
     policy: Option<Policy>,
     keys: Option<KeySet>,
 ) -> Option<Registry> {
-    let configured: Option<Vec<Registration>> = listed.iter().cloned().collect();
+    let configured: Option<Vec<Registration>> = listed.iter().cloned().chain(derived.into_iter().map(Some)).collect();
     let (Some(configured), Some(policy), Some(keys)) = (configured, policy, keys) else {
         refuse_uncompiled(diagnostics, realm, listed);
         return None;

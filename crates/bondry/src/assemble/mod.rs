@@ -23,7 +23,7 @@ use bondry_core::backend::Plan;
 use bondry_http_server::audit::AuditWriter;
 use bondry_http_server::{AuthSlot, Authenticator, RealmEntry, ServerConfig};
 
-use crate::backends::{self, Plans};
+use crate::backends::{self, Planning, Plans};
 use crate::builtins::Builtins;
 use crate::config::diagnostics::Diagnostics;
 use crate::config::{ConfigErrors, Loaded, RawRealm};
@@ -117,8 +117,8 @@ fn realms(diagnostics: &mut Diagnostics, loaded: &Loaded, builtins: &Builtins, p
     Some(Realms { served, backends })
 }
 
-/// One realm: its roles and limits, credentials, capabilities and sealing keys, each checked,
-/// then the registry compiled from them; then its backends' stanzas.
+/// One realm: its roles and limits, credentials, capabilities, sealing keys and backends'
+/// stanzas, each checked, then the registry compiled from them.
 fn realm(
     diagnostics: &mut Diagnostics,
     loaded: &Loaded,
@@ -135,8 +135,16 @@ fn realm(
     let registrations = capabilities::registrations(diagnostics, loaded, name, &raw.capabilities, builtins);
     // The key file is named after the realm, so only a valid name is looked up.
     let keys = named.and_then(|()| keys::keys(diagnostics, loaded, name, raw, persist_keys));
-    let registry = capabilities::registry(diagnostics, name, &registrations, policy, keys);
-    let plans = backends::plans(diagnostics, loaded, name, raw);
+    // The backends' stanzas before the registry: some configure capabilities of their own,
+    // named among the file's.
+    let mut names = capabilities::names(&registrations);
+    let mut configured = Vec::new();
+    let plans = backends::plans(
+        diagnostics,
+        loaded,
+        &mut Planning { realm: name, raw, names: &mut names, configured: &mut configured },
+    );
+    let registry = capabilities::registry(diagnostics, name, &registrations, configured, policy, keys);
     let entry = RealmEntry {
         limits: limits?,
         registry: Arc::new(registry?),
@@ -258,7 +266,7 @@ mod tests {
         let assembled = assemble_in(EMBEDDED_DEFAULT, &[]).unwrap_or_else(|errors| panic!("{errors}"));
         assert_eq!(assembled.backends.keys().collect::<Vec<_>>(), ["default"]);
         let kinds: Vec<&str> = assembled.backends["default"].iter().map(|plan| plan.kind().as_str()).collect();
-        assert_eq!(kinds, ["builtin", "http", "upstream"], "a plan of every kind");
+        assert_eq!(kinds, ["builtin", "http", "openapi", "upstream"], "a plan of every kind");
         assert!(upstreams(&assembled).is_empty());
         let stanza = |name: &str| {
             format!("[[realms.default.upstreams]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = \"node\"\n")

@@ -71,7 +71,10 @@ impl Backends for Configured {
 
     /// The configured capabilities are swapped with the realm's grants, not here.
     fn reconfigure(&self, plan: Plan) -> Result<(), WrongKind> {
-        plan.take::<()>(self.kind)
+        match plan.kind() {
+            kind if kind == self.kind => Ok(()),
+            other => Err(WrongKind(other)),
+        }
     }
 
     fn stop(&self, _: Duration) -> BoxFuture<'_, ()> {

@@ -21,11 +21,12 @@ use crate::config::{Loaded, RawCapability};
 
 pub(super) const KIND: Kind = Kind {
     kind: BackendKind::HTTP,
-    plan: |_, _, _, _| Some(Plan::new(BackendKind::HTTP, ())),
+    plan: |_, _, _| Some(Plan::new(BackendKind::HTTP, ())),
     start: |Start { registry, .. }| Ok(Arc::new(Configured::new(BackendKind::HTTP, registry, origin))),
     // Its ids are the file's own, which `check` reads in the registry.
     prefixes: |_| Vec::new(),
     warnings: |_, _| Vec::new(),
+    report: |_, _| Vec::new(),
     bind: Some(bind),
 };
 

@@ -7,16 +7,19 @@ mod builtin;
 mod configured;
 pub(crate) mod endpoint;
 pub(crate) mod http;
+mod openapi;
 pub mod upstream;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bondry_catalogue::naming::Names;
 use bondry_core::backend::{BackendKind, Backends, Plan};
 use bondry_core::capability::CapabilityKind;
 use bondry_core::handler::Handler;
 use bondry_core::realm::{RealmEvents, Registry};
+use bondry_core::registry::Registration;
 
 use crate::config::diagnostics::Diagnostics;
 use crate::config::{Loaded, RawCapability, RawRealm};
@@ -26,8 +29,9 @@ use crate::config::{Loaded, RawCapability, RawRealm};
 pub struct Kind {
     pub(crate) kind: BackendKind,
     /// Checks the realm's stanzas of this kind (every refusal to `diagnostics`, keyed
-    /// under `realms.NAME.`) into a plan; `None` once one is refused.
-    pub(crate) plan: fn(&mut Diagnostics, &Loaded, &str, &RawRealm) -> Option<Plan>,
+    /// under `realms.NAME.`) into a plan; `None` once one is refused. A kind whose stanzas
+    /// configure capabilities (an OpenAPI document's operations) adds them to the realm's.
+    pub(crate) plan: fn(&mut Diagnostics, &Loaded, &mut Planning) -> Option<Plan>,
     /// Starts a realm's plan. Called within a Tokio runtime, after every listener is bound.
     pub(crate) start: fn(Start) -> anyhow::Result<Arc<dyn Backends>>,
     /// The id prefixes a plan's entries may be named under (`""`: any id), so that `check`
@@ -36,10 +40,23 @@ pub struct Kind {
     /// What a plan that passed its checks will still not do as meant, as (key path, why),
     /// for the realm named.
     pub(crate) warnings: fn(&Plan, &str) -> Vec<(String, String)>,
+    /// What `check` prints of a plan, for the realm named: what each stanza yields.
+    pub(crate) report: fn(&Plan, &str) -> Vec<String>,
     /// Checks a capability stanza whose `backend` names this kind into the handler that
     /// serves it (every refusal to `diagnostics`); `None` for a kind that is not bound one
     /// capability at a time here.
     pub(crate) bind: Option<Bind>,
+}
+
+/// A realm as its kinds' `plan`s read it.
+pub(crate) struct Planning<'a> {
+    pub realm: &'a str,
+    pub raw: &'a RawRealm,
+    /// The ids and resource URIs the realm's capabilities hold so far, the file's own
+    /// first: where a kind configuring capabilities claims their ids.
+    pub names: &'a mut Names,
+    /// The capabilities the kinds configure, served with the file's own.
+    pub configured: &'a mut Vec<Registration>,
 }
 
 /// Checks one capability stanza into what serves it; see [`Kind::bind`].
@@ -87,11 +104,11 @@ impl Shared {
 }
 
 /// Every kind of backend, in the order a realm starts them.
-pub const KINDS: &[Kind] = &[builtin::KIND, http::KIND, upstream::KIND];
+pub const KINDS: &[Kind] = &[builtin::KIND, http::KIND, openapi::KIND, upstream::KIND];
 
 /// The plans of one realm's every kind, or `None` once any stanza is refused.
-pub(crate) fn plans(diagnostics: &mut Diagnostics, loaded: &Loaded, realm: &str, raw: &RawRealm) -> Option<Vec<Plan>> {
-    let plans: Vec<_> = KINDS.iter().map(|kind| (kind.plan)(diagnostics, loaded, realm, raw)).collect();
+pub(crate) fn plans(diagnostics: &mut Diagnostics, loaded: &Loaded, planning: &mut Planning) -> Option<Vec<Plan>> {
+    let plans: Vec<_> = KINDS.iter().map(|kind| (kind.plan)(diagnostics, loaded, planning)).collect();
     plans.into_iter().collect()
 }
 
@@ -113,6 +130,11 @@ pub(crate) fn prefixes(plans: &[Plan]) -> Vec<String> {
 /// What a realm's backends warn of, as (key path, why).
 pub(crate) fn warnings(realm: &str, plans: &[Plan]) -> Vec<(String, String)> {
     plans.iter().filter_map(|plan| Some((kind_of(plan)?.warnings)(plan, realm))).flatten().collect()
+}
+
+/// What `check` prints of a realm's backends.
+pub fn report(realm: &str, plans: &[Plan]) -> Vec<String> {
+    plans.iter().filter_map(|plan| Some((kind_of(plan)?.report)(plan, realm))).flatten().collect()
 }
 
 /// Starts a realm's plans, each by the kind that made it, from `kinds`.

@@ -29,7 +29,7 @@ const ECHO: BackendKind = BackendKind::new("echo");
 /// The whole kind: its plan names nothing, its start offers one tool.
 const ECHO_KIND: Kind = Kind {
     kind: ECHO,
-    plan: |_, _, _, _| Some(Plan::new(ECHO, ())),
+    plan: |_, _, _| Some(Plan::new(ECHO, ())),
     start: |Start { events, plan, .. }| {
         plan.take::<()>(ECHO)?;
         let descriptor = Descriptor::new(
@@ -43,6 +43,7 @@ const ECHO_KIND: Kind = Kind {
         Ok(Arc::new(EchoBackends))
     },
     prefixes: |_| vec!["echo".to_owned()],
+    report: |_, _| Vec::new(),
     warnings: |_, _| Vec::new(),
     bind: None,
 };
@@ -159,12 +160,12 @@ async fn a_new_kind_needs_the_interface_and_one_entry() {
     let registry = Arc::clone(&assembled.server.realms["default"].registry);
     let mut plans = assembled.backends.remove("default").unwrap();
     plans.push(Plan::new(ECHO, ()));
-    let kinds = [KINDS[0], KINDS[1], KINDS[2], ECHO_KIND];
+    let kinds = [KINDS[0], KINDS[1], KINDS[2], KINDS[3], ECHO_KIND];
     let shared = Shared { pins: Arc::new(bondry_upstream::pins::MemoryStore::default()) };
     let backends = start(&kinds, "default", &registry, plans, &shared).unwrap();
 
     let kinds_started: Vec<&str> = backends.iter().map(|backends| backends.kind().as_str()).collect();
-    assert_eq!(kinds_started, ["builtin", "http", "upstream", "echo"]);
+    assert_eq!(kinds_started, ["builtin", "http", "openapi", "upstream", "echo"]);
     let statuses: Vec<Value> = backends.iter().flat_map(|backends| backends.statuses()).map(|s| json!(s)).collect();
     assert_eq!(
         statuses.last().unwrap(),

@@ -2,7 +2,7 @@
 //! (`stanza.rs`), started as the realm's `RealmUpstreams`, pins kept in the shared store.
 
 pub(crate) mod pins;
-mod stanza;
+pub(crate) mod stanza;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -15,8 +15,8 @@ use super::{Kind, Start};
 
 pub(super) const KIND: Kind = Kind {
     kind: BackendKind::UPSTREAM,
-    plan: |diagnostics, loaded, realm, raw| {
-        let specs = stanza::upstreams(diagnostics, loaded, realm, &raw.upstreams)?;
+    plan: |diagnostics, loaded, planning| {
+        let specs = stanza::upstreams(diagnostics, loaded, planning.realm, &planning.raw.upstreams)?;
         Some(Plan::new(BackendKind::UPSTREAM, specs))
     },
     start: |Start { realm, events, plan, shared, .. }| {
@@ -25,6 +25,7 @@ pub(super) const KIND: Kind = Kind {
     },
     prefixes: |plan| specs(plan).iter().map(|spec| spec.prefix.clone()).collect(),
     warnings: commands,
+    report: |_, _| Vec::new(),
     // An upstream lists its own capabilities; none is declared one by one.
     bind: None,
 };

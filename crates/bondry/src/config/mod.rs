@@ -326,6 +326,50 @@ pub struct RawRealm {
     /// The upstream MCP servers whose capabilities the realm serves.
     #[serde(default)]
     pub upstreams: Vec<RawUpstream>,
+    /// The REST APIs, described by OpenAPI documents, whose operations it serves as tools.
+    #[serde(default)]
+    pub openapi: Vec<RawOpenApi>,
+}
+
+/// `[[realms.NAME.openapi]]`: a REST API whose OpenAPI document's operations are tools.
+/// Optional keys are left `None`, so that the checks name their defaults in one place.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOpenApi {
+    pub name: String,
+    /// The document, JSON or YAML, read from where the configuration is.
+    pub spec_file: PathBuf,
+    /// Where the operations' paths are appended; the document's `servers` is never used.
+    pub base_url: String,
+    /// The name when absent.
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    pub headers_from: Option<BTreeMap<String, String>>,
+    pub auth: Option<RawApiAuth>,
+    pub timeout_ms: Option<u64>,
+    pub max_concurrent_calls: Option<u64>,
+    pub max_response_bytes: Option<u64>,
+    pub allow_plain_http: Option<bool>,
+    pub ca_file: Option<PathBuf>,
+    pub proxy: Option<String>,
+}
+
+/// An OpenAPI entry's `auth`: how Bondry proves itself to the API.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawApiAuth {
+    /// `"bearer"`, `"basic"` or `"api_key"`.
+    pub scheme: String,
+    /// The environment variable holding the token, `user:password` or the key.
+    pub value_env: String,
+    /// `api_key`: the header or query parameter it goes in.
+    pub name: Option<String>,
+    /// `api_key`: `"header"` (the default) or `"query"`.
+    #[serde(rename = "in")]
+    pub place: Option<String>,
 }
 
 /// `[[realms.NAME.upstreams]]`: one upstream MCP server. The keys of the other transport

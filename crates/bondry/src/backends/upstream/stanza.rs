@@ -20,7 +20,7 @@ use crate::config::{Loaded, RawRoot, RawUpstream};
 /// keeps room for the upstream's own name within the 64 bytes of a capability id.
 const MAX_NAME_LEN: usize = 32;
 
-/// The longest glob over upstream names: the longest tool name MCP allows.
+/// The longest glob over names: the longest tool name MCP allows.
 const MAX_GLOB_LEN: usize = 128;
 
 const ONE_DAY_MS: u64 = 24 * ONE_HOUR_MS;
@@ -151,29 +151,29 @@ fn spec(
     })
 }
 
-/// 1-32 bytes of `[a-z0-9_-]`, used by no earlier stanza of the realm: it names the
-/// upstream in audit records, logs, the CLI and the admin API.
+/// Used by no earlier stanza of the realm, and by the name rule.
 fn name(diagnostics: &mut Diagnostics, key: &str, realm: &str, all: &[RawUpstream], index: usize) -> Option<String> {
-    let name = &all[index].name;
-    let valid = (1..=MAX_NAME_LEN).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-'));
-    if !valid {
-        diagnostics.refuse(
-            key,
-            format!(
-                "{name:?} is not an upstream name: use 1-32 characters from a-z 0-9 _ - (it names the upstream in logs, audit records and the CLI)"
-            ),
-        );
-        None
-    } else if all[..index].iter().any(|earlier| &earlier.name == name) {
+    let name = diagnostics.ok(key, name_rule(&all[index].name))?;
+    if all[..index].iter().any(|earlier| earlier.name == name) {
         diagnostics.refuse(
             key,
             format!("upstream {name:?} is defined twice; give each [[realms.{realm}.upstreams]] a name of its own"),
         );
-        None
-    } else {
-        Some(name.clone())
+        return None;
     }
+    Some(name)
+}
+
+/// 1-32 bytes of `[a-z0-9_-]`: a backend's name, as audit records, logs, the CLI and the
+/// admin API show it.
+pub(crate) fn name_rule(name: &str) -> Result<String, String> {
+    let valid = (1..=MAX_NAME_LEN).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-'));
+    valid.then(|| name.to_owned()).ok_or_else(|| {
+        format!(
+            "{name:?} is not a backend name: use 1-32 characters from a-z 0-9 _ - (it names the backend in logs, audit records and the CLI)"
+        )
+    })
 }
 
 /// Refuses each key of `given` that is present: it belongs to the other transport, and a
@@ -376,12 +376,12 @@ fn http(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &str, raw: &RawU
 }
 
 /// `""`, or 1-32 bytes of the capability id alphabet, not ending in the dot put after it.
-fn prefix(prefix: &str) -> Result<String, String> {
+pub(crate) fn prefix(prefix: &str) -> Result<String, String> {
     let valid = prefix.is_empty()
         || (prefix.len() <= MAX_NAME_LEN && bondry_core::capability::is_valid_id(prefix) && !prefix.ends_with('.'));
     valid.then(|| prefix.to_owned()).ok_or_else(|| {
         format!(
-            "{prefix:?} is not a prefix: use \"\" or 1-32 characters from A-Z a-z 0-9 . _ -, not ending in \".\" (an id is the prefix, a dot and the upstream's name)"
+            "{prefix:?} is not a prefix: use \"\" or 1-32 characters from A-Z a-z 0-9 . _ -, not ending in \".\" (an id is the prefix, a dot and the backend's own name)"
         )
     })
 }
@@ -417,7 +417,7 @@ fn expose(diagnostics: &mut Diagnostics, key: &str, kinds: &[String]) -> Option<
     valid.then_some(expose)
 }
 
-fn globs(diagnostics: &mut Diagnostics, key: &str, patterns: &[String]) -> Option<Vec<NameGlob>> {
+pub(crate) fn globs(diagnostics: &mut Diagnostics, key: &str, patterns: &[String]) -> Option<Vec<NameGlob>> {
     let globs: Vec<_> = patterns
         .iter()
         .enumerate()
@@ -430,7 +430,7 @@ fn glob(pattern: &str) -> Result<NameGlob, String> {
     let printable = pattern.bytes().all(|b| (b' '..=b'~').contains(&b));
     if !(1..=MAX_GLOB_LEN).contains(&pattern.len()) || !printable {
         return Err(format!(
-            "{pattern:?} is not a glob over upstream names: use 1-128 printable ASCII characters, * for any run of them and ? for any one"
+            "{pattern:?} is not a glob over names: use 1-128 printable ASCII characters, * for any run of them and ? for any one"
         ));
     }
     Ok(NameGlob::new(pattern))
@@ -682,7 +682,7 @@ list_timeout_ms = 3600000
 
     #[test]
     fn names_are_lowercase_short_and_unique_in_the_realm() {
-        let rule = "is not an upstream name: use 1-32 characters from a-z 0-9 _ - (it names the upstream in logs, audit records and the CLI)";
+        let rule = "is not a backend name: use 1-32 characters from a-z 0-9 _ - (it names the backend in logs, audit records and the CLI)";
         for bad in ["Everything", "", "a.b", "é", &"a".repeat(33)] {
             let stanza = STDIO.replace("name = \"everything\"", &format!("name = {bad:?}"));
             assert_refused(&stanza, &[&format!("name: {bad:?} {rule}")]);
@@ -906,7 +906,7 @@ list_timeout_ms = 3600000
         let with_prefix = |prefix: &str| format!("{STDIO}prefix = {prefix:?}\n");
         assert_eq!(accepted(&with_prefix(""), &[]).prefix, "");
         assert_eq!(accepted(&with_prefix("Team.ev-1"), &[]).prefix, "Team.ev-1");
-        let rule = "is not a prefix: use \"\" or 1-32 characters from A-Z a-z 0-9 . _ -, not ending in \".\" (an id is the prefix, a dot and the upstream's name)";
+        let rule = "is not a prefix: use \"\" or 1-32 characters from A-Z a-z 0-9 . _ -, not ending in \".\" (an id is the prefix, a dot and the backend's own name)";
         for bad in ["ev.", "a b", "é", &"a".repeat(33)] {
             assert_refused(&with_prefix(bad), &[&format!("prefix: {bad:?} {rule}")]);
         }
@@ -937,7 +937,8 @@ list_timeout_ms = 3600000
 
     #[test]
     fn globs_are_short_printable_ascii() {
-        let rule = "is not a glob over upstream names: use 1-128 printable ASCII characters, * for any run of them and ? for any one";
+        let rule =
+            "is not a glob over names: use 1-128 printable ASCII characters, * for any run of them and ? for any one";
         let long = "a".repeat(129);
         let stanza = format!("{STDIO}include = [\"\", \"get *\", {long:?}]\nexclude = [\"ok?\", \"é\", \"tab\\t\"]\n");
         assert_eq!(
