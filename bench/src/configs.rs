@@ -106,6 +106,24 @@ pub fn service(url: &str) -> String {
     text
 }
 
+/// Bondry serving the OpenAPI document `spec` as the tools `api.…` (only the operations
+/// `include` names, when given), calling the service at `base_url`; beside the echo tool
+/// the start's probe calls. Pages of 100 tools, so that a first page holds as many tools
+/// whatever the catalogue's size.
+pub fn openapi(spec: &Path, base_url: &str, include: Option<&[String]>) -> String {
+    let mut text = head().replace("page_size = 200", "page_size = 100");
+    let include = include.map_or_else(String::new, |ids| format!("include = {ids:?}\n"));
+    write!(
+        text,
+        "\n[realms.default]\nanonymous = true\nanonymous_roles = [\"demo\"]\n\n[[realms.default.roles]]\nname = \"demo\"\n\
+         grants = [\"demo.*\", \"api.*\"]\n\n[[realms.default.capabilities]]\nid = \"demo.echo\"\nkind = \"tool\"\nhandler = \"demo.echo\"\n\n\
+         [[realms.default.openapi]]\nname = \"api\"\nspec_file = {:?}\nbase_url = \"{base_url}\"\nmax_concurrent_calls = 1024\n{include}",
+        spec.display().to_string()
+    )
+    .unwrap();
+    text
+}
+
 /// An RS256 key made for this run and a token signed with it.
 pub struct Credentials {
     /// The public modulus, base64url, for the realm's `keys`.

@@ -31,10 +31,15 @@ struct Options {
     /// `--keep DIR`: the callgrind dumps (and the servers' files) are written there and
     /// kept, for `callgrind_annotate`.
     keep: Option<PathBuf>,
+    /// `--openapi FILE`: instead of the workloads, the first page of `tools/list` and a
+    /// `tools/call` of the document's first 100 operations served alone, then inside the
+    /// whole document.
+    openapi: Option<PathBuf>,
 }
 
 pub async fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
-    let mut options = Options { bin_dir: crate::beside_this_program(), requests: 1000, out: None, keep: None };
+    let mut options =
+        Options { bin_dir: crate::beside_this_program(), requests: 1000, out: None, keep: None, openapi: None };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
         match arg.as_str() {
@@ -42,6 +47,7 @@ pub async fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
             "--requests" => options.requests = value()?.parse().map_err(|_| "--requests N")?,
             "--out" => options.out = Some(value()?.into()),
             "--keep" => options.keep = Some(value()?.into()),
+            "--openapi" => options.openapi = Some(std::path::absolute(value()?).map_err(|error| error.to_string())?),
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -63,6 +69,9 @@ pub async fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
 }
 
 async fn count(options: &Options, dir: &Path) -> Result<String, String> {
+    if let Some(spec) = &options.openapi {
+        return count_openapi(options, dir, spec).await;
+    }
     let credentials = configs::Credentials::make(dir)?;
     let write = |name: &str, text: String| -> Result<String, String> {
         let path = dir.join(name);
@@ -112,6 +121,79 @@ async fn count(options: &Options, dir: &Path) -> Result<String, String> {
         }
     }
     Ok(text)
+}
+
+/// How many operations the OpenAPI comparison serves alone.
+const ALONE: usize = 100;
+
+/// The same first page and call, the document's first [`ALONE`] operations served alone
+/// and inside the whole document: what a large document costs the requests that do not
+/// need the rest of it.
+async fn count_openapi(options: &Options, dir: &Path, spec: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(spec).map_err(|error| format!("{}: {error}", spec.display()))?;
+    let document: serde_json::Value =
+        serde_json::from_str(&text).map_err(|error| format!("{}: {error}", spec.display()))?;
+    let operations = operations(&document);
+    let first: Vec<String> = operations.iter().take(ALONE).map(|(id, _)| id.clone()).collect();
+    let callable = operations
+        .iter()
+        .take(ALONE)
+        .find(|(_, bare)| *bare)
+        .ok_or("no operation of the first 100 takes no arguments")?;
+    let tool = format!(
+        "api.{}",
+        callable.0.replace(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')), "_")
+    );
+    let placement = Placement::new(dir.to_path_buf(), None);
+    let counter = Counter::new(options, dir)?;
+    let program = options.bin_dir.join("procedure-service");
+    let listen = ["--listen".to_owned(), "127.0.0.1:{PORT}".to_owned()];
+    let service = placement.start("service", &program, &listen, &plan::service_call("x")).await?;
+    let base_url = format!("http://{}", service.addr);
+    let mut text = format!(
+        "| served | request | instructions per request | of which SHA-256 (portable) | backend client | audit record | the rest (server side) |\n|---|---|---|---|---|---|---|\n<!-- {} requests each, after {WARMUP} to warm up; {} operations in the document, {ALONE} alone; the call is {tool} -->\n",
+        options.requests,
+        operations.len()
+    );
+    let workload = Workload { id: "openapi", title: "a large OpenAPI document", entries: Vec::new() };
+    for (name, include) in [("alone", Some(first.as_slice())), ("whole", None)] {
+        let config = dir.join(format!("openapi-{name}.toml"));
+        std::fs::write(&config, configs::openapi(spec, &base_url, include)).map_err(|error| error.to_string())?;
+        let served = counter.start(&placement, &format!("bondry-openapi-{name}"), config.display().to_string()).await?;
+        let list = Entry {
+            peer: Peer::Bondry,
+            label: format!("{name}: tools/list, first page"),
+            script: plan::modern_first_page("/mcp"),
+        };
+        let call = Entry {
+            peer: Peer::BondryService,
+            label: format!("{name}: tools/call {tool}"),
+            script: plan::modern_call_bare("/mcp", &tool),
+        };
+        for entry in [list, call] {
+            text.push_str(&counter.measure(&served, &workload, &entry).await?);
+        }
+    }
+    Ok(text)
+}
+
+/// A document's operations in its order (paths, then methods as OpenAPI lists them): each
+/// one's operationId, and whether it takes no parameters and no body.
+fn operations(document: &serde_json::Value) -> Vec<(String, bool)> {
+    const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+    let Some(paths) = document["paths"].as_object() else { return Vec::new() };
+    let mut found = Vec::new();
+    for item in paths.values() {
+        for method in METHODS {
+            let operation = &item[method];
+            let Some(id) = operation["operationId"].as_str() else { continue };
+            let bare = item.get("parameters").is_none()
+                && operation.get("parameters").is_none()
+                && operation.get("requestBody").is_none();
+            found.push((id.to_owned(), bare));
+        }
+    }
+    found
 }
 
 /// Bondry processes under callgrind, and the dumps they write.
@@ -230,6 +312,7 @@ const COMPONENTS: [(&str, &[&str]); 2] = [
         &[
             "bondry_upstream::relay::call::{{closure}}",
             "<bondry_backends::procedure::call::Procedure as bondry_core::handler::Handler>::call::{{closure}}",
+            "<bondry_backends::openapi::call::OperationHandler as bondry_core::handler::Handler>::call::{{closure}}",
         ],
     ),
     ("audit", &["<bondry_http_server::audit::AuditWriter as bondry_core::audit::AuditSink>::record"]),

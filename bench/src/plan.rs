@@ -127,6 +127,22 @@ pub fn modern_call_of(path: &str, tool: &str, text: &str, extra: &[String]) -> S
     Script { handshake: None, request: String::from_utf8(request).expect("ASCII"), expect: "structuredContent" }
 }
 
+/// A modern `tools/call` of `tool` with no arguments, answered by anything with a result.
+pub fn modern_call_bare(path: &str, tool: &str) -> Script {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{{}},{META}}}}}"#
+    );
+    let request = post(path, &modern_headers("tools/call", Some(tool), &[]), &body);
+    Script { handshake: None, request: String::from_utf8(request).expect("ASCII"), expect: "\"result\"" }
+}
+
+/// A modern `tools/list`'s first page, however long the catalogue.
+pub fn modern_first_page(path: &str) -> Script {
+    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}"#);
+    let request = post(path, &modern_headers("tools/list", None, &[]), &body);
+    Script { handshake: None, request: String::from_utf8(request).expect("ASCII"), expect: "\"tools\"" }
+}
+
 /// A modern `tools/list`: one page, whose last entry is the 200th tool.
 pub fn modern_list(path: &str) -> Script {
     let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}"#);

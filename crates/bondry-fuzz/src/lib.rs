@@ -317,3 +317,44 @@ fn names_a_path_outside(value: &toml::Value) -> bool {
         _ => false,
     }
 }
+
+/// An OpenAPI document read and mapped as `bondry check` does it (JSON or YAML; any
+/// refusal is fine), its operations named as tools among the realm's, and each one's
+/// request built from tricky arguments. Input: the document.
+///
+/// Asserts: no two tools share an id, and each id is a valid capability id; every input
+/// and output schema is an object schema; a built request's path starts with `/` and
+/// never has a `.` or `..` segment, nor a character a path may not hold raw; its query
+/// and header values hold no line break.
+pub fn openapi(data: &[u8]) {
+    use bondry_backends::openapi::{document, mapping, request, tools};
+    let Ok(document) = document::read(data) else { return };
+    let Ok(mapped) = mapping::map(&document, &mapping::Options::default()) else { return };
+    let mut names = bondry_catalogue::naming::Names::of_realm(["x.own"], []);
+    let served = tools::tools("x", "x", mapped, &mut names, &SchemaBounds::default());
+    let mut ids = std::collections::HashSet::new();
+    let tricky =
+        [json!(".."), json!("a/../b"), json!(["..", "%2e%2e", "a b#c"]), json!({"a": "\r\n", "..": 1}), json!(7)];
+    for tool in &served.tools {
+        let id = tool.descriptor.id.as_str();
+        assert!(ids.insert(id.to_owned()), "the id {id} is given twice");
+        assert!(bondry_core::capability::is_valid_id(id), "{id}");
+        assert_eq!(tool.descriptor.input_schema["type"], "object", "{id}");
+        if let Some(output) = &tool.descriptor.output_schema {
+            assert_eq!(output["type"], "object", "{id}");
+        }
+        for value in &tricky {
+            let arguments = tool.operation.parameters.iter().map(|p| (p.argument.clone(), value.clone())).collect();
+            let Ok(built) = request::build(&tool.operation, &arguments, None) else { continue };
+            assert!(built.path.starts_with('/'), "{}", built.path);
+            for segment in built.path.split('/') {
+                assert!(segment != "." && segment != "..", "{} climbs", built.path);
+            }
+            assert!(!built.path.contains([' ', '#', '?', '\r', '\n']), "{}", built.path);
+            assert!(!built.query.contains([' ', '#', '\r', '\n']), "{}", built.query);
+            for (_, header) in &built.headers {
+                assert!(!header.contains(['\r', '\n']), "{header:?}");
+            }
+        }
+    }
+}

