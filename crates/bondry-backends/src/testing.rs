@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 pub(crate) fn request(arguments: Value, retry: Option<Retry>) -> HandlerRequest {
     HandlerRequest {
         capability: CapabilityId::new("weather.forecast").unwrap(),
+        output: None,
         arguments,
         uri: None,
         realm: "default".into(),

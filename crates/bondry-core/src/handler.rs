@@ -134,6 +134,11 @@ pub struct HandlerRequest {
     /// The capability being served: one handler may serve several (its configured ones
     /// and the dynamic ones it published).
     pub capability: crate::capability::CapabilityId,
+    /// The capability's output schema, compiled (a tool's, when it has one): what its
+    /// structured content is held to after the handler answers. A handler that answers
+    /// otherwise when a backend's answer fails it checks it here rather than compiling a
+    /// copy of its own.
+    pub output: Option<crate::schema::CompiledSchema>,
     pub arguments: Value,
     /// The URI a resource read names: the static resource's own, or the one a template
     /// matched, whose variables are `arguments`.

@@ -183,6 +183,7 @@ impl Call {
     ) -> HandlerRequest {
         HandlerRequest {
             capability: self.capability.id().clone(),
+            output: self.capability.output.clone(),
             arguments: self.arguments.clone(),
             uri: self.uri.clone(),
             realm: self.realm.realm.clone(),

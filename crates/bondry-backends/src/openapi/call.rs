@@ -10,7 +10,6 @@ use bondry_core::BoxFuture;
 use bondry_core::backend::BackendKind;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::handler::{Answer, ContentBlock, Handler, HandlerRequest};
-use bondry_core::schema::CompiledSchema;
 use bytes::Bytes;
 use http::Method;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -145,27 +144,26 @@ fn sensitive(text: &str) -> Result<HeaderValue, String> {
     Ok(value)
 }
 
-/// The handler of one operation's tool.
+/// The handler of one operation's tool. A 2xx body is checked against the output schema
+/// the request carries (the capability's, compiled once by the catalogue).
 pub struct OperationHandler {
     api: Arc<Api>,
     operation: Arc<Operation>,
-    /// The output schema, compiled, to tell a 2xx body that does not meet it.
-    output: Option<Arc<CompiledSchema>>,
 }
 
 impl OperationHandler {
-    pub fn new(api: Arc<Api>, operation: Operation, output: Option<CompiledSchema>) -> Self {
-        Self { api, operation: Arc::new(operation), output: output.map(Arc::new) }
+    pub fn new(api: Arc<Api>, operation: Operation) -> Self {
+        Self { api, operation: Arc::new(operation) }
     }
 }
 
 impl Handler for OperationHandler {
     fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
-        let (api, operation, output) = (Arc::clone(&self.api), Arc::clone(&self.operation), self.output.clone());
+        let (api, operation) = (Arc::clone(&self.api), Arc::clone(&self.operation));
         Box::pin(async move {
             // A caller gone drops the request under way: the service sees its connection close.
             let answered = tokio::select! {
-                answered = run(&api, &operation, output.as_deref(), &request) => answered,
+                answered = run(&api, &operation, &request) => answered,
                 () = request.cancellation.cancelled() => Err(Failure::Unavailable("the caller is gone".into())),
             };
             answered.unwrap_or_else(|failure| {
@@ -184,12 +182,7 @@ impl Handler for OperationHandler {
 }
 
 /// One request of `operation`, within the timeout, waiting for a slot first.
-async fn run(
-    api: &Api,
-    operation: &Operation,
-    output: Option<&CompiledSchema>,
-    request: &HandlerRequest,
-) -> Result<Answer, Failure> {
+async fn run(api: &Api, operation: &Operation, request: &HandlerRequest) -> Result<Answer, Failure> {
     let deadline = Instant::now() + api.spec.timeout;
     let none = serde_json::Map::new();
     let arguments = request.arguments.as_object().unwrap_or(&none);
@@ -233,7 +226,7 @@ async fn run(
     let answered = crate::exchange::send(&api.client, sent, deadline, api.spec.max_response_bytes).await;
     request.backend.record(KIND, &api.spec.name, began.elapsed());
     let answered = answered?;
-    let conforms = output.map(|schema| move |value: &Value| schema.validate(value).is_ok());
+    let conforms = request.output.as_ref().map(|schema| move |value: &Value| schema.validate(value).is_ok());
     let conforms = conforms.as_ref().map(|check| check as &dyn Fn(&Value) -> bool);
     let read = answer::read(answered.status, answered.content_type.as_deref(), &answered.body, conforms, &api.secrets)?;
     if read.violated_output_schema {
@@ -290,7 +283,7 @@ mod tests {
         addr
     }
 
-    fn handler(addr: SocketAddr, output: Option<Value>) -> OperationHandler {
+    fn handler(addr: SocketAddr) -> OperationHandler {
         let document = json!({
             "openapi": "3.1.0",
             "paths": {"/pets/{id}": {"get": {
@@ -316,8 +309,7 @@ mod tests {
             max_response_bytes: 4096,
         };
         let client = bondry_outbound::Pool::default().client("test", &spec.base_url, &Default::default()).unwrap();
-        let output = output.map(|schema| CompiledSchema::compile(&schema, &Default::default()).unwrap());
-        OperationHandler::new(Api::new(spec, client).unwrap(), operation, output)
+        OperationHandler::new(Api::new(spec, client).unwrap(), operation)
     }
 
     #[tokio::test]
@@ -325,7 +317,7 @@ mod tests {
         let addr = service().await;
         let called = request(json!({"id": "7", "fields": ["name", "tag"], "X-Trace": "t-1"}), None);
         let note = Arc::clone(&called.backend);
-        let Answer::Content { structured: Some(structured), .. } = handler(addr, None).call(called).await else {
+        let Answer::Content { structured: Some(structured), .. } = handler(addr).call(called).await else {
             panic!("structured content")
         };
         assert_eq!(structured, json!({"id": "7", "query": "fields=name,tag&key=k3y%2F%2B", "trace": "t-1"}));
@@ -336,8 +328,10 @@ mod tests {
     async fn refusals_failures_and_other_bodies_answer_as_the_rules_say() {
         let addr = service().await;
         let call = |id: &str, output: Option<Value>| {
-            let handler = handler(addr, output);
-            let called = request(json!({"id": id}), None);
+            let handler = handler(addr);
+            let mut called = request(json!({"id": id}), None);
+            called.output = output
+                .map(|schema| bondry_core::schema::CompiledSchema::compile(&schema, &Default::default()).unwrap());
             async move { handler.call(called).await }
         };
         assert_eq!(

@@ -19,9 +19,8 @@ pub const MAX_DESCRIPTION_BYTES: usize = 8 * 1024;
 #[derive(Debug)]
 pub struct Tool {
     pub descriptor: Descriptor,
+    /// The operation, what its handler sends by; its schemas are the descriptor's.
     pub operation: Operation,
-    /// The output schema, compiled, for the handler to check 2xx bodies against.
-    pub output: Option<CompiledSchema>,
 }
 
 /// An entry's tools, and the operations left out.
@@ -44,15 +43,13 @@ pub fn tools(entry: &str, prefix: &str, mapped: Mapped, names: &mut Names, bound
             skipped.push(skip(format!("its input schema cannot be served: {error}")));
             continue;
         }
-        let output = match operation.output_schema.as_ref().map(|schema| CompiledSchema::compile(schema, bounds)) {
-            None => None,
-            Some(Ok(output)) => Some(output),
-            Some(Err(error)) => {
-                operation.left_out.push(format!("its output schema: {error}"));
-                operation.output_schema = None;
-                None
-            }
-        };
+        // Compiled here only to be checked: the catalogue compiles the one it serves, and
+        // hands it to the handler with each call.
+        if let Some(Err(error)) = operation.output_schema.as_ref().map(|schema| CompiledSchema::compile(schema, bounds))
+        {
+            operation.left_out.push(format!("its output schema: {error}"));
+            operation.output_schema = None;
+        }
         let owner = Owner { upstream: entry.to_owned(), kind: CapabilityKind::Tool, key: target.clone() };
         let Some(id) = names.claim_id(&owner, prefix, &operation.name, None) else {
             skipped.push(skip("its id is taken by another capability, and so is its hash-suffixed one".into()));
@@ -66,12 +63,15 @@ pub fn tools(entry: &str, prefix: &str, mapped: Mapped, names: &mut Names, bound
             }
         };
         let binding = Binding { kind: KIND.as_str().to_owned(), target };
-        let mut descriptor = Descriptor::new(id, CapabilityKind::Tool, operation.input_schema.clone(), binding);
+        // The schemas move to the descriptor: the handler needs neither, and a large
+        // document's are most of what it holds.
+        let input_schema = std::mem::take(&mut operation.input_schema);
+        let mut descriptor = Descriptor::new(id, CapabilityKind::Tool, input_schema, binding);
         descriptor.title = operation.summary.clone();
         descriptor.summary = description(&mut operation);
-        descriptor.output_schema = operation.output_schema.clone();
+        descriptor.output_schema = operation.output_schema.take();
         descriptor.annotations = operation.annotations.clone();
-        tools.push(Tool { descriptor, operation, output });
+        tools.push(Tool { descriptor, operation });
     }
     Tools { tools, skipped }
 }
@@ -157,7 +157,7 @@ mod tests {
         let long = &made.tools[0];
         let summary = long.descriptor.summary.as_deref().unwrap();
         assert!(summary.len() <= MAX_DESCRIPTION_BYTES + 3 && summary.ends_with('…'));
-        assert_eq!((long.descriptor.output_schema.as_ref(), long.output.is_none()), (None, true));
+        assert_eq!(long.descriptor.output_schema.as_ref(), None);
         assert_eq!(long.operation.left_out.len(), 2, "{:?}", long.operation.left_out);
     }
 }

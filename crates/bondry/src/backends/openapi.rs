@@ -217,7 +217,7 @@ fn entry(diagnostics: &mut Diagnostics, loaded: &Loaded, planning: &mut Planning
         }
         report.left_out.extend(tool.operation.left_out.iter().map(|what| (labelled.clone(), what.clone())));
         report.tools.push((tool.descriptor.id.as_str().to_owned(), operation));
-        let handler = OperationHandler::new(Arc::clone(&api), tool.operation, tool.output);
+        let handler = OperationHandler::new(Arc::clone(&api), tool.operation);
         planning.configured.push(Registration { descriptor: Arc::new(tool.descriptor), handler: Arc::new(handler) });
     }
     Some(report)

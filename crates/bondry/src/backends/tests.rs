@@ -138,6 +138,7 @@ impl BackendTask for EchoTask {
 fn request(capability: &CapabilityId, arguments: Value) -> HandlerRequest {
     HandlerRequest {
         capability: capability.clone(),
+        output: None,
         arguments,
         uri: None,
         realm: "default".into(),
