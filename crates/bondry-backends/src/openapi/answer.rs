@@ -46,8 +46,11 @@ pub fn read(
     match status {
         200..=299 => {}
         400..=499 => {
-            let whole = redacted(&String::from_utf8_lossy(body), secrets);
-            let quoted = String::from_utf8_lossy(cut(whole.as_bytes(), QUOTED_BYTES)).into_owned();
+            // A secret that reaches into the quoted part lies whole within it and the
+            // longest form's length past it: only that much is read and redacted.
+            let longest = secrets.iter().map(String::len).max().unwrap_or(0);
+            let head = redacted(&String::from_utf8_lossy(cut(body, QUOTED_BYTES + longest)), secrets);
+            let quoted = String::from_utf8_lossy(cut(head.as_bytes(), QUOTED_BYTES)).into_owned();
             let content = (!quoted.is_empty()).then(|| vec![ContentBlock::Text { text: quoted }]);
             // Too many requests, or a timeout at the service's door: worth trying again.
             let retryable = matches!(status, 408 | 429);
@@ -57,7 +60,8 @@ pub fn read(
         500..=599 => return Err(Failure::Unavailable(format!("status {status}"))),
         other => return Err(Failure::Invalid(format!("status {other}"))),
     }
-    let text = text(body)?;
+    // A service may echo a secret in a success too (a next page's link holding the key).
+    let text = redacted(&text(body)?, secrets);
     let blocks = if text.is_empty() { Vec::new() } else { vec![ContentBlock::Text { text: text.clone() }] };
     let value = match is_json(content_type) {
         false => None,
@@ -147,8 +151,12 @@ fn lowercase_escapes(encoded: &str) -> String {
 }
 
 /// `text` with every form in `secrets` replaced.
+/// `text` with every form in `secrets` (longest first) replaced by `[redacted]`.
 fn redacted(text: &str, secrets: &[String]) -> String {
-    let forms = secrets.iter().filter(|form| !form.is_empty());
+    let mut forms = secrets.iter().filter(|form| !form.is_empty() && text.contains(form.as_str())).peekable();
+    if forms.peek().is_none() {
+        return text.to_owned();
+    }
     forms.fold(text.to_owned(), |text, form| text.replace(form.as_str(), REDACTED))
 }
 
@@ -190,6 +198,20 @@ mod tests {
         assert_eq!(
             answer(204, "text/plain", "", None).unwrap().answer,
             Answer::Content { blocks: vec![], structured: None }
+        );
+    }
+
+    #[test]
+    fn a_success_echoing_the_secret_has_it_redacted_in_its_text_and_its_value() {
+        let echoed = r#"{"next": "https://api.example/pets?page=2&key=s3cr3t%2F%2B%22"}"#;
+        let read = answer(200, "application/json", echoed, None).unwrap();
+        let redacted = r#"{"next": "https://api.example/pets?page=2&key=[redacted]"}"#;
+        assert_eq!(
+            read.answer,
+            Answer::Content {
+                blocks: vec![ContentBlock::Text { text: redacted.into() }],
+                structured: Some(json!({"next": "https://api.example/pets?page=2&key=[redacted]"}))
+            }
         );
     }
 

@@ -28,6 +28,9 @@ pub const KIND: BackendKind = BackendKind::OPENAPI;
 /// value `..`, a header value with a line break).
 pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
 
+/// The shortest value redacted from what a service says: shorter ones are no secret.
+const MIN_REDACTED_BYTES: usize = 4;
+
 /// How `auth` proves Bondry to the service; the secret is the value from the environment.
 #[derive(Clone)]
 pub enum Auth {
@@ -50,7 +53,10 @@ impl Auth {
             }
             Self::Basic(secret) => {
                 use base64::Engine as _;
-                vec![secret.clone(), base64::engine::general_purpose::STANDARD.encode(secret)]
+                let encoded = base64::engine::general_purpose::STANDARD.encode(secret);
+                // The password alone, too: a service may say which one it refused.
+                let password = secret.split_once(':').map(|(_, password)| password.to_owned());
+                [secret.clone(), encoded].into_iter().chain(password).collect()
             }
         }
     }
@@ -113,7 +119,15 @@ impl Api {
         let slots = Semaphore::new(spec.max_concurrent_calls);
         let sent = spec.auth.iter().flat_map(Auth::sent);
         let from_environment = spec.headers.iter().filter_map(|(_, value)| value.to_str().ok().map(str::to_owned));
-        let secrets = sent.chain(from_environment).flat_map(|secret| answer::secret_forms(&secret)).collect();
+        let mut secrets: Vec<String> =
+            sent.chain(from_environment).flat_map(|secret| answer::secret_forms(&secret)).collect();
+        // Longest first across every secret, so that one inside another is replaced only
+        // where the longer is not; values too short to be a secret (a version number)
+        // would only garble what is quoted.
+        secrets.retain(|form| form.len() >= MIN_REDACTED_BYTES);
+        secrets.sort_unstable();
+        secrets.dedup();
+        secrets.sort_by_key(|form| std::cmp::Reverse(form.len()));
         Ok(Arc::new(Self { spec, client, slots, headers, secrets, violations: Mutex::default() }))
     }
 
@@ -271,7 +285,9 @@ mod tests {
                 "big404" => (StatusCode::NOT_FOUND, "y".repeat(100_000)).into_response(),
                 "text" => "plain".into_response(),
                 _ => {
-                    let body = json!({"id": id, "query": query, "trace": trace}).to_string();
+                    // The key as it arrived, spelt apart: echoed whole it would be redacted.
+                    let sent = query.split_once("&key=").map(|(_, key)| key.replace('%', " %"));
+                    let body = json!({"id": id, "query": query, "sent": sent, "trace": trace}).to_string();
                     ([("content-type", "application/json")], body).into_response()
                 }
             }
@@ -320,7 +336,11 @@ mod tests {
         let Answer::Content { structured: Some(structured), .. } = handler(addr).call(called).await else {
             panic!("structured content")
         };
-        assert_eq!(structured, json!({"id": "7", "query": "fields=name,tag&key=k3y%2F%2B", "trace": "t-1"}));
+        assert_eq!(
+            structured,
+            json!({"id": "7", "query": "fields=name,tag&key=[redacted]", "sent": "k3y %2F %2B", "trace": "t-1"}),
+            "the key sent encoded, and redacted where the answer echoes it"
+        );
         assert_eq!(note.taken().unwrap().backend, "pets");
     }
 

@@ -45,6 +45,10 @@ const IGNORED: [&str; 2] = ["accept", "content-type"];
 /// the largest, has 1,223.
 pub const MAX_OPERATIONS: usize = 4096;
 
+/// The most the served operations' schemas may come to, written as JSON, each with its
+/// own copy of the shared schemas it uses: GitHub's REST description comes to 5.3 MB.
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024 * 1024;
+
 /// Where a parameter travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Location {
@@ -151,6 +155,7 @@ pub fn map(document: &Value, options: &Options) -> Result<Mapped, String> {
     };
     refs::check(document).map_err(|error| error.to_string())?;
     let mut mapped = Mapped { dialect, operations: Vec::new(), skipped: Vec::new() };
+    let mut schema_bytes = 0;
     let Some(paths) = document.get("paths") else { return Ok(mapped) };
     let paths = paths.as_object().ok_or("\"paths\" must be an object")?;
     for (path, item) in paths {
@@ -178,12 +183,42 @@ pub fn map(document: &Value, options: &Options) -> Result<Mapped, String> {
             }
             let context = Context { document, dialect, options, item };
             match context.operation(operation, name, upper, path) {
-                Ok(operation) => mapped.operations.push(operation),
+                Ok(operation) => {
+                    // Each operation holds its own copy of the shared schemas it reaches:
+                    // a document reaching a large one from every operation is refused
+                    // before its copies fill the memory.
+                    schema_bytes += written_size(&operation.input_schema);
+                    schema_bytes += operation.output_schema.as_ref().map_or(0, written_size);
+                    if schema_bytes > MAX_SCHEMA_BYTES {
+                        return Err(format!(
+                            "its operations' schemas, each with the shared schemas it uses, come to over {MAX_SCHEMA_BYTES} bytes (64 MiB); serve a part with include"
+                        ));
+                    }
+                    mapped.operations.push(operation);
+                }
                 Err(why) => mapped.skipped.push(Skipped { operation: label, why }),
             }
         }
     }
     Ok(mapped)
+}
+
+/// How many bytes `value` is written as JSON, counted without writing it.
+fn written_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// The value `value` stands for: itself, or what its `$ref` points to (refs are checked
@@ -401,15 +436,17 @@ impl Context<'_> {
         Ok(Some((parameter, schema)))
     }
 
-    /// The schema of the first 2xx JSON answer, when its root is an object.
-    /// The schema of the first 2xx JSON answer, when its root is an object: converted
-    /// with shared schemas of its own (`$defs` beside it), its root stated an object.
+    /// The schema of the operation's 2xx JSON answer, when it lists one 2xx answer only
+    /// and that answer's root is an object: converted with shared schemas of its own
+    /// (`$defs` beside it), its root stated an object. With two (201 and 204, say), every
+    /// success would be held to the one schema, and a tool with an output schema must
+    /// answer structured content that meets it: such an operation has none.
     fn output(&self, operation: &Map<String, Value>) -> Result<Option<Value>, String> {
         let Some(responses) = operation.get("responses").and_then(Value::as_object) else { return Ok(None) };
-        let mut codes: Vec<&String> =
-            responses.keys().filter(|code| code.len() == 3 && code.starts_with('2')).collect();
-        // Exact codes in order, then `2XX`.
-        codes.sort_by_key(|code| (code.ends_with("XX") || code.ends_with("xx"), code.to_string()));
+        let codes: Vec<&String> = responses.keys().filter(|code| code.len() == 3 && code.starts_with('2')).collect();
+        if codes.len() != 1 {
+            return Ok(None);
+        }
         for code in codes {
             let response = followed(self.document, &responses[code.as_str()])?;
             let Ok(Some(schema)) = json_schema(response.get("content")) else { continue };
@@ -609,6 +646,40 @@ mod tests {
             delete.annotations,
             Annotations { destructive: Some(true), idempotent: Some(true), ..Annotations::default() }
         );
+    }
+
+    #[test]
+    fn a_document_whose_copies_of_shared_schemas_would_fill_the_memory_is_refused() {
+        let big: Map<String, Value> = (0..2000)
+            .map(|i| (format!("p{i:04}"), json!({"type": "string", "description": "d".repeat(100)})))
+            .collect();
+        let reach = json!({"application/json": {"schema": {"$ref": "#/components/schemas/Big"}}});
+        let paths: Map<String, Value> = (0..400)
+            .map(|i| {
+                (
+                    format!("/o{i}"),
+                    json!({"post": {"requestBody": {"content": reach}, "responses": {"200": {"content": reach}}}}),
+                )
+            })
+            .collect();
+        let document = json!({"openapi": "3.1.0", "paths": paths, "components": {"schemas": {"Big": {"type": "object", "properties": big}}}});
+        let refused = map(&document, &Options::default()).unwrap_err();
+        assert!(
+            refused.starts_with("its operations' schemas, each with the shared schemas it uses, come to over"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn an_output_schema_only_where_one_success_is_listed() {
+        let object = json!({"application/json": {"schema": {"type": "object"}}});
+        let document = json!({"openapi": "3.1.0", "paths": {
+            "/one": {"post": {"operationId": "one", "responses": {"201": {"content": object}, "400": {}}}},
+            "/two": {"post": {"operationId": "two", "responses": {"201": {"content": object}, "204": {}}}}
+        }});
+        let mapped = map(&document, &Options::default()).unwrap();
+        assert_eq!(mapped.operations[0].output_schema, Some(json!({"type": "object"})));
+        assert_eq!(mapped.operations[1].output_schema, None, "a 204 would fail the 201's schema");
     }
 
     #[test]

@@ -83,9 +83,10 @@ fn without_user_info(url: &Url) -> String {
     format!("{:?}", shown.as_str())
 }
 
-/// Text that is not a URL, as a refusal may show it: not at all when it may hold user info.
+/// Text that is not a URL, as a refusal may show it: not at all when it may hold user
+/// info or a query (where a key goes).
 fn shown(text: &str) -> String {
-    if text.contains('@') {
+    if text.contains(['@', '?']) {
         return "the URL (not repeated here: it may hold credentials)".to_owned();
     }
     format!("{text:?}")
@@ -214,6 +215,8 @@ mod tests {
         assert!(query.starts_with("\"https://api.example.com/run\" has a query string"), "{query}");
         assert!(!query.contains("s3cret"));
         assert!(url("https://api.example.com/run?v=1", false, Query::Allowed).is_ok());
+        let broken = url("https://api.example.com:99999/run?key=s3cret", false, Query::Refused).unwrap_err();
+        assert!(broken.starts_with("the URL (not repeated here: it may hold credentials) is not a URL"), "{broken}");
         let userinfo = url("https://me:s3cret@api.example.com/run", false, Query::Refused).unwrap_err();
         assert!(userinfo.contains("holds credentials") && !userinfo.contains("s3cret"), "{userinfo}");
     }

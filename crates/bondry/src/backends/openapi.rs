@@ -60,6 +60,8 @@ struct Document {
     skipped: Vec<Skipped>,
     /// What a served operation goes without: (operation, what).
     left_out: Vec<(String, String)>,
+    /// `include` is given and picks no operation.
+    picks_nothing: bool,
 }
 
 /// The entry a tool's binding target (`"<entry> <METHOD> <path>"`) names.
@@ -90,6 +92,10 @@ fn warnings(plan: &Plan, realm: &str) -> Vec<(String, String)> {
         }
         for (operation, what) in &document.left_out {
             found.push((key.clone(), format!("operation {operation} is served without {what}")));
+        }
+        if document.picks_nothing {
+            let why = "matches no operation of the document: its globs match operationIds (\"get*\"), not tool ids";
+            found.push((format!("{key}.include"), why.to_owned()));
         }
     }
     found
@@ -131,6 +137,22 @@ fn entry(diagnostics: &mut Diagnostics, loaded: &Loaded, planning: &mut Planning
         Some(prefix) => diagnostics.ok(at("prefix"), stanza::prefix(prefix)),
         None => name.clone(),
     };
+    // An upstream lists its tools while serving: under one prefix, a reload could meet an
+    // id the upstream holds, which `check` cannot foresee.
+    let upstream = prefix.as_ref().and_then(|prefix| {
+        let upstreams = planning.raw.upstreams.iter();
+        upstreams
+            .filter(|upstream| upstream.prefix.as_ref().unwrap_or(&upstream.name) == prefix)
+            .map(|u| &u.name)
+            .next()
+    });
+    if let (Some(prefix), Some(upstream)) = (&prefix, upstream) {
+        let key = if raw.prefix.is_some() { "prefix" } else { "name" };
+        diagnostics.refuse(
+            at(key),
+            format!("{prefix:?} is the prefix of the realm's upstream {upstream:?} too, whose tools could take this API's ids; give the API a prefix of its own"),
+        );
+    }
     let plain = raw.allow_plain_http.unwrap_or(false);
     let base_url = diagnostics.ok(at("base_url"), endpoint::url(&raw.base_url, plain, Query::Refused));
     let include = stanza::globs(diagnostics, &at("include"), &raw.include);
@@ -203,6 +225,7 @@ fn entry(diagnostics: &mut Diagnostics, loaded: &Loaded, planning: &mut Planning
         file: raw.spec_file.display().to_string(),
         dialect,
         tools: Vec::new(),
+        picks_nothing: !raw.include.is_empty() && yielded.tools.is_empty() && yielded.skipped.is_empty(),
         skipped: yielded.skipped,
         left_out: Vec::new(),
     };
@@ -406,6 +429,11 @@ mod tests {
                 format!("{at}.name: \"api\" names an upstream of the realm too; give the API a name of its own (it names the backend in audit records)"),
             ),
             (
+                format!("{}\n[[realms.default.upstreams]]\nname = \"up\"\nprefix = \"gh\"\ntransport = \"stdio\"\ncommand = \"sh\"\n", entry("prefix = \"gh\"")),
+                &[],
+                format!("{at}.prefix: \"gh\" is the prefix of the realm's upstream \"up\" too, whose tools could take this API's ids; give the API a prefix of its own"),
+            ),
+            (
                 entry("prefix = \"a.\""),
                 &[],
                 format!("{at}.prefix: \"a.\" is not a prefix: use \"\" or 1-32 characters from A-Z a-z 0-9 . _ -, not ending in \".\" (an id is the prefix, a dot and the backend's own name)"),
@@ -483,6 +511,26 @@ mod tests {
             assert_eq!(refused, std::slice::from_ref(expected), "{stanzas}");
             assert!(refused.iter().all(|line| !line.contains("s3cret")), "{refused:?}");
         }
+    }
+
+    #[test]
+    fn an_include_that_picks_nothing_is_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("api.json"), DOCUMENT).unwrap();
+        let text = format!("{EMBEDDED_DEFAULT}\n{}", entry("include = [\"api.e*\"]"));
+        let loaded = parse("t.toml", &text, dir.path().to_path_buf(), std::iter::empty()).unwrap();
+        let assembled = assemble(&loaded, &Builtins::demo(), &Overrides::default(), false).unwrap();
+        let warnings: Vec<String> = crate::assemble::warnings::warnings(&loaded, &assembled)
+            .iter()
+            .map(|warning| ConfigError { place: None, ..warning.clone() }.to_string())
+            .filter(|warning| warning.contains("openapi"))
+            .collect();
+        assert_eq!(
+            warnings,
+            [
+                "t.toml: realms.default.openapi[0].include: matches no operation of the document: its globs match operationIds (\"get*\"), not tool ids"
+            ]
+        );
     }
 
     /// The temporary directory a refusal names, if it names one.
