@@ -203,6 +203,43 @@ pub fn map(document: &Value, options: &Options) -> Result<Mapped, String> {
     Ok(mapped)
 }
 
+/// Whether the written part of a path template (all but its `{variables}`) is a URL path
+/// as it stands: each character one a path may hold (RFC 3986's `pchar`, a `%XX` escape),
+/// no segment `.` or `..` (which would climb out of `base_url`'s path), and every `{`
+/// closed. A variable's value is encoded when the request is written.
+fn literal_path(path: &str) -> Result<(), String> {
+    let refused = |why: &str| Err(format!("its path {path:?} {why}"));
+    for segment in path.split('/').skip(1) {
+        if segment == "." || segment == ".." {
+            return refused("has a . or .. segment, which would climb out of base_url's path");
+        }
+        let mut rest = segment;
+        while !rest.is_empty() {
+            if let Some(after) = rest.strip_prefix('{') {
+                let Some((_, after)) = after.split_once('}') else { return refused("has a { never closed") };
+                rest = after;
+                continue;
+            }
+            let literal_end = rest.find('{').unwrap_or(rest.len());
+            let (literal, after) = rest.split_at(literal_end);
+            let bytes = literal.as_bytes();
+            let mut at = 0;
+            while at < bytes.len() {
+                let byte = bytes[at];
+                let escape =
+                    byte == b'%' && bytes.get(at + 1..at + 3).is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit));
+                let plain = byte.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&byte);
+                if !plain && !escape {
+                    return refused("holds a character a URL path cannot hold as it stands; write it %-escaped");
+                }
+                at += if escape { 3 } else { 1 };
+            }
+            rest = after;
+        }
+    }
+    Ok(())
+}
+
 /// How many bytes `value` is written as JSON, counted without writing it.
 fn written_size(value: &Value) -> usize {
     struct Count(usize);
@@ -274,6 +311,7 @@ impl Context<'_> {
             }
         };
         arguments_named(&mut described_parameters, body.is_some());
+        literal_path(path)?;
         for variable in path.split('{').skip(1).filter_map(|rest| rest.split_once('}').map(|(name, _)| name)) {
             if !described_parameters.iter().any(|(p, _)| p.location == Location::Path && p.name == variable) {
                 return Err(format!("its path names {{{variable}}}, which no path parameter fills"));
@@ -668,6 +706,30 @@ mod tests {
             refused.starts_with("its operations' schemas, each with the shared schemas it uses, come to over"),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn a_path_is_a_url_path_as_written() {
+        assert_eq!(literal_path("/pets/{id}/tags.{format}"), Ok(()));
+        assert_eq!(literal_path("/a%20b/{x}{y}/~me@x:1"), Ok(()));
+        let refused = |path: &str| literal_path(path).unwrap_err();
+        assert_eq!(
+            refused("/m  s"),
+            "its path \"/m  s\" holds a character a URL path cannot hold as it stands; write it %-escaped"
+        );
+        assert_eq!(
+            refused("/a/../admin"),
+            "its path \"/a/../admin\" has a . or .. segment, which would climb out of base_url's path"
+        );
+        assert_eq!(
+            refused("/a/./b"),
+            "its path \"/a/./b\" has a . or .. segment, which would climb out of base_url's path"
+        );
+        assert!(refused("/a?b").contains("cannot hold"));
+        assert!(refused("/a#b").contains("cannot hold"));
+        assert!(refused("/a%2").contains("cannot hold"));
+        assert!(refused("/é").contains("cannot hold"));
+        assert_eq!(refused("/a/{id"), "its path \"/a/{id\" has a { never closed");
     }
 
     #[test]
