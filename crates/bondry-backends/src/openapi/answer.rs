@@ -120,7 +120,7 @@ pub fn secret_forms(secret: &str) -> Vec<String> {
         return Vec::new();
     }
     let encoded = percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC).to_string();
-    let component = super::request::component(secret);
+    let component = super::percent::component(secret);
     let lower = [lowercase_escapes(&encoded), lowercase_escapes(&component)];
     let json = serde_json::to_string(secret).unwrap_or_default();
     let json = json.get(1..json.len().saturating_sub(1)).unwrap_or_default().to_owned();

@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout_at};
 
 use super::mapping::Operation;
-use super::{answer, request};
+use super::{answer, percent, request};
 use crate::failure::Failure;
 
 /// The backend kind OpenAPI operations are audited and bound under.
@@ -142,7 +142,7 @@ impl Api {
             if !query.is_empty() {
                 query.push('&');
             }
-            query.push_str(&format!("{}={}", request::component(name), request::component(secret)));
+            query.push_str(&format!("{}={}", percent::component(name), percent::component(secret)));
         }
         url.set_query((!query.is_empty()).then_some(query.as_str()));
         url

@@ -11,6 +11,7 @@ pub mod answer;
 pub mod call;
 pub mod document;
 pub mod mapping;
+mod percent;
 pub mod refs;
 pub mod request;
 pub mod schema;

@@ -7,21 +7,10 @@
 
 use std::fmt::Write as _;
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Map, Value};
 
 use super::mapping::{Location, Operation, Parameter, Style};
-
-/// What is percent-encoded in a path segment or a query component: all but RFC 3986's
-/// unreserved characters, so that no value can end a segment, start a query or add a
-/// parameter.
-const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
-
-/// `text` percent-encoded as a path segment's or a query value's part: every byte but
-/// letters, digits and `-._~`.
-pub(crate) fn component(text: &str) -> String {
-    utf8_percent_encode(text, COMPONENT).to_string()
-}
+use super::percent::component;
 
 /// An operation's request, but for the base URL it is sent to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -192,6 +192,30 @@ pub(crate) fn connection(
     Some((ca_file?, proxy?))
 }
 
+/// The realm's pooled client for `url` with `settings`, or a refusal at the stanza's key
+/// the setup failed on (`url_key` for the URL's own).
+pub(crate) fn client(
+    diagnostics: &mut Diagnostics,
+    stanza: &str,
+    url_key: &str,
+    realm: &str,
+    url: &Url,
+    settings: &bondry_outbound::Settings,
+) -> Option<bondry_outbound::Client> {
+    use bondry_outbound::SetupError;
+    bondry_outbound::Pool::shared()
+        .client(realm, url, settings)
+        .map_err(|error| {
+            let key = match &error {
+                SetupError::CaFile { .. } => "ca_file",
+                SetupError::Proxy(_) => "proxy",
+                SetupError::Client(_) => url_key,
+            };
+            diagnostics.refuse(format!("{stanza}.{key}"), error.to_string());
+        })
+        .ok()
+}
+
 /// `url` without its query, as a refusal may show it: the query may hold a secret.
 fn shown_without_query(url: &Url) -> String {
     let mut shown = url.clone();

@@ -11,7 +11,7 @@ use bondry_backends::procedure::signing::MIN_KEY_BYTES;
 use bondry_backends::procedure::{Procedure, ProcedureSpec};
 use bondry_core::backend::{BackendKind, Plan};
 use bondry_core::capability::CapabilityKind;
-use bondry_outbound::{Pool, Settings, SetupError};
+use bondry_outbound::Settings;
 
 use super::configured::Configured;
 use super::endpoint::{self, Query, Reserved};
@@ -118,18 +118,7 @@ fn bind(diagnostics: &mut Diagnostics, loaded: &Loaded, stanza: &Stanza) -> Opti
     let settings =
         Settings { connect_timeout: Settings::default().connect_timeout, http2_prior_knowledge: http2, ca_file, proxy };
     let url = url?;
-    let client = match Pool::shared().client(stanza.realm, &url, &settings) {
-        Ok(client) => client,
-        Err(error) => {
-            let key = match &error {
-                SetupError::CaFile { .. } => "ca_file",
-                SetupError::Proxy(_) => "proxy",
-                SetupError::Client(_) => "url",
-            };
-            diagnostics.refuse(at(key), error.to_string());
-            return None;
-        }
-    };
+    let client = endpoint::client(diagnostics, stanza.path, "url", stanza.realm, &url, &settings)?;
     let spec = ProcedureSpec {
         kind: stanza.kind?,
         url: url.clone(),

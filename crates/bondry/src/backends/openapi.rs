@@ -19,7 +19,7 @@ use bondry_core::backend::{BackendKind, Plan};
 use bondry_core::registry::{Lint, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::lint::McpLint;
-use bondry_outbound::{Pool, Settings, SetupError};
+use bondry_outbound::Settings;
 
 use super::configured::Configured;
 use super::endpoint::{self, Query, Reserved};
@@ -196,18 +196,7 @@ fn entry(diagnostics: &mut Diagnostics, loaded: &Loaded, planning: &mut Planning
     let (ca_file, proxy) = connection?;
     let settings =
         Settings { connect_timeout: Settings::default().connect_timeout, http2_prior_knowledge: false, ca_file, proxy };
-    let client = match Pool::shared().client(realm, &base_url, &settings) {
-        Ok(client) => client,
-        Err(error) => {
-            let key = match &error {
-                SetupError::CaFile { .. } => "ca_file",
-                SetupError::Proxy(_) => "proxy",
-                SetupError::Client(_) => "base_url",
-            };
-            diagnostics.refuse(at(key), error.to_string());
-            return None;
-        }
-    };
+    let client = endpoint::client(diagnostics, &stanza, "base_url", realm, &base_url, &settings)?;
     let spec = ApiSpec {
         name: name.clone(),
         base_url,
