@@ -16,6 +16,7 @@ pub mod policy;
 pub mod realm;
 pub mod registry;
 pub mod schema;
+pub mod search;
 pub mod template;
 pub mod unique;
 pub mod view;
