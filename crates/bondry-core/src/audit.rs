@@ -134,6 +134,9 @@ pub struct AuditRecord {
     pub backend: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend_duration_us: Option<u64>,
+    /// The tool the caller called to reach this capability, when not directly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<&'static str>,
 }
 
 /// One member of an audit record, as `docs/audit.md` tables it.
@@ -250,6 +253,12 @@ impl AuditRecord {
             REACHED,
             "Microseconds the backend took, over every round of the call: a builtin handler's own run time; for an upstream, the time spent waiting on its answers.",
         ),
+        field(
+            "via",
+            "`bondry.call`",
+            "On a call made through `bondry.call`",
+            "The tool the caller called to reach `capability`, which is the tool called.",
+        ),
     ];
 
     /// A record for `capability` as named by the caller. A name that is not a valid id is
@@ -304,6 +313,7 @@ impl AuditRecord {
             backend_kind: None,
             backend: None,
             backend_duration_us: None,
+            via: None,
         }
     }
 

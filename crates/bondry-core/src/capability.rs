@@ -104,6 +104,16 @@ pub struct Annotations {
     pub open_world: Option<bool>,
 }
 
+/// How callers find a tool: in its kind's list, or by searching (`bondry.search` in the MCP
+/// adapter) when a catalogue is too large to list whole. A searched tool is resolved,
+/// granted, validated and audited as a listed one; it is only left out of the list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Listing {
+    #[default]
+    Listed,
+    Searched,
+}
+
 /// What serves a capability: the backend kind and its target (for `builtin`, the handler name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binding {
@@ -138,12 +148,15 @@ pub struct Descriptor {
     /// the adapter's wire form: kept whole so the adapter lists what the core does not
     /// model (icons, `_meta`, fields it does not know) as the source wrote it.
     pub verbatim: Option<Arc<Value>>,
+    /// Whether the tool is listed or found by searching; only tools may be searched.
+    pub listing: Listing,
 }
 
 impl Descriptor {
     /// A capability of `kind` taking `input_schema`, served through `binding`, with
     /// nothing else stated: no title, description, URI, media type, output schema,
-    /// annotations or required client capabilities, and arguments audited by digest only.
+    /// annotations or required client capabilities, arguments audited by digest only,
+    /// and listed.
     pub fn new(id: CapabilityId, kind: CapabilityKind, input_schema: Value, binding: Binding) -> Self {
         Self {
             id,
@@ -159,6 +172,7 @@ impl Descriptor {
             binding,
             audit_arguments: false,
             verbatim: None,
+            listing: Listing::Listed,
         }
     }
 }

@@ -2,12 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use crate::capability::{CapabilityId, CapabilityKind};
 use crate::policy::{Policy, Principal};
 use crate::registry::{Catalogue, CatalogueError, Lint, Registration};
 use crate::schema::SchemaBounds;
+use crate::search::Index;
 use crate::view::{View, Views};
 
 /// Everything a request in one realm reads, frozen at one instant.
@@ -25,11 +26,22 @@ pub struct RealmSnapshot {
     pub promised: Vec<CapabilityKind>,
     /// The callers' views computed so far, shared by callers with the same grants.
     views: Views,
+    /// The search index of the catalogue's searched tools, made when first searched: a
+    /// snapshot nobody searches costs nothing more.
+    index: OnceLock<Index>,
 }
 
 impl RealmSnapshot {
     pub fn new(realm: &str, catalogue: Catalogue, policy: Policy, keys: KeySet) -> Self {
-        Self { realm: realm.to_owned(), catalogue, policy, keys, promised: Vec::new(), views: Views::default() }
+        Self {
+            realm: realm.to_owned(),
+            catalogue,
+            policy,
+            keys,
+            promised: Vec::new(),
+            views: Views::default(),
+            index: OnceLock::new(),
+        }
     }
 
     /// Whether the realm serves `kind` now, or a backend promised it.
@@ -41,6 +53,11 @@ impl RealmSnapshot {
     /// per set of covering grants in this snapshot.
     pub fn view(&self, principal: &Principal, adapter: &str, kind: CapabilityKind) -> Arc<View> {
         self.views.get(&self.catalogue, &self.policy, principal, adapter, kind)
+    }
+
+    /// The search index of the catalogue's searched tools, numbered as views' members are.
+    pub fn search_index(&self) -> &Index {
+        self.index.get_or_init(|| Index::build(self.catalogue.searched().to_vec()))
     }
 }
 
@@ -692,7 +709,7 @@ mod tests {
         assert!(snapshot.view(&alice, "other", CapabilityKind::Tool).entries().is_empty());
         assert!(snapshot.view(&alice, "mcp", CapabilityKind::Prompt).entries().is_empty());
         // The digest is made once per view.
-        assert_eq!(view.digest(|entries| entries.len().to_string()), "2");
+        assert_eq!(view.digest(|view| view.entries().len().to_string()), "2");
         assert_eq!(view.digest(|_| "again".into()), "2");
         // A swap starts from nothing: a changed catalogue or policy shows at once.
         registry.reconfigure(vec![tool("demo.a", "", &handler)], Policy::new(grants)).unwrap();

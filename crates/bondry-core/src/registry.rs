@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::capability::{CapabilityId, CapabilityKind, Descriptor};
+use crate::capability::{CapabilityId, CapabilityKind, Descriptor, Listing};
 use crate::handler::Handler;
 use crate::schema::{CompiledSchema, SchemaBounds, SchemaError};
 use crate::template::UriTemplate;
@@ -107,6 +107,8 @@ pub struct Catalogue {
     resources: HashMap<String, Arc<Capability>>,
     /// The templates in the order they were registered: the order a URI is matched in.
     templates: Vec<Arc<Capability>>,
+    /// The tools found by searching instead of listed, in id order.
+    searched: Vec<Arc<Capability>>,
 }
 
 /// Where `kind`'s entries are in [`Catalogue::by_kind`].
@@ -174,7 +176,9 @@ impl Catalogue {
             by_kind[kind_index(entry.kind())].push(Arc::clone(entry));
         }
         let by_id = entries.iter().map(|entry| (entry.id().clone(), Arc::clone(entry))).collect();
-        Ok(Self { version, entries, by_kind, by_id, resources, templates })
+        let searched =
+            by_kind[kind_index(CapabilityKind::Tool)].iter().filter(|tool| is_searched(tool)).cloned().collect();
+        Ok(Self { version, entries, by_kind, by_id, resources, templates, searched })
     }
 
     pub fn version(&self) -> u64 {
@@ -206,10 +210,21 @@ impl Catalogue {
         self.templates.iter()
     }
 
+    /// The tools found by searching, in id order: the order a snapshot's search index and
+    /// a view's members number them in.
+    pub fn searched(&self) -> &[Arc<Capability>] {
+        &self.searched
+    }
+
     /// Whether any capability is of `kind`.
     pub fn has_kind(&self, kind: CapabilityKind) -> bool {
         !self.by_kind[kind_index(kind)].is_empty()
     }
+}
+
+/// Whether `capability` is a tool found by searching instead of listed.
+pub fn is_searched(capability: &Capability) -> bool {
+    capability.descriptor.listing == Listing::Searched
 }
 
 /// Compiles one registration: its schemas, its kind's fields and every adapter's lint.
@@ -277,6 +292,9 @@ fn kind_fields(descriptor: &Descriptor) -> Result<Option<UriTemplate>, String> {
     }
     if !tool && descriptor.annotations != crate::capability::Annotations::default() {
         return Err(format!("a {kind} has no annotations; only tools do"));
+    }
+    if !tool && descriptor.listing == Listing::Searched {
+        return Err(format!("a {kind} is always listed; only tools may be found by searching"));
     }
     if descriptor.mime_type.is_some() && matches!(descriptor.kind, CapabilityKind::Tool | CapabilityKind::Prompt) {
         return Err(format!("a {kind} has no media type; only resources and resource templates do"));

@@ -11,24 +11,34 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::capability::CapabilityKind;
 use crate::policy::{Policy, Principal};
-use crate::registry::{Capability, Catalogue};
+use crate::registry::{Capability, Catalogue, is_searched};
+use crate::search::Members;
 
-/// What one set of grants may list of one kind, in id order.
+/// What one set of grants may list of one kind, in id order, and, of tools, which of
+/// those found by searching it holds.
 #[derive(Debug)]
 pub struct View {
     entries: Vec<Arc<Capability>>,
+    searched: Members,
     digest: OnceLock<String>,
 }
 
 impl View {
+    /// The capabilities listed, in id order.
     pub fn entries(&self) -> &[Arc<Capability>] {
         &self.entries
     }
 
+    /// The tools found by searching that this view holds, as members of its catalogue's
+    /// [`crate::search::Index`]; none for other kinds.
+    pub fn searched(&self) -> &Members {
+        &self.searched
+    }
+
     /// The adapter's digest of this view (what its cursors are bound to), made by `make`
     /// the first time it is asked for and kept with the view.
-    pub fn digest(&self, make: impl FnOnce(&[Arc<Capability>]) -> String) -> &str {
-        self.digest.get_or_init(|| make(&self.entries))
+    pub fn digest(&self, make: impl FnOnce(&View) -> String) -> &str {
+        self.digest.get_or_init(|| make(self))
     }
 }
 
@@ -65,11 +75,13 @@ impl Views {
             return Arc::clone(view);
         }
         // Computed outside the lock: callers of other views do not wait on this one.
-        let entries = catalogue
-            .of_kind(kind)
-            .filter(|capability| policy.permits_covered(&key.covering, capability.id()))
-            .cloned();
-        let view = Arc::new(View { entries: entries.collect(), digest: OnceLock::new() });
+        let permitted = |capability: &Arc<Capability>| policy.permits_covered(&key.covering, capability.id());
+        let entries = catalogue.of_kind(kind).filter(|capability| !is_searched(capability) && permitted(capability));
+        let searched = match kind {
+            CapabilityKind::Tool => Members::from_flags(catalogue.searched().iter().map(permitted)),
+            _ => Members::default(),
+        };
+        let view = Arc::new(View { entries: entries.cloned().collect(), searched, digest: OnceLock::new() });
         let mut made = self.lock();
         if made.len() >= MAX_VIEWS {
             made.clear();

@@ -32,6 +32,7 @@ fn full() -> AuditRecord {
         backend_kind: Some(BackendKind::BUILTIN),
         backend: Some("demo.echo".into()),
         backend_duration_us: Some(80),
+        via: Some("bondry.call"),
     }
 }
 

@@ -68,6 +68,8 @@ pub struct Call {
     pub(crate) backend: Arc<BackendNote>,
     /// A builtin handler's runs, timed here: the core reads no clock.
     pub(crate) runs: Runs,
+    /// The tool the caller called to reach this one (`bondry.call`), when not directly.
+    pub(crate) via: Option<&'static str>,
 }
 
 /// The time a builtin handler ran over the rounds of a call, by the driver's clock: from
@@ -120,6 +122,7 @@ impl Call {
             session: request.session,
             backend: Arc::default(),
             runs: Runs::default(),
+            via: request.via,
         }
     }
 
@@ -224,6 +227,7 @@ impl Call {
         )
         .finished_at(now);
         record.continuation_id = self.continuation.clone();
+        record.via = self.via;
         if self.capability.descriptor.audit_arguments {
             record.arguments = Some(arguments.clone());
         }

@@ -151,6 +151,7 @@ pub fn receive(
         principal,
         now,
         session: Some(session),
+        via: None,
     };
     let announced = Announced::of(realm);
     if methods::is_shared(method, &announced) {

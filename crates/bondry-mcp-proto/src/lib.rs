@@ -38,6 +38,7 @@ mod request;
 pub mod resources;
 pub mod revision;
 pub mod seal;
+pub mod search;
 pub mod sentinel;
 pub mod session;
 mod settings;

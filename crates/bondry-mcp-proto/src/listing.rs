@@ -2,6 +2,8 @@
 //! `resources/templates/list`. Each lists the caller's view of one kind in id order,
 //! one page at a time, behind keyset cursors bound to a hash of that view.
 
+use std::sync::Arc;
+
 use bondry_core::capability::CapabilityKind;
 use bondry_core::policy::Principal;
 use bondry_core::realm::RealmSnapshot;
@@ -16,6 +18,7 @@ use crate::error::Error;
 use crate::lint::{EntryWire, ToolWire};
 use crate::request::Request;
 use crate::revision::Era;
+use crate::search::{self, Reserved};
 use crate::{ADAPTER, Reply};
 
 /// The result field that holds a kind's entries.
@@ -39,27 +42,87 @@ pub fn list(request: &Request<'_>, kind: CapabilityKind) -> Reply {
         }
     };
     let view = request.realm.view(request.principal, ADAPTER, kind);
-    let view_hash = view_hash(&view);
-    let view = view.entries();
-    let start = match cursor {
-        None => 0,
+    let view_hash = view_hash(request.realm, &view);
+    let listed = Listed::of(&view);
+    let after = match cursor {
+        None => None,
         Some(cursor) => match cursor::decode(&view_hash, cursor) {
-            Some(after) => view.partition_point(|capability| capability.id().as_str() <= after.as_str()),
+            Some(after) => Some(after),
             None => return request.error(Error::InvalidCursor { id: request.id.clone() }),
         },
     };
     let page_size = request.listener.settings.page_size.max(1);
-    let page = &view[start..view.len().min(start.saturating_add(page_size))];
-    let next_cursor = (start + page.len() < view.len())
-        .then(|| page.last().map(|last| cursor::encode(&view_hash, last.id().as_str())))
-        .flatten();
+    let (page, more) = listed.page(after.as_deref(), page_size);
+    let next_cursor = more.then(|| page.last().map(|last| cursor::encode(&view_hash, last.id()))).flatten();
     let era = request.era();
-    let entries: Vec<&RawValue> = page.iter().filter_map(|capability| wire(capability, era)).collect();
+    let entries: Vec<&RawValue> = page.iter().filter_map(|entry| entry.wire(era)).collect();
     let modern = (era == Era::Modern)
         .then(|| ModernFields { ttl_ms: request.listener.settings.list_ttl_ms, meta: request.listener.server_meta() });
     // The entries are rendered already; what goes around them is short.
     let size = entries.iter().map(|entry| entry.get().len() + 1).sum::<usize>() + PAGE_FRAME;
     request.result_within(&ListResult { field: field(kind), entries, next_cursor, modern }, size)
+}
+
+/// What a view lists: its entries, and for a caller whose view holds tools found by
+/// searching, the two tools that find and call them, merged in id order.
+struct Listed<'a> {
+    entries: &'a [Arc<Capability>],
+    reserved: &'static [Reserved],
+}
+
+/// One entry of a list.
+#[derive(Clone, Copy)]
+enum Entry<'a> {
+    Capability(&'a Capability),
+    Reserved(&'static Reserved),
+}
+
+impl<'a> Listed<'a> {
+    fn of(view: &'a View) -> Self {
+        let reserved: &[Reserved] = if view.searched().count() > 0 { search::reserved() } else { &[] };
+        Self { entries: view.entries(), reserved }
+    }
+
+    /// At most `size` entries after the id `after` (from the first without it), and
+    /// whether more follow.
+    fn page(&self, after: Option<&str>, size: usize) -> (Vec<Entry<'a>>, bool) {
+        let start =
+            |ids: &mut dyn Iterator<Item = &str>| after.map_or(0, |after| ids.take_while(|id| *id <= after).count());
+        let mut entries = start(&mut self.entries.iter().map(|entry| entry.id().as_str()));
+        let mut reserved = start(&mut self.reserved.iter().map(|tool| tool.id));
+        let mut page = Vec::with_capacity(size.min(self.entries.len() + self.reserved.len()));
+        while page.len() < size {
+            let next = match (self.entries.get(entries), self.reserved.get(reserved)) {
+                (Some(entry), Some(tool)) if entry.id().as_str() < tool.id => Entry::Capability(entry),
+                (_, Some(tool)) => Entry::Reserved(tool),
+                (Some(entry), None) => Entry::Capability(entry),
+                (None, None) => break,
+            };
+            match next {
+                Entry::Capability(_) => entries += 1,
+                Entry::Reserved(_) => reserved += 1,
+            }
+            page.push(next);
+        }
+        (page, entries < self.entries.len() || reserved < self.reserved.len())
+    }
+}
+
+impl<'a> Entry<'a> {
+    fn id(&self) -> &'a str {
+        match self {
+            Self::Capability(capability) => capability.id().as_str(),
+            Self::Reserved(tool) => tool.id,
+        }
+    }
+
+    /// The entry as `era` lists it.
+    fn wire(&self, era: Era) -> Option<&'a RawValue> {
+        match self {
+            Self::Capability(capability) => wire(capability, era),
+            Self::Reserved(tool) => Some(tool.wire.rendered(era)),
+        }
+    }
 }
 
 /// Bytes a page takes besides its entries (the response's envelope, the cursor, the
@@ -114,13 +177,21 @@ impl Serialize for ListResult<'_> {
     }
 }
 
-/// A view's hash: its ids and what each entry shows, so any change to what a caller would
-/// list (a grant, a capability, a definition, a description) changes it. Computed once
-/// per view.
-fn view_hash(view: &View) -> ViewHash {
+/// A view's hash: its ids and what each entry shows, and the tools found by searching it
+/// holds, so any change to what a caller would list or find (a grant, a capability, a
+/// definition, a description) changes it. Computed once per view.
+fn view_hash(realm: &RealmSnapshot, view: &View) -> ViewHash {
+    let searched = realm.catalogue.searched();
     ViewHash(
-        view.digest(|entries| {
-            ViewHash::of(entries.iter().flat_map(|capability| [capability.id().as_str(), listed(capability)])).0
+        view.digest(|view| {
+            fn shown(capability: &Arc<Capability>) -> [&str; 2] {
+                [capability.id().as_str(), listed(capability)]
+            }
+            let found = view.searched().positions().filter_map(|at| searched.get(at)).map(shown);
+            // Set apart (no id holds a `#`): a tool moved between listed and searched
+            // changes the hash.
+            let apart = (view.searched().count() > 0).then_some(["#searched", ""]);
+            ViewHash::of(view.entries().iter().map(shown).chain(apart).chain(found).flatten()).0
         })
         .to_owned(),
     )
@@ -148,7 +219,7 @@ pub fn list_changed_notification(kind: CapabilityKind) -> String {
 /// Whether `principal`'s view of `kind` differs between two snapshots of a realm: what a
 /// list-changed notification announces (for resources, templates count too).
 pub fn list_changed(old: &RealmSnapshot, new: &RealmSnapshot, principal: &Principal, kind: CapabilityKind) -> bool {
-    let hash = |realm: &RealmSnapshot, kind| view_hash(&realm.view(principal, ADAPTER, kind));
+    let hash = |realm: &RealmSnapshot, kind| view_hash(realm, &realm.view(principal, ADAPTER, kind));
     let differs = |kind| hash(old, kind) != hash(new, kind);
     match kind {
         CapabilityKind::Resource | CapabilityKind::ResourceTemplate => {
@@ -206,7 +277,7 @@ mod tests {
     }
 
     fn hash_of(snapshot: &RealmSnapshot, principal: &Principal) -> ViewHash {
-        view_hash(&snapshot.view(principal, ADAPTER, CapabilityKind::Tool))
+        view_hash(snapshot, &snapshot.view(principal, ADAPTER, CapabilityKind::Tool))
     }
 
     #[test]

@@ -53,8 +53,20 @@ pub fn receive(
     if let Err((header, fault)) = check_routing_headers(headers, version_header, method, params) {
         return header_error(&header, fault).into();
     }
-    let request =
-        Request { listener, headers, body_len, id, method, params, envelope, realm, principal, now, session: None };
+    let request = Request {
+        listener,
+        headers,
+        body_len,
+        id,
+        method,
+        params,
+        envelope,
+        realm,
+        principal,
+        now,
+        session: None,
+        via: None,
+    };
     let announced = discover::Announced::of(realm);
     if methods::is_shared(method, &announced) {
         return methods::shared(request, rng);

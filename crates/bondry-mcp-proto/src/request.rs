@@ -36,6 +36,8 @@ pub struct Request<'a> {
     pub now: SystemTime,
     /// The handshake session; `None` in the modern era.
     pub session: Option<SessionRef>,
+    /// The tool the caller called to reach this one (`bondry.call`), when not directly.
+    pub via: Option<&'static str>,
 }
 
 impl Request<'_> {
@@ -114,7 +116,7 @@ impl Request<'_> {
 
     /// An audit record for a refusal of `name` before dispatch.
     pub fn audit(&self, name: &str, outcome: AuditOutcome) -> AuditRecord {
-        AuditRecord::new(
+        let mut record = AuditRecord::new(
             self.now,
             &self.realm.realm,
             self.principal,
@@ -123,7 +125,9 @@ impl Request<'_> {
             None,
             outcome,
             &self.envelope.trace,
-        )
+        );
+        record.via = self.via;
+        record
     }
 }
 

@@ -1,6 +1,7 @@
 //! `tools/list` and `tools/call`: listing a caller's view, the checks a call passes before
 //! dispatch, and shaping the outcome into a `CallToolResult`.
 
+use bondry_core::audit::AuditOutcome;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::dispatch::{self, Outcome, Resolution};
 use bondry_core::handler::Answer;
@@ -17,10 +18,43 @@ use crate::vocabulary::{
     ERROR_CODE_KEY, ERROR_DETAIL_KEY, FAILURE_TEXT, INVOCATION_ID_KEY, MISSING_CLIENT_CAPABILITY, RETRYABLE_KEY,
     stable_code,
 };
-use crate::{ADAPTER, Call, Csprng, Reply, Step, shape};
+use crate::{ADAPTER, Call, Csprng, Reply, Step, search, shape};
 
-/// A `tools/call`: refused before dispatch, or a [`Call`] to run.
+/// A `tools/call`: refused before dispatch, or a [`Call`] to run. `bondry.search` and
+/// `bondry.call`, for a caller whose view holds tools found by searching, are answered
+/// here and stand for the tool they name.
 pub fn call(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
+    let name = request.params.get("name").and_then(Value::as_str).unwrap_or_default();
+    if !search::RESERVED.contains(&name) {
+        return direct(request, rng);
+    }
+    let view = request.realm.view(request.principal, ADAPTER, CapabilityKind::Tool);
+    let Some(tool) = search::reached(&view, name) else { return direct(request, rng) };
+    let arguments = match search::arguments(tool, request.params) {
+        Ok(arguments) => arguments,
+        Err(None) => {
+            let error = Error::InvalidParams { id: request.id.clone(), detail: "params.arguments must be an object" };
+            let record = request.audit(tool.id, AuditOutcome::InvalidInput);
+            return Step::Reply(request.error(error).audited(record));
+        }
+        Err(Some(violations)) => {
+            let outcome = Outcome::InvalidInput(violations);
+            let result = call_result(outcome, None, &request.listener.server_meta(), tool.id, request.era());
+            return Step::Reply(request.result(&result).audited(request.audit(tool.id, AuditOutcome::InvalidInput)));
+        }
+    };
+    if tool.id == search::SEARCH {
+        let found = search::search(request.realm, &view, &arguments);
+        let outcome = Outcome::Answered(Answer::Value(found));
+        let result = call_result(outcome, None, &request.listener.server_meta(), tool.id, request.era());
+        return Step::Reply(request.result(&result).audited(request.audit(tool.id, AuditOutcome::Succeeded)));
+    }
+    let inner = search::inner_params(request.params, &arguments);
+    direct(Request { params: &inner, via: Some(search::CALL), ..request }, rng)
+}
+
+/// A `tools/call` of the tool `params.name` names.
+fn direct(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
     match admit(&request) {
         Ok(admitted) => Step::Dispatch(Box::new(Call::new(request, admitted, rng))),
         Err(reply) => Step::Reply(*reply),
@@ -42,7 +76,7 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
         }
     };
     let refuse = |error: Error| {
-        let record = request.audit(name, bondry_core::audit::AuditOutcome::InvalidInput);
+        let record = request.audit(name, AuditOutcome::InvalidInput);
         Box::new(request.error(error).audited(record))
     };
     let arguments = match request.params.get("arguments") {
@@ -66,7 +100,7 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
                 detail: None,
             });
             let result = call_result(refused, None, &request.listener.server_meta(), name, Era::Handshake);
-            let record = request.audit(name, bondry_core::audit::AuditOutcome::InvalidInput);
+            let record = request.audit(name, AuditOutcome::InvalidInput);
             return Err(Box::new(request.result(&result).audited(record)));
         }
         return Err(refuse(Error::MissingClientCapability { id: id(), missing }));
@@ -75,7 +109,10 @@ fn admit(request: &Request<'_>) -> Result<Admitted, Box<Reply>> {
         // Routing headers and multi-round-trip fields belong to the modern era.
         return Ok(Admitted::new(capability, Value::Object(arguments)));
     }
-    if let Some(wire) = capability.attachment::<ToolWire>(ADAPTER)
+    // Through `bondry.call` the headers name `bondry.call`, not this tool: its own
+    // `Mcp-Param-*` are neither required nor compared.
+    if request.via.is_none()
+        && let Some(wire) = capability.attachment::<ToolWire>(ADAPTER)
         && let Err((header, fault)) = check_param_headers(request.headers, &wire.params, &arguments)
     {
         return Err(refuse(Error::HeaderMismatch { id: Some(id()), header, fault }));

@@ -199,7 +199,10 @@ fn serve(spec: &UpstreamSpec, pin: &Pin, id: &str, name: &str, uri: Option<&str>
         return Err("it differs from its pin in a way its hash does not show: approve it to serve it".into());
     }
     let id = CapabilityId::new(id).map_err(|error| error.to_string())?;
-    let descriptor = definition::descriptor(pin.kind, id, &spec.name, &entry)?;
+    let mut descriptor = definition::descriptor(pin.kind, id, &spec.name, &entry)?;
+    if pin.kind == CapabilityKind::Tool {
+        descriptor.listing = spec.tool_listing;
+    }
     let params = match pin.kind {
         CapabilityKind::Tool => lint::param_headers(&descriptor.input_schema)?,
         _ => Vec::new(),

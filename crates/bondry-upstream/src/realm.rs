@@ -226,8 +226,9 @@ impl Realm {
         // The realm's own capabilities keep their ids and URIs whatever upstreams list.
         let own: Vec<_> =
             snapshot.catalogue.iter().filter(|entry| entry.descriptor.binding.kind != BINDING_KIND).collect();
+        // Nor may an entry take the ids of the tools that search and call searched ones.
         let mut names = Names::of_realm(
-            own.iter().map(|entry| entry.id().as_str()),
+            own.iter().map(|entry| entry.id().as_str()).chain(bondry_mcp_proto::search::RESERVED),
             own.iter().filter_map(|entry| entry.descriptor.uri.as_deref()),
         )
         .with_owners(std::mem::take(&mut *lock(&self.owners)));

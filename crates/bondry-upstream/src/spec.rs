@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bondry_catalogue::glob::NameGlob;
+use bondry_core::capability::Listing;
 use bondry_mcp_proto::Revision;
 use http::{HeaderName, HeaderValue};
 
@@ -59,6 +60,8 @@ pub struct UpstreamSpec {
     pub allow_url_elicitation: bool,
     /// How much one listing of one kind may hold.
     pub listing: ListingLimits,
+    /// Whether its tools are listed or found by searching.
+    pub tool_listing: Listing,
 }
 
 /// How much one listing of one kind (its tools, say) may hold: past `max_entries` or
@@ -115,6 +118,7 @@ impl UpstreamSpec {
             input_wait: Duration::from_secs(60),
             allow_url_elicitation: false,
             listing: ListingLimits::default(),
+            tool_listing: Listing::Listed,
         }
     }
 

@@ -6,19 +6,21 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bondry_catalogue::naming::Names;
-use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor};
+use bondry_core::backend::BackendKind;
+use bondry_core::capability::{Annotations, Binding, CapabilityId, CapabilityKind, Descriptor, Listing};
 use bondry_core::handler::Handler;
 use bondry_core::policy::Policy;
 use bondry_core::realm::{KeySet, Registry, Sources};
 use bondry_core::registry::{Catalogue, CatalogueError, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::lint::McpLint;
+use bondry_mcp_proto::search;
 use serde_json::{Value, json};
 
 use crate::backends::{self, Stanza};
 use crate::builtins::{Builtin, Builtins};
 use crate::config::diagnostics::Diagnostics;
-use crate::config::{Loaded, RawCapability};
+use crate::config::{Loaded, RawCapability, RawListing};
 
 /// Every configured capability, in the file's order: `None` for one that was refused.
 pub(super) fn registrations(
@@ -27,12 +29,13 @@ pub(super) fn registrations(
     name: &str,
     raw: &[RawCapability],
     builtins: &Builtins,
+    realm_listing: Option<RawListing>,
 ) -> Vec<Option<Registration>> {
     raw.iter()
         .enumerate()
         .map(|(index, capability)| {
             let path = format!("realms.{name}.capabilities[{index}]");
-            registration(diagnostics, loaded, name, &path, capability, builtins)
+            registration(diagnostics, loaded, name, &path, capability, builtins, realm_listing)
         })
         .collect()
 }
@@ -129,9 +132,20 @@ fn registration(
     path: &str,
     raw: &RawCapability,
     builtins: &Builtins,
+    realm_listing: Option<RawListing>,
 ) -> Option<Registration> {
     let at = |k: &str| format!("{path}.{k}");
-    let id = diagnostics.ok(at("id"), CapabilityId::new(&raw.id).map_err(|e| e.to_string()));
+    let id = diagnostics.ok(
+        at("id"),
+        CapabilityId::new(&raw.id).map_err(|e| e.to_string()).and_then(|id| {
+            match search::RESERVED.contains(&id.as_str()) {
+                true => {
+                    Err(format!("{id:?} is an id Bondry keeps for finding and calling tools by search; choose another"))
+                }
+                false => Ok(id),
+            }
+        }),
+    );
     let kind = match raw.kind.as_str() {
         "tool" => Some(CapabilityKind::Tool),
         "prompt" => Some(CapabilityKind::Prompt),
@@ -200,6 +214,11 @@ fn registration(
             binding: Binding { kind: raw.backend.clone(), target: served.target },
             audit_arguments: raw.audit_arguments,
             verbatim: None,
+            // The realm's `listing` reaches every source of tools but the builtin handlers.
+            listing: match kind == CapabilityKind::Tool && raw.backend != BackendKind::BUILTIN.as_str() {
+                true => RawListing::of(None, realm_listing),
+                false => Listing::Listed,
+            },
         }),
         handler: served.handler,
     })

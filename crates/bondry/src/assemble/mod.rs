@@ -132,7 +132,8 @@ fn realm(
     let limits = realm::session_limits(diagnostics, name, &raw.limits);
     let rate_limits = realm::rate_limits(diagnostics, name, &raw.rate_limits);
     let credentials = credentials::credentials(diagnostics, loaded, name, raw);
-    let registrations = capabilities::registrations(diagnostics, loaded, name, &raw.capabilities, builtins);
+    let registrations =
+        capabilities::registrations(diagnostics, loaded, name, &raw.capabilities, builtins, raw.listing);
     // The key file is named after the realm, so only a valid name is looked up.
     let keys = named.and_then(|()| keys::keys(diagnostics, loaded, name, raw, persist_keys));
     // The backends' stanzas before the registry: some configure capabilities of their own,

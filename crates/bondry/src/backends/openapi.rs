@@ -16,9 +16,11 @@ use bondry_backends::openapi::mapping::{self, Options, Skipped};
 use bondry_backends::openapi::schema::Dialect;
 use bondry_backends::openapi::tools;
 use bondry_core::backend::{BackendKind, Plan};
+use bondry_core::capability::Descriptor;
 use bondry_core::registry::{Lint, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::lint::McpLint;
+use bondry_mcp_proto::search;
 use bondry_outbound::Settings;
 
 use super::configured::Configured;
@@ -26,7 +28,7 @@ use super::endpoint::{self, Query, Reserved};
 use super::upstream::stanza;
 use super::{Kind, Planning, Start};
 use crate::config::diagnostics::{Diagnostics, ONE_HOUR_MS, within};
-use crate::config::{Loaded, RawApiAuth};
+use crate::config::{Loaded, RawApiAuth, RawListing};
 
 pub(super) const KIND: Kind = Kind {
     kind: BackendKind::OPENAPI,
@@ -207,6 +209,20 @@ fn entry(diagnostics: &mut Diagnostics, loaded: &Loaded, planning: &mut Planning
         max_response_bytes: usize::try_from(limit?).unwrap_or(usize::MAX),
     };
     let api = diagnostics.ok(at("auth"), Api::new(spec, client))?;
+    let reserved = mapped
+        .operations
+        .iter()
+        .map(|operation| plain_id(&prefix, &operation.name))
+        .find(|id| search::RESERVED.contains(&id.as_str()));
+    if let Some(id) = reserved {
+        let key = if raw.prefix.is_some() { "prefix" } else { "name" };
+        diagnostics.refuse(
+            at(key),
+            format!("an operation would be served as {id:?}, an id Bondry keeps for finding and calling tools by search; exclude the operation or give the API another prefix"),
+        );
+        return None;
+    }
+    let listing = RawListing::of(raw.listing, planning.raw.listing);
     let yielded = tools::tools(&name, &prefix, mapped, planning.names, &SchemaBounds::default());
     let mut report = Document {
         index,
@@ -230,9 +246,15 @@ fn entry(diagnostics: &mut Diagnostics, loaded: &Loaded, planning: &mut Planning
         report.left_out.extend(tool.operation.left_out.iter().map(|what| (labelled.clone(), what.clone())));
         report.tools.push((tool.descriptor.id.as_str().to_owned(), operation));
         let handler = OperationHandler::new(Arc::clone(&api), tool.operation);
-        planning.configured.push(Registration { descriptor: Arc::new(tool.descriptor), handler: Arc::new(handler) });
+        let descriptor = Descriptor { listing, ..tool.descriptor };
+        planning.configured.push(Registration { descriptor: Arc::new(descriptor), handler: Arc::new(handler) });
     }
     Some(report)
+}
+
+/// The id an operation named `name` takes under `prefix` when nothing else holds it.
+fn plain_id(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") }
 }
 
 /// An upstream's name rule, and none given twice among the realm's entries and upstreams:

@@ -16,7 +16,8 @@ use super::{Kind, Start};
 pub(super) const KIND: Kind = Kind {
     kind: BackendKind::UPSTREAM,
     plan: |diagnostics, loaded, planning| {
-        let specs = stanza::upstreams(diagnostics, loaded, planning.realm, &planning.raw.upstreams)?;
+        let specs =
+            stanza::upstreams(diagnostics, loaded, planning.realm, &planning.raw.upstreams, planning.raw.listing)?;
         Some(Plan::new(BackendKind::UPSTREAM, specs))
     },
     start: |Start { realm, events, plan, shared, .. }| {

@@ -329,6 +329,29 @@ pub struct RawRealm {
     /// The REST APIs, described by OpenAPI documents, whose operations it serves as tools.
     #[serde(default)]
     pub openapi: Vec<RawOpenApi>,
+    /// How callers find the tools of every source but the builtin handlers, unless a
+    /// source says otherwise: listed, or found by searching.
+    pub listing: Option<RawListing>,
+}
+
+/// `listing`: whether a source's tools are listed (`"list"`, the default) or found by
+/// searching (`"search"`): left out of `tools/list`, reached through `bondry.search` and
+/// `bondry.call`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawListing {
+    List,
+    Search,
+}
+
+impl RawListing {
+    /// A source's listing: its own `listing`, else its realm's, else listed.
+    pub fn of(own: Option<Self>, realm: Option<Self>) -> bondry_core::capability::Listing {
+        match own.or(realm) {
+            Some(Self::Search) => bondry_core::capability::Listing::Searched,
+            Some(Self::List) | None => bondry_core::capability::Listing::Listed,
+        }
+    }
 }
 
 /// `[[realms.NAME.openapi]]`: a REST API whose OpenAPI document's operations are tools.
@@ -355,6 +378,8 @@ pub struct RawOpenApi {
     pub allow_plain_http: Option<bool>,
     pub ca_file: Option<PathBuf>,
     pub proxy: Option<String>,
+    /// Whether its tools are listed or found by searching; the realm's `listing` when absent.
+    pub listing: Option<RawListing>,
 }
 
 /// An OpenAPI entry's `auth`: how Bondry proves itself to the API.
@@ -449,6 +474,8 @@ pub struct RawUpstream {
     pub max_pending_server_requests: u64,
     #[serde(default = "default_stdin_stall")]
     pub stdin_stall_ms: u64,
+    /// Whether its tools are listed or found by searching; the realm's `listing` when absent.
+    pub listing: Option<RawListing>,
 }
 
 /// One root Bondry answers an upstream's `roots/list` with.

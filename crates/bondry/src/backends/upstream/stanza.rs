@@ -14,7 +14,7 @@ use reqwest::Url;
 
 use crate::backends::endpoint::{self, Query, Reserved};
 use crate::config::diagnostics::{Diagnostics, ONE_HOUR_MS, revisions, within};
-use crate::config::{Loaded, RawRoot, RawUpstream};
+use crate::config::{Loaded, RawListing, RawRoot, RawUpstream};
 
 /// The longest upstream name, and the longest prefix: short enough that a prefixed id
 /// keeps room for the upstream's own name within the 64 bytes of a capability id.
@@ -52,8 +52,10 @@ pub(crate) fn upstreams(
     loaded: &Loaded,
     realm: &str,
     raw: &[RawUpstream],
+    realm_listing: Option<RawListing>,
 ) -> Option<Vec<UpstreamSpec>> {
-    let specs: Vec<_> = (0..raw.len()).map(|index| spec(diagnostics, loaded, realm, raw, index)).collect();
+    let specs: Vec<_> =
+        (0..raw.len()).map(|index| spec(diagnostics, loaded, realm, raw, index, realm_listing)).collect();
     specs.into_iter().collect()
 }
 
@@ -64,6 +66,7 @@ fn spec(
     realm: &str,
     all: &[RawUpstream],
     index: usize,
+    realm_listing: Option<RawListing>,
 ) -> Option<UpstreamSpec> {
     let raw = &all[index];
     let stanza = format!("realms.{realm}.upstreams[{index}]");
@@ -148,6 +151,7 @@ fn spec(
         input_wait: Duration::from_millis(input_wait?),
         allow_url_elicitation: raw.allow_url_elicitation,
         listing,
+        tool_listing: RawListing::of(raw.listing, realm_listing),
     })
 }
 
@@ -524,7 +528,7 @@ mod tests {
         let env = env.iter().map(|(name, value)| (name.to_string(), value.to_string()));
         let loaded = parse("t.toml", stanzas, base_dir.to_path_buf(), env).unwrap_or_else(|error| panic!("{error}"));
         let mut diagnostics = Diagnostics::new("t.toml", Default::default());
-        let specs = upstreams(&mut diagnostics, &loaded, "default", &loaded.raw.realms["default"].upstreams);
+        let specs = upstreams(&mut diagnostics, &loaded, "default", &loaded.raw.realms["default"].upstreams, None);
         diagnostics.finish(specs).map_err(|errors| errors.iter().map(ConfigError::to_string).collect())
     }
 
