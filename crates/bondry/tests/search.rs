@@ -391,3 +391,211 @@ fn the_evaluation_set_asks_for_real_operations_in_its_own_words() {
         }
     }
 }
+
+/// Where `@octokit/openapi` keeps GitHub's description, under `interop/openapi`.
+const GITHUB: &str = "node_modules/@octokit/openapi/generated/api.github.com.json";
+
+/// Lowercase runs of letters and digits of every text, as plain BM25 reads them.
+fn bm25_words<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    texts.into_iter().flat_map(words).collect()
+}
+
+/// The ranking mcp-proxy ships: Okapi BM25 (k1 1.2, b 0.75) over one bag of the words of a
+/// tool's id, title, description and parameter names, unstemmed.
+struct PlainBm25 {
+    ids: Vec<String>,
+    documents: Vec<HashMap<String, f64>>,
+    lengths: Vec<f64>,
+    found_in: HashMap<String, f64>,
+}
+
+impl PlainBm25 {
+    fn new(tools: &[Value]) -> Self {
+        let mut index = Self { ids: Vec::new(), documents: Vec::new(), lengths: Vec::new(), found_in: HashMap::new() };
+        for tool in tools {
+            let parameters =
+                tool["inputSchema"]["properties"].as_object().map(|p| p.keys().cloned().collect::<Vec<_>>());
+            let parameters = parameters.unwrap_or_default();
+            let text = [tool["name"].as_str(), tool["title"].as_str(), tool["description"].as_str()];
+            let all = bm25_words(text.into_iter().flatten().chain(parameters.iter().map(String::as_str)));
+            let mut counts: HashMap<String, f64> = HashMap::new();
+            for word in &all {
+                *counts.entry(word.clone()).or_default() += 1.0;
+            }
+            for word in counts.keys() {
+                *index.found_in.entry(word.clone()).or_default() += 1.0;
+            }
+            index.ids.push(tool["name"].as_str().unwrap().to_owned());
+            index.lengths.push(all.len() as f64);
+            index.documents.push(counts);
+        }
+        index
+    }
+
+    /// The id ranked first for `query`.
+    fn best(&self, query: &str) -> &str {
+        let count = self.ids.len() as f64;
+        let average = self.lengths.iter().sum::<f64>() / count;
+        let terms = bm25_words([query]);
+        let score = |at: usize| {
+            terms
+                .iter()
+                .filter_map(|term| {
+                    let frequency = *self.documents[at].get(term)?;
+                    let found = self.found_in[term];
+                    let idf = (1.0 + (count - found + 0.5) / (found + 0.5)).ln();
+                    Some(idf * frequency * 2.2 / (frequency + 1.2 * (0.25 + 0.75 * self.lengths[at] / average)))
+                })
+                .sum::<f64>()
+        };
+        let best = (0..self.ids.len()).max_by(|&a, &b| score(a).total_cmp(&score(b)).then(b.cmp(&a))).unwrap();
+        &self.ids[best]
+    }
+}
+
+/// A modern request to `front`: its body's bytes.
+async fn posted(client: &reqwest::Client, front: &Binary, method: &str, params: Value) -> Vec<u8> {
+    let mut params = params;
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": support::PROTOCOL, "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut request = client
+        .post(format!("http://127.0.0.1:{}/mcp", front.port))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", support::PROTOCOL)
+        .header("Mcp-Method", method);
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        request = request.header("Mcp-Name", name);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let response = request.body(body).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    response.bytes().await.unwrap().to_vec()
+}
+
+/// The tool id the operation `operation` is served as, among the `listed` tools.
+fn tool_of<'a>(listed: &'a [Value], document: &Value, operation: &str) -> &'a str {
+    let plain = format!("github.{}", operation.replace('/', "_"));
+    let summary = document["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .find(|candidate| candidate["operationId"] == operation)
+        .map(|candidate| &candidate["summary"])
+        .unwrap();
+    // A long operationId is cut and suffixed (docs/upstreams.md, Names).
+    let cut = &plain[..plain.len().min(55)];
+    let tool = listed.iter().find(|tool| {
+        tool["name"] == plain.as_str()
+            || (plain.len() > 64 && tool["name"].as_str().unwrap().starts_with(cut) && &tool["title"] == summary)
+    });
+    tool.unwrap_or_else(|| panic!("{operation} is served"))["name"].as_str().unwrap()
+}
+
+/// How a ranking did on a set: at rank 1, within the top 5, of how many.
+#[derive(Debug, Default)]
+struct Score {
+    first: usize,
+    top_five: usize,
+    plain_first: usize,
+    asked: usize,
+}
+
+#[tokio::test]
+async fn githubs_rest_api_is_found_by_what_users_ask_better_than_plain_bm25() {
+    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/openapi");
+    let Some(document) = github() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let entry = |listing: &str| {
+        table([
+            ("name", "github".into()),
+            ("spec_file", interop.join(GITHUB).to_str().unwrap().into()),
+            ("base_url", "https://api.github.com".into()),
+            ("listing", listing.into()),
+        ])
+    };
+    // The API listed whole, then found by searching: one at a time, each loading it once.
+    let serve = |listing: &str| {
+        let config = TestConfig::bare()
+            .set("realms.default.anonymous_roles", vec!["caller"])
+            .role("caller", &["github.*"])
+            .push("realms.default.openapi", entry(listing))
+            .written(dir.path(), "bondry.toml");
+        Binary::serve(support::bondry_exe!(), &config, &[])
+    };
+    let client = reqwest::Client::new();
+
+    // What a client receives to see the API whole: every page of tools/list.
+    let front = serve("list");
+    let (mut listed, mut list_bytes, mut cursor) = (Vec::new(), 0, None);
+    loop {
+        let params = cursor.map_or_else(|| json!({}), |cursor: String| json!({"cursor": cursor}));
+        let body = posted(&client, &front, "tools/list", params).await;
+        list_bytes += body.len();
+        let page: Value = serde_json::from_slice(&body).unwrap();
+        listed.extend(page["result"]["tools"].as_array().unwrap().iter().cloned());
+        match page["result"]["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(listed.len(), 1221);
+    drop(front);
+    let front = serve("search");
+    let searching = posted(&client, &front, "tools/list", json!({})).await;
+    let searching: Value = serde_json::from_slice(&searching).unwrap();
+    assert_eq!(names(&searching["result"]["tools"]), ["bondry.call", "bondry.search"]);
+
+    let plain = PlainBm25::new(&listed);
+    let mut search_bytes = Vec::new();
+    let mut scores = Vec::new();
+    for file in ["search-queries.json", "search-queries-holdout.json"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(file);
+        let set: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut score = Score::default();
+        for query in set["queries"].as_array().unwrap() {
+            let (asked, expected) = (query["query"].as_str().unwrap(), query["expected"].as_str().unwrap());
+            let expected = tool_of(&listed, &document, expected);
+            let call = json!({"name": "bondry.search", "arguments": {"query": asked, "limit": 5}});
+            let body = posted(&client, &front, "tools/call", call).await;
+            search_bytes.push(body.len());
+            let answer: Value = serde_json::from_slice(&body).unwrap();
+            let found = found(&answer["result"]);
+            let rank = found.iter().position(|id| *id == expected);
+            score.asked += 1;
+            score.first += usize::from(rank == Some(0));
+            score.top_five += usize::from(rank.is_some());
+            score.plain_first += usize::from(plain.best(asked) == expected);
+            if rank != Some(0) {
+                eprintln!("{file}: {asked:?}: {expected} at {rank:?}, first {:?}", found.first());
+            }
+        }
+        let percent = |count: usize| 100.0 * count as f64 / score.asked as f64;
+        eprintln!(
+            "{file}: {} queries: rank 1 {} ({:.1} %), top 5 {} ({:.1} %); plain BM25 rank 1 {} ({:.1} %)",
+            score.asked,
+            score.first,
+            percent(score.first),
+            score.top_five,
+            percent(score.top_five),
+            score.plain_first,
+            percent(score.plain_first)
+        );
+        scores.push(score);
+    }
+    search_bytes.sort_unstable();
+    eprintln!(
+        "bytes to see the API: tools/list, every page: {list_bytes}; one bondry.search answer of 5: median {}, largest {}",
+        search_bytes[search_bytes.len() / 2],
+        search_bytes[search_bytes.len() - 1]
+    );
+    let evaluation = &scores[0];
+    assert!(evaluation.first * 10 >= evaluation.asked * 9, "{evaluation:?}: at least 90 % at rank 1");
+    assert_eq!(evaluation.top_five, evaluation.asked, "{evaluation:?}: all within the top 5");
+    assert!(evaluation.first > evaluation.plain_first, "{evaluation:?}: better than plain BM25 at rank 1");
+    let held_out = &scores[1];
+    assert!(
+        held_out.first > held_out.plain_first,
+        "{held_out:?}: better than plain BM25 at rank 1 on queries it was not tuned on"
+    );
+}
