@@ -3,7 +3,7 @@
 //! the cost of authentication is the only difference between them.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use base64::Engine as _;
@@ -111,13 +111,33 @@ pub fn service(url: &str) -> String {
 /// the start's probe calls. Pages of 100 tools, so that a first page holds as many tools
 /// whatever the catalogue's size.
 pub fn openapi(spec: &Path, base_url: &str, include: Option<&[String]>) -> String {
+    openapi_listed(spec, base_url, include, "list")
+}
+
+/// [`openapi`] of several documents, one entry each under the one prefix `api`, their
+/// tools found by searching instead of listed.
+pub fn openapi_searched(specs: &[PathBuf], base_url: &str) -> String {
+    let mut text = openapi_listed(&specs[0], base_url, None, "search")
+        .replace("name = \"api\"", "name = \"api0\"\nprefix = \"api\"");
+    for (at, spec) in specs.iter().enumerate().skip(1) {
+        write!(
+            text,
+            "\n[[realms.default.openapi]]\nname = \"api{at}\"\nprefix = \"api\"\nspec_file = {:?}\nbase_url = \"{base_url}\"\nlisting = \"search\"\n",
+            spec.display().to_string()
+        )
+        .unwrap();
+    }
+    text
+}
+
+fn openapi_listed(spec: &Path, base_url: &str, include: Option<&[String]>, listing: &str) -> String {
     let mut text = head().replace("page_size = 200", "page_size = 100");
     let include = include.map_or_else(String::new, |ids| format!("include = {ids:?}\n"));
     write!(
         text,
         "\n[realms.default]\nanonymous = true\nanonymous_roles = [\"demo\"]\n\n[[realms.default.roles]]\nname = \"demo\"\n\
          grants = [\"demo.*\", \"api.*\"]\n\n[[realms.default.capabilities]]\nid = \"demo.echo\"\nkind = \"tool\"\nhandler = \"demo.echo\"\n\n\
-         [[realms.default.openapi]]\nname = \"api\"\nspec_file = {:?}\nbase_url = \"{base_url}\"\nmax_concurrent_calls = 1024\n{include}",
+         [[realms.default.openapi]]\nname = \"api\"\nspec_file = {:?}\nbase_url = \"{base_url}\"\nmax_concurrent_calls = 1024\nlisting = \"{listing}\"\n{include}",
         spec.display().to_string()
     )
     .unwrap();

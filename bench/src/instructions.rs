@@ -35,11 +35,20 @@ struct Options {
     /// `tools/call` of the document's first 100 operations served alone, then inside the
     /// whole document.
     openapi: Option<PathBuf>,
+    /// `--search`: instead of the workloads, `bondry.search` over catalogues of 1,000 and
+    /// 10,000 searched tools, for a rare term and a common one.
+    search: bool,
 }
 
 pub async fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
-    let mut options =
-        Options { bin_dir: crate::beside_this_program(), requests: 1000, out: None, keep: None, openapi: None };
+    let mut options = Options {
+        bin_dir: crate::beside_this_program(),
+        requests: 1000,
+        out: None,
+        keep: None,
+        openapi: None,
+        search: false,
+    };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
         match arg.as_str() {
@@ -48,6 +57,7 @@ pub async fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
             "--out" => options.out = Some(value()?.into()),
             "--keep" => options.keep = Some(value()?.into()),
             "--openapi" => options.openapi = Some(std::path::absolute(value()?).map_err(|error| error.to_string())?),
+            "--search" => options.search = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -71,6 +81,9 @@ pub async fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
 async fn count(options: &Options, dir: &Path) -> Result<String, String> {
     if let Some(spec) = &options.openapi {
         return count_openapi(options, dir, spec).await;
+    }
+    if options.search {
+        return count_search(options, dir).await;
     }
     let credentials = configs::Credentials::make(dir)?;
     let write = |name: &str, text: String| -> Result<String, String> {
@@ -175,6 +188,83 @@ async fn count_openapi(options: &Options, dir: &Path, spec: &Path) -> Result<Str
         }
     }
     Ok(text)
+}
+
+/// Tools a rare term is found in, whatever the catalogue's size.
+const RARE: usize = 20;
+/// The share of tools a common term is found in.
+const COMMON_EVERY: usize = 10;
+
+/// `bondry.search` over catalogues of 1,000 and 10,000 searched tools: a term found in
+/// [`RARE`] tools at both sizes, whose cost must not grow with the catalogue, and one found
+/// in a tenth of them, whose postings do.
+async fn count_search(options: &Options, dir: &Path) -> Result<String, String> {
+    let placement = Placement::new(dir.to_path_buf(), None);
+    let counter = Counter::new(options, dir)?;
+    let mut text = format!(
+        "| served | request | instructions per request | of which SHA-256 (portable) | backend client | audit record | the rest (server side) |\n|---|---|---|---|---|---|---|\n<!-- {} requests each, after {WARMUP} to warm up; the rare term is in {RARE} tools at each size, the common one in every {COMMON_EVERY}th -->\n",
+        options.requests
+    );
+    let workload = Workload { id: "search", title: "bondry.search", entries: Vec::new() };
+    for size in [1_000, 10_000] {
+        // An OpenAPI entry serves at most 4,096 operations: the catalogue is four documents.
+        let mut specs = Vec::new();
+        for part in 0..DOCUMENTS {
+            let spec = dir.join(format!("search-{size}-{part}.json"));
+            let document = searched_document(size, part).to_string();
+            std::fs::write(&spec, document).map_err(|error| format!("{}: {error}", spec.display()))?;
+            specs.push(spec);
+        }
+        let config = dir.join(format!("search-{size}.toml"));
+        // Nothing is called: the API's address is never reached.
+        let served_text = configs::openapi_searched(&specs, "http://127.0.0.1:9");
+        std::fs::write(&config, served_text).map_err(|error| error.to_string())?;
+        let served = counter.start(&placement, &format!("bondry-search-{size}"), config.display().to_string()).await?;
+        for (term, query) in [("rare", "saffron"), ("common", "copper")] {
+            let entry = Entry {
+                peer: Peer::Bondry,
+                label: format!("{size} tools: a {term} term"),
+                script: plan::modern_search("/mcp", query),
+            };
+            text.push_str(&counter.measure(&served, &workload, &entry).await?);
+        }
+    }
+    Ok(text)
+}
+
+/// The documents a searched catalogue is served from.
+const DOCUMENTS: usize = 4;
+
+/// Part `part` of [`DOCUMENTS`] of a catalogue of `size` operations, each summarised and
+/// described in words from a small vocabulary, so most terms are found in many tools;
+/// `saffron` is in [`RARE`] of the catalogue's and `copper` in every [`COMMON_EVERY`]th.
+fn searched_document(size: usize, part: usize) -> serde_json::Value {
+    const WORDS: [&str; 16] = [
+        "account", "billing", "report", "invoice", "customer", "order", "shipment", "refund", "ledger", "payment",
+        "address", "contact", "profile", "session", "token", "webhook",
+    ];
+    let mut paths = serde_json::Map::new();
+    let share = size / DOCUMENTS;
+    for at in part * share..(part + 1) * share {
+        let mut words: Vec<&str> = (0..4).map(|k| WORDS[(at * (k + 3) + k * 7) % WORDS.len()]).collect();
+        if at % (size / RARE) == 0 {
+            words.push("saffron");
+        }
+        if at % COMMON_EVERY == 0 {
+            words.push("copper");
+        }
+        let summary = format!("Update the {} {} of a {}", words[0], words[1], words[2]);
+        let description = format!("Changes the {} record, with its {}.", words[3..].join(" "), words[1]);
+        let operation = serde_json::json!({
+            "operationId": format!("op{at}"),
+            "summary": summary,
+            "description": description,
+            "parameters": [{"name": format!("{}_id", words[0]), "in": "query", "schema": {"type": "string"}}],
+            "responses": {"204": {"description": "Done"}}
+        });
+        paths.insert(format!("/items/{at}"), serde_json::json!({"post": operation}));
+    }
+    serde_json::json!({"openapi": "3.1.0", "info": {"title": "Search", "version": "1"}, "paths": paths})
 }
 
 /// A document's operations in its order (paths, then methods as OpenAPI lists them): each

@@ -136,6 +136,15 @@ pub fn modern_call_bare(path: &str, tool: &str) -> Script {
     Script { handshake: None, request: String::from_utf8(request).expect("ASCII"), expect: "\"result\"" }
 }
 
+/// A modern `tools/call` of `bondry.search` asking `query` (plain words, no quotes).
+pub fn modern_search(path: &str, query: &str) -> Script {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"bondry.search","arguments":{{"query":"{query}"}},{META}}}}}"#
+    );
+    let request = post(path, &modern_headers("tools/call", Some("bondry.search"), &[]), &body);
+    Script { handshake: None, request: String::from_utf8(request).expect("ASCII"), expect: "structuredContent" }
+}
+
 /// A modern `tools/list`'s first page, however long the catalogue.
 pub fn modern_first_page(path: &str) -> Script {
     let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}"#);
