@@ -26,9 +26,10 @@ pub struct RealmSnapshot {
     pub promised: Vec<CapabilityKind>,
     /// The callers' views computed so far, shared by callers with the same grants.
     views: Views,
-    /// The search index of the catalogue's searched tools, made when first searched: a
-    /// snapshot nobody searches costs nothing more.
-    index: OnceLock<Index>,
+    /// The search index of the catalogue's searched tools, made when first searched (a
+    /// snapshot nobody searches costs nothing more), or taken over from the snapshot before
+    /// when its searched tools are the same.
+    index: OnceLock<Arc<Index>>,
 }
 
 impl RealmSnapshot {
@@ -57,7 +58,18 @@ impl RealmSnapshot {
 
     /// The search index of the catalogue's searched tools, numbered as views' members are.
     pub fn search_index(&self) -> &Index {
-        self.index.get_or_init(|| Index::build(self.catalogue.searched().to_vec()))
+        self.index.get_or_init(|| Arc::new(Index::build(self.catalogue.searched().to_vec())))
+    }
+
+    /// Takes over `previous`'s search index, if it made one and searched the very tools
+    /// this snapshot searches: an upstream's relisting or a reload that leaves them be does
+    /// not make the next search build it again.
+    fn keep_index_of(&self, previous: &RealmSnapshot) {
+        let (now, before) = (self.catalogue.searched(), previous.catalogue.searched());
+        let same = now.len() == before.len() && now.iter().zip(before).all(|(a, b)| Arc::ptr_eq(a, b));
+        if let (true, Some(index)) = (same, previous.index.get()) {
+            let _ = self.index.set(Arc::clone(index));
+        }
     }
 }
 
@@ -279,6 +291,7 @@ impl Registry {
                 let policy = policy.unwrap_or_else(|| current.policy.clone());
                 let mut snapshot = RealmSnapshot::new(&current.realm, catalogue, policy, current.keys.clone());
                 snapshot.promised = self.promised.read().unwrap_or_else(|poison| poison.into_inner()).clone();
+                snapshot.keep_index_of(&current);
                 // Swapped while the sources are held, so rebuilds apply in order.
                 *built = Arc::new(snapshot);
                 self.swap_in(Arc::clone(built));
@@ -532,6 +545,37 @@ mod tests {
         registry.swap(RealmSnapshot::new("default", host, Policy::default(), snapshot(9).keys));
         registry.set_dynamic("owner", Vec::new()).unwrap();
         assert!(!Arc::ptr_eq(&host_c, &entry(&registry, "c")) && !Arc::ptr_eq(&c, &entry(&registry, "c")));
+    }
+
+    #[test]
+    fn a_rebuild_keeps_the_search_index_while_the_searched_tools_stay() {
+        let handler: Arc<dyn crate::handler::Handler> = Arc::new(Nothing);
+        let searched = |id: &str, description: &str| {
+            let Registration { descriptor, handler } = tool(id, description, &handler);
+            let listing = crate::capability::Listing::Searched;
+            Registration {
+                descriptor: Arc::new(crate::capability::Descriptor { listing, ..(*descriptor).clone() }),
+                handler,
+            }
+        };
+        let sources = Sources {
+            configured: vec![searched("a", "one"), tool("b", "two", &handler)],
+            dynamic: BTreeMap::new(),
+            ranked: Vec::new(),
+            bounds: SchemaBounds::default(),
+            lints: Vec::new(),
+        };
+        let registry = Registry::compiled("default", sources, Policy::default(), snapshot(1).keys).unwrap();
+        // Held, so the index it made stays where it is.
+        let held = registry.snapshot();
+        let first: *const Index = held.search_index();
+        // A listed tool comes: the searched ones are the same, and so is the index.
+        registry.set_dynamic("owner", vec![tool("c", "three", &handler)]).unwrap();
+        assert!(std::ptr::eq(first, registry.snapshot().search_index()));
+        // A searched one changes: the next search builds the index anew.
+        registry.reconfigure(vec![searched("a", "ONE"), tool("b", "two", &handler)], Policy::default()).unwrap();
+        assert!(!std::ptr::eq(first, registry.snapshot().search_index()));
+        drop(held);
     }
 
     #[test]

@@ -78,55 +78,64 @@ impl Lint for McpLint {
     }
 
     fn check(&self, descriptor: &Descriptor) -> Result<Arc<dyn Any + Send + Sync>, String> {
+        // Configuration and upstream naming keep them free; nothing else may take them.
+        if crate::vocabulary::RESERVED_TOOL_IDS.contains(&descriptor.id.as_str()) {
+            return Err(format!("{:?} is an id Bondry keeps for finding and calling tools by search", descriptor.id));
+        }
         if descriptor.kind != CapabilityKind::Tool {
             return entry(descriptor).map(|wire| Arc::new(wire) as Arc<dyn Any + Send + Sync>);
         }
-        let params = param_headers(&descriptor.input_schema)?;
-        let annotations = annotations_json(&descriptor.annotations);
-        let mut hashed = Map::new();
-        hashed.insert("name".into(), json!(descriptor.id.as_str()));
-        hashed.insert("inputSchema".into(), descriptor.input_schema.clone());
-        if let Some(output) = &descriptor.output_schema {
-            hashed.insert("outputSchema".into(), output.clone());
-        }
-        if let Some(annotations) = &annotations {
-            hashed.insert("annotations".into(), annotations.clone());
-        }
-        hashed.insert("binding".into(), json!({"kind": descriptor.binding.kind, "target": descriptor.binding.target}));
-        hash_source(&mut hashed, descriptor);
-        let hash = format!("sha256:{}", canon::digest(&Value::Object(hashed)));
-
-        let mut tool = Map::new();
-        tool.insert("name".into(), json!(descriptor.id.as_str()));
-        if let Some(title) = &descriptor.title {
-            tool.insert("title".into(), json!(title));
-        }
-        if let Some(summary) = &descriptor.summary {
-            tool.insert("description".into(), json!(summary));
-        }
-        tool.insert("inputSchema".into(), descriptor.input_schema.clone());
-        if let Some(output) = &descriptor.output_schema {
-            tool.insert("outputSchema".into(), output.clone());
-        }
-        if let Some(annotations) = annotations {
-            tool.insert("annotations".into(), annotations);
-        }
-        let mut tool = completed(tool, descriptor);
-        own_meta(&mut tool).insert(HASH_KEY.into(), json!(hash));
-        if let Some(required) = &descriptor.requires_client {
-            own_meta(&mut tool).insert(REQUIRES_CLIENT_KEY.into(), required.clone());
-        }
-        let modern = serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?;
-        let listed = canon::sha256_hex(modern.get().as_bytes());
-        let handshake = match tool.get("outputSchema") {
-            Some(schema) if schema.get("type").and_then(Value::as_str) != Some("object") => {
-                tool.remove("outputSchema");
-                Some(serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?)
-            }
-            _ => None,
-        };
-        Ok(Arc::new(ToolWire { params, modern, handshake, hash, listed }))
+        tool_wire(descriptor).map(|wire| Arc::new(wire) as Arc<dyn Any + Send + Sync>)
     }
+}
+
+/// The list entries of a tool in each era, its content hash and its `Mcp-Param-*` headers.
+pub(crate) fn tool_wire(descriptor: &Descriptor) -> Result<ToolWire, String> {
+    let params = param_headers(&descriptor.input_schema)?;
+    let annotations = annotations_json(&descriptor.annotations);
+    let mut hashed = Map::new();
+    hashed.insert("name".into(), json!(descriptor.id.as_str()));
+    hashed.insert("inputSchema".into(), descriptor.input_schema.clone());
+    if let Some(output) = &descriptor.output_schema {
+        hashed.insert("outputSchema".into(), output.clone());
+    }
+    if let Some(annotations) = &annotations {
+        hashed.insert("annotations".into(), annotations.clone());
+    }
+    hashed.insert("binding".into(), json!({"kind": descriptor.binding.kind, "target": descriptor.binding.target}));
+    hash_source(&mut hashed, descriptor);
+    let hash = format!("sha256:{}", canon::digest(&Value::Object(hashed)));
+
+    let mut tool = Map::new();
+    tool.insert("name".into(), json!(descriptor.id.as_str()));
+    if let Some(title) = &descriptor.title {
+        tool.insert("title".into(), json!(title));
+    }
+    if let Some(summary) = &descriptor.summary {
+        tool.insert("description".into(), json!(summary));
+    }
+    tool.insert("inputSchema".into(), descriptor.input_schema.clone());
+    if let Some(output) = &descriptor.output_schema {
+        tool.insert("outputSchema".into(), output.clone());
+    }
+    if let Some(annotations) = annotations {
+        tool.insert("annotations".into(), annotations);
+    }
+    let mut tool = completed(tool, descriptor);
+    own_meta(&mut tool).insert(HASH_KEY.into(), json!(hash));
+    if let Some(required) = &descriptor.requires_client {
+        own_meta(&mut tool).insert(REQUIRES_CLIENT_KEY.into(), required.clone());
+    }
+    let modern = serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?;
+    let listed = canon::sha256_hex(modern.get().as_bytes());
+    let handshake = match tool.get("outputSchema") {
+        Some(schema) if schema.get("type").and_then(Value::as_str) != Some("object") => {
+            tool.remove("outputSchema");
+            Some(serde_json::value::to_raw_value(&tool).map_err(|error| error.to_string())?)
+        }
+        _ => None,
+    };
+    Ok(ToolWire { params, modern, handshake, hash, listed })
 }
 
 /// The list entry of a prompt, resource or resource template.

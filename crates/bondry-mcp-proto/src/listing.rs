@@ -86,10 +86,8 @@ impl<'a> Listed<'a> {
     /// At most `size` entries after the id `after` (from the first without it), and
     /// whether more follow.
     fn page(&self, after: Option<&str>, size: usize) -> (Vec<Entry<'a>>, bool) {
-        let start =
-            |ids: &mut dyn Iterator<Item = &str>| after.map_or(0, |after| ids.take_while(|id| *id <= after).count());
-        let mut entries = start(&mut self.entries.iter().map(|entry| entry.id().as_str()));
-        let mut reserved = start(&mut self.reserved.iter().map(|tool| tool.id));
+        let mut entries = after.map_or(0, |after| self.entries.partition_point(|entry| entry.id().as_str() <= after));
+        let mut reserved = after.map_or(0, |after| self.reserved.partition_point(|tool| tool.id <= after));
         let mut page = Vec::with_capacity(size.min(self.entries.len() + self.reserved.len()));
         while page.len() < size {
             let next = match (self.entries.get(entries), self.reserved.get(reserved)) {

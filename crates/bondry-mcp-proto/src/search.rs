@@ -12,19 +12,13 @@ use std::sync::{Arc, LazyLock};
 
 use bondry_core::capability::{Binding, CapabilityId, CapabilityKind, Descriptor};
 use bondry_core::realm::RealmSnapshot;
-use bondry_core::registry::Lint;
 use bondry_core::schema::{CompiledSchema, SchemaBounds, Violations};
 use bondry_core::search::Hit;
 use bondry_core::view::View;
 use serde_json::{Map, Value, json};
 
-use crate::lint::{McpLint, ToolWire};
-
-pub const SEARCH: &str = "bondry.search";
-pub const CALL: &str = "bondry.call";
-
-/// The ids no capability may take, in id order.
-pub const RESERVED: [&str; 2] = [CALL, SEARCH];
+use crate::lint::{self, ToolWire};
+use crate::vocabulary::{CALL_TOOL, SEARCH_TOOL};
 
 /// Matches a search answers when asked for no number.
 const DEFAULT_LIMIT: u64 = 5;
@@ -43,7 +37,7 @@ pub(crate) fn reserved() -> &'static [Reserved; 2] {
     static RESERVED_TOOLS: LazyLock<[Reserved; 2]> = LazyLock::new(|| {
         [
             made(
-                CALL,
+                CALL_TOOL,
                 "Call a tool found by bondry.search",
                 "Calls the tool with this id, as found by bondry.search, with these arguments (as its inputSchema says), and answers what the tool answers.",
                 json!({
@@ -58,7 +52,7 @@ pub(crate) fn reserved() -> &'static [Reserved; 2] {
                 None,
             ),
             made(
-                SEARCH,
+                SEARCH_TOOL,
                 "Search the tools",
                 "Finds the tools that best match what you want to do, described in a few words, best first: each with its id, title, description and inputSchema. Call one with bondry.call. Most tools here are found only this way.",
                 json!({
@@ -102,8 +96,7 @@ fn made(id: &'static str, title: &str, description: &str, input: Value, output: 
     descriptor.title = Some(title.into());
     descriptor.summary = Some(description.into());
     descriptor.output_schema = output;
-    let wire = McpLint.check(&descriptor).expect("the reserved tools pass the lint");
-    let wire = wire.downcast::<ToolWire>().unwrap_or_else(|_| unreachable!("the lint attaches a ToolWire to a tool"));
+    let wire = Arc::new(lint::tool_wire(&descriptor).expect("the reserved tools pass the lint"));
     let input = CompiledSchema::compile(&descriptor.input_schema, &SchemaBounds::default()).expect("a valid schema");
     Reserved { id, wire, input }
 }
@@ -136,7 +129,9 @@ pub(crate) fn arguments(
 /// by searching that `view` holds.
 pub(crate) fn search(realm: &RealmSnapshot, view: &View, arguments: &Map<String, Value>) -> Value {
     let query = arguments.get("query").and_then(Value::as_str).unwrap_or_default();
-    let limit = arguments.get("limit").and_then(Value::as_u64).unwrap_or(DEFAULT_LIMIT).min(MAX_LIMIT);
+    // The schema took it as an integer from 1 to 20, which `2.0` is too.
+    let limit =
+        arguments.get("limit").and_then(Value::as_f64).map_or(DEFAULT_LIMIT, |limit| limit as u64).min(MAX_LIMIT);
     let hits = realm.search_index().search(query, view.searched(), limit as usize);
     json!({"tools": hits.iter().map(found).collect::<Vec<_>>()})
 }
@@ -175,12 +170,13 @@ pub(crate) fn inner_params(params: &Map<String, Value>, arguments: &Map<String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocabulary::RESERVED_TOOL_IDS;
 
     #[test]
     fn the_reserved_ids_are_in_id_order_and_their_tools_made() {
-        assert!(RESERVED.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(RESERVED_TOOL_IDS.windows(2).all(|pair| pair[0] < pair[1]));
         let made: Vec<&str> = reserved().iter().map(|tool| tool.id).collect();
-        assert_eq!(made, RESERVED);
+        assert_eq!(made, RESERVED_TOOL_IDS);
         assert!(reserved()[1].input.validate(&json!({"query": "x", "limit": 21})).is_err());
         assert!(reserved()[1].input.validate(&json!({"query": "x", "limit": 20})).is_ok());
         assert!(reserved()[0].input.validate(&json!({"id": "a", "arguments": {}, "extra": 1})).is_err());

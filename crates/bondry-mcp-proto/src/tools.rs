@@ -15,8 +15,8 @@ use crate::lint::{ParamHeader, ParamType, ToolWire};
 use crate::request::Request;
 use crate::revision::Era;
 use crate::vocabulary::{
-    ERROR_CODE_KEY, ERROR_DETAIL_KEY, FAILURE_TEXT, INVOCATION_ID_KEY, MISSING_CLIENT_CAPABILITY, RETRYABLE_KEY,
-    stable_code,
+    CALL_TOOL, ERROR_CODE_KEY, ERROR_DETAIL_KEY, FAILURE_TEXT, INVOCATION_ID_KEY, MISSING_CLIENT_CAPABILITY,
+    RESERVED_TOOL_IDS, RETRYABLE_KEY, SEARCH_TOOL, stable_code,
 };
 use crate::{ADAPTER, Call, Csprng, Reply, Step, search, shape};
 
@@ -25,7 +25,7 @@ use crate::{ADAPTER, Call, Csprng, Reply, Step, search, shape};
 /// here and stand for the tool they name.
 pub fn call(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
     let name = request.params.get("name").and_then(Value::as_str).unwrap_or_default();
-    if !search::RESERVED.contains(&name) {
+    if !RESERVED_TOOL_IDS.contains(&name) {
         return direct(request, rng);
     }
     let view = request.realm.view(request.principal, ADAPTER, CapabilityKind::Tool);
@@ -43,14 +43,14 @@ pub fn call(request: Request<'_>, rng: &mut dyn Csprng) -> Step {
             return Step::Reply(request.result(&result).audited(request.audit(tool.id, AuditOutcome::InvalidInput)));
         }
     };
-    if tool.id == search::SEARCH {
+    if tool.id == SEARCH_TOOL {
         let found = search::search(request.realm, &view, &arguments);
         let outcome = Outcome::Answered(Answer::Value(found));
         let result = call_result(outcome, None, &request.listener.server_meta(), tool.id, request.era());
         return Step::Reply(request.result(&result).audited(request.audit(tool.id, AuditOutcome::Succeeded)));
     }
     let inner = search::inner_params(request.params, &arguments);
-    direct(Request { params: &inner, via: Some(search::CALL), ..request }, rng)
+    direct(Request { params: &inner, via: Some(CALL_TOOL), ..request }, rng)
 }
 
 /// A `tools/call` of the tool `params.name` names.

@@ -52,3 +52,10 @@ pub(crate) fn stable_code(code: &str) -> &str {
         && code.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-'));
     if is_identifier { code } else { HANDLER_FAILED }
 }
+
+/// The tool that finds a caller's tools listed for search (`listing = "search"`).
+pub const SEARCH_TOOL: &str = "bondry.search";
+/// The tool that calls one of them by id.
+pub const CALL_TOOL: &str = "bondry.call";
+/// The ids no capability may take, in id order: the two tools above.
+pub const RESERVED_TOOL_IDS: [&str; 2] = [CALL_TOOL, SEARCH_TOOL];

@@ -228,7 +228,7 @@ impl Realm {
             snapshot.catalogue.iter().filter(|entry| entry.descriptor.binding.kind != BINDING_KIND).collect();
         // Nor may an entry take the ids of the tools that search and call searched ones.
         let mut names = Names::of_realm(
-            own.iter().map(|entry| entry.id().as_str()).chain(bondry_mcp_proto::search::RESERVED),
+            own.iter().map(|entry| entry.id().as_str()).chain(bondry_mcp_proto::vocabulary::RESERVED_TOOL_IDS),
             own.iter().filter_map(|entry| entry.descriptor.uri.as_deref()),
         )
         .with_owners(std::mem::take(&mut *lock(&self.owners)));

@@ -168,7 +168,7 @@ async fn searched_tools_are_found_and_called_in_the_callers_own_view_in_the_mode
     assert_eq!(found(&result), ["up.forecast"]);
     let result = gateway.result("tools/call", search("reset")).await;
     assert_eq!(result["structuredContent"], json!({"tools": []}));
-    let limited = json!({"name": "bondry.search", "arguments": {"query": "text forecast city", "limit": 1}});
+    let limited = json!({"name": "bondry.search", "arguments": {"query": "text forecast city", "limit": 1.0}});
     assert_eq!(found(&gateway.result("tools/call", limited).await).len(), 1);
 
     // Called through bondry.call as directly.
@@ -306,6 +306,11 @@ fn check_refuses_a_configured_or_openapi_id_the_search_tools_keep() {
         stderr.contains("realms.default.capabilities[0].id: \"bondry.search\" is an id Bondry keeps for finding and calling tools by search; choose another"),
         "{stderr}"
     );
+    // A realm of builtins only has nothing to search: said, not refused.
+    TestConfig::bare().set("realms.default.listing", "search").written(dir.path(), "bondry.toml");
+    let (code, stderr) = check(dir.path());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("realms.default.listing: \"search\" reaches every source of tools but the builtin handlers, and the realm has none: every tool stays listed"), "{stderr}");
     let document = json!({"openapi": "3.1.0", "info": {"title": "t", "version": "1"},
         "paths": {"/find": {"get": {"operationId": "call", "responses": {"200": {"description": "ok"}}}}}});
     std::fs::write(dir.path().join("api.json"), document.to_string()).unwrap();

@@ -2,11 +2,13 @@
 //! asking instead of listing them all.
 //!
 //! One [`Index`] per catalogue: postings from each term to the tools it occurs in, each
-//! with the term's BM25F weight in that tool already computed (ids and titles count
+//! with the term's BM25F frequency in that tool already computed (ids and titles count
 //! more than descriptions and parameter names). A query adds up the postings of its
 //! terms and of their synonyms, skipping tools outside the caller's view ([`Members`],
-//! a bit per indexed tool, made with the view), so its cost follows its terms' postings,
-//! never the size of the catalogue or of the view.
+//! a bit per indexed tool, made with the view) and weighing each term by its rarity in
+//! that view, so its cost follows its terms' postings, never the size of the catalogue
+//! or of the view, and nothing the caller may not see changes its ranking but the
+//! average lengths of the fields.
 
 mod action;
 mod query;
@@ -70,7 +72,9 @@ pub struct Index {
 #[derive(Debug, Clone, Copy)]
 struct Posting {
     tool: u32,
-    weight: f32,
+    /// The term's weighted frequency in the tool, saturated (BM25F's tf part): its weight
+    /// there once multiplied by the term's rarity in the caller's view.
+    saturated: f32,
     /// The term's bit among the tool's name terms; 0 when its name does not have it.
     name_bit: u32,
 }
@@ -130,7 +134,7 @@ impl Index {
         let actions = tools
             .iter()
             .map(|tool| {
-                let words: Vec<String> = text::words(tool.id().as_str()).collect();
+                let words: Vec<String> = text::words(tool.id().as_str()).skip(prefix_words(tool)).collect();
                 action::of_tool(&words, &tool.descriptor.annotations)
             })
             .collect();
@@ -146,7 +150,6 @@ impl Index {
         let mut name_terms = Vec::with_capacity(fields.len());
         for (at, tool) in fields.iter().enumerate() {
             let mut name_bits: HashMap<&str, u32> = HashMap::new();
-            // The source's prefix (`github.` in `github.repos_get`) names no operation.
             let prefix = tools[at].id().as_str().split_once('.').map_or(0, |(prefix, _)| text::terms(prefix).count());
             for word in tool[0].iter().skip(prefix).chain(&tool[1]) {
                 if name_bits.len() == 32 {
@@ -173,13 +176,11 @@ impl Index {
         let postings = frequencies
             .into_iter()
             .map(|(term, occurrences)| {
-                let found = occurrences.len() as f32;
-                let idf = (1.0 + (count - found + 0.5) / (found + 0.5)).ln();
                 let postings = occurrences
                     .into_iter()
                     .map(|(tool, frequency, name_bit)| Posting {
                         tool,
-                        weight: idf * frequency * (K1 + 1.0) / (frequency + K1),
+                        saturated: frequency * (K1 + 1.0) / (frequency + K1),
                         name_bit,
                     })
                     .collect();
@@ -200,19 +201,21 @@ impl Index {
         // Per tool: its score, which of the asked words it matched and which of its name's
         // terms were (a bit each).
         let mut found: HashMap<u32, (f32, u32, u32)> = HashMap::new();
-        for (index, meant) in query.asked.iter().enumerate() {
-            for (term, weight) in meant {
-                for posting in self.postings.get(term.as_str()).into_iter().flatten() {
-                    if members.contains(posting.tool) {
-                        let entry = found.entry(posting.tool).or_default();
-                        entry.0 += weight * posting.weight;
-                        entry.1 |= 1 << index;
-                        entry.2 |= posting.name_bit;
-                    }
-                }
+        // A term's rarity among the tools the caller may call, not the catalogue's: what
+        // the caller may not see weighs on no ranking.
+        let viewed = members.count().max(1) as f32;
+        for term in &query.terms {
+            let Some(postings) = self.postings.get(term.term.as_str()) else { continue };
+            let seen = postings.iter().filter(|posting| members.contains(posting.tool)).count() as f32;
+            let idf = (1.0 + (viewed - seen + 0.5) / (seen + 0.5)).ln();
+            for posting in postings.iter().filter(|posting| members.contains(posting.tool)) {
+                let entry = found.entry(posting.tool).or_default();
+                entry.0 += term.weight * idf * posting.saturated;
+                entry.1 |= term.words;
+                entry.2 |= posting.name_bit;
             }
         }
-        let asked = query.asked.len().max(1) as f32;
+        let asked = query.words.max(1) as f32;
         let mut hits: Vec<(u32, f32)> = found
             .into_iter()
             .map(|(tool, (score, matched, named))| {
@@ -234,6 +237,12 @@ impl Index {
         hits.sort_unstable_by(order);
         hits.into_iter().map(|(tool, score)| Hit { capability: &self.tools[tool as usize], score }).collect()
     }
+}
+
+/// How many words of `tool`'s id are its source's prefix (`github` in `github.repos_get`),
+/// which names no operation.
+fn prefix_words(tool: &Capability) -> usize {
+    tool.id().as_str().split_once('.').map_or(0, |(prefix, _)| text::words(prefix).count())
 }
 
 /// A tool's words by field: its id, title, description and parameter names (those of
@@ -258,4 +267,83 @@ fn fields_of(tool: &Capability) -> [Vec<String>; 4] {
         terms(descriptor.summary.as_deref().unwrap_or_default()),
         parameters,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capability::{Binding, CapabilityId, CapabilityKind, Descriptor, Listing};
+    use crate::handler::{Answer, Handler, HandlerRequest};
+    use crate::registry::{Catalogue, Registration};
+    use crate::schema::SchemaBounds;
+
+    struct Nothing;
+
+    impl Handler for Nothing {
+        fn call(&self, _: HandlerRequest) -> crate::BoxFuture<'static, Answer> {
+            Box::pin(std::future::ready(Answer::Failure { code: "nothing".into(), detail: None }))
+        }
+    }
+
+    /// The index of searched tools `(id, description)`, in id order.
+    fn indexed(tools: &[(&str, &str)]) -> Index {
+        let handler: Arc<dyn Handler> = Arc::new(Nothing);
+        let registrations = tools
+            .iter()
+            .map(|(id, description)| {
+                let descriptor = Descriptor {
+                    summary: Some((*description).into()),
+                    listing: Listing::Searched,
+                    ..Descriptor::new(
+                        CapabilityId::new(id).unwrap(),
+                        CapabilityKind::Tool,
+                        serde_json::json!({"type": "object"}),
+                        Binding { kind: "builtin".into(), target: "nothing".into() },
+                    )
+                };
+                Registration { descriptor: Arc::new(descriptor), handler: Arc::clone(&handler) }
+            })
+            .collect();
+        let catalogue = Catalogue::build(1, registrations, &SchemaBounds::default(), &[]).unwrap();
+        Index::build(catalogue.searched().to_vec())
+    }
+
+    fn ids(hits: Vec<Hit<'_>>) -> Vec<&str> {
+        hits.into_iter().map(|hit| hit.capability.id().as_str()).collect()
+    }
+
+    #[test]
+    fn a_search_finds_only_members_and_what_is_hidden_weighs_on_no_ranking() {
+        // Every tool two terms long in each field, so the average lengths are the same
+        // with the hidden one or without it.
+        let tools = [("api.alpha", "Rotate a vault."), ("api.beta", "Seal a vault."), ("api.gamma", "Rotate, rotate.")];
+        let index = indexed(&tools);
+        let everyone = Members::from_flags([true, true, true]);
+        let seen = Members::from_flags([true, true, false]);
+        assert_eq!(ids(index.search("rotate", &everyone, 5)), ["api.gamma", "api.alpha"]);
+        assert_eq!(ids(index.search("rotate", &seen, 5)), ["api.alpha"]);
+        assert_eq!(ids(index.search("rotate", &Members::default(), 5)), Vec::<&str>::new());
+        // The same scores whether a hidden tool holds the words or not: each term's
+        // rarity is counted among the tools the caller may call.
+        let without = indexed(&tools[..2]);
+        let scores = |index: &Index| {
+            index
+                .search("rotate vault", &seen, 5)
+                .into_iter()
+                .map(|hit| (hit.capability.id().clone(), hit.score))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(scores(&index), scores(&without));
+        assert_eq!(ids(index.search("rotate", &everyone, 0)), Vec::<&str>::new());
+        assert_eq!(ids(index.search("", &everyone, 5)), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_tools_action_is_named_by_its_own_verb_not_its_sources_prefix() {
+        let index = indexed(&[("search.create_index", "Make an index."), ("search.list_indexes", "Every index.")]);
+        assert_eq!(index.actions, [Some(Action::Create), Some(Action::List)]);
+        let everyone = Members::from_flags([true, true]);
+        assert_eq!(ids(index.search("make a new index", &everyone, 1)), ["search.create_index"]);
+        assert_eq!(ids(index.search("show every index", &everyone, 1)), ["search.list_indexes"]);
+    }
 }

@@ -10,17 +10,14 @@ use super::text;
 /// Each word, then what it may also mean; matched after stemming on both sides.
 const TABLE: &[(&str, &str)] = &[
     // Asking to see.
-    ("show", "list get"),
-    ("see", "list get"),
-    ("view", "list get"),
-    ("display", "list get"),
-    ("what", "list get"),
+    ("show", "list"),
+    ("see", "list"),
+    ("view", "list"),
+    ("display", "list"),
+    ("what", "list"),
     ("where", "location"),
-    ("look", "get search"),
+    ("look", "search"),
     ("find", "=search list"),
-    ("fetch", "get"),
-    ("read", "get"),
-    ("download", "get download"),
     // Asking to make.
     ("new", "create"),
     ("open", "create"),

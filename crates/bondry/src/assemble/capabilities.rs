@@ -14,7 +14,7 @@ use bondry_core::realm::{KeySet, Registry, Sources};
 use bondry_core::registry::{Catalogue, CatalogueError, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::lint::McpLint;
-use bondry_mcp_proto::search;
+use bondry_mcp_proto::vocabulary;
 use serde_json::{Value, json};
 
 use crate::backends::{self, Stanza};
@@ -138,7 +138,7 @@ fn registration(
     let id = diagnostics.ok(
         at("id"),
         CapabilityId::new(&raw.id).map_err(|e| e.to_string()).and_then(|id| {
-            match search::RESERVED.contains(&id.as_str()) {
+            match vocabulary::RESERVED_TOOL_IDS.contains(&id.as_str()) {
                 true => {
                     Err(format!("{id:?} is an id Bondry keeps for finding and calling tools by search; choose another"))
                 }

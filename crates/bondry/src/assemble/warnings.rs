@@ -9,7 +9,7 @@ use bondry_mcp_proto::ADAPTER;
 
 use super::Assembled;
 use crate::backends;
-use crate::config::{ConfigError, Loaded, RawRealm};
+use crate::config::{ConfigError, Loaded, RawListing, RawRealm};
 
 /// Every warning of `loaded`, assembled as `assembled`, placed where its key is written.
 pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
@@ -40,6 +40,13 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
             .unwrap_or_default();
         let prefixes = backends::prefixes(plans);
         let prefixes: Vec<&str> = prefixes.iter().map(String::as_str).collect();
+        let http = raw.capabilities.iter().any(|capability| capability.backend != "builtin");
+        if raw.listing == Some(RawListing::Search) && raw.upstreams.is_empty() && raw.openapi.is_empty() && !http {
+            warn(
+                format!("realms.{realm}.listing"),
+                "\"search\" reaches every source of tools but the builtin handlers, and the realm has none: every tool stays listed".into(),
+            );
+        }
         for (index, role) in raw.roles.iter().enumerate() {
             if !can_be_given(raw, &role.name) {
                 warn(

@@ -20,7 +20,7 @@ use bondry_core::capability::Descriptor;
 use bondry_core::registry::{Lint, Registration};
 use bondry_core::schema::SchemaBounds;
 use bondry_mcp_proto::lint::McpLint;
-use bondry_mcp_proto::search;
+use bondry_mcp_proto::vocabulary;
 use bondry_outbound::Settings;
 
 use super::configured::Configured;
@@ -213,7 +213,7 @@ fn entry(diagnostics: &mut Diagnostics, loaded: &Loaded, planning: &mut Planning
         .operations
         .iter()
         .map(|operation| plain_id(&prefix, &operation.name))
-        .find(|id| search::RESERVED.contains(&id.as_str()));
+        .find(|id| vocabulary::RESERVED_TOOL_IDS.contains(&id.as_str()));
     if let Some(id) = reserved {
         let key = if raw.prefix.is_some() { "prefix" } else { "name" };
         diagnostics.refuse(
