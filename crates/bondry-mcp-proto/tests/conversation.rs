@@ -21,7 +21,7 @@ use bondry_mcp_proto::vocabulary::{
     TOO_MANY_ROUNDS,
 };
 use bondry_mcp_proto::{Adapter, Conversation, Ended, Inbound, ListenerSettings, Next, Revision, Step};
-use bondry_test_support::sans_io::{Quiet, SessionTable, TestRandom};
+use bondry_test_sans_io::{Quiet, SessionTable, TestRandom};
 use http::{HeaderMap, HeaderValue, Method};
 use serde_json::{Value, json};
 

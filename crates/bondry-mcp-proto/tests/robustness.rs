@@ -40,7 +40,7 @@ use bondry_mcp_proto::{
     Adapter, Call, Csprng, Error, Inbound, ListenerSettings, LiveSession, Reply, Revision, SessionLookup, Step,
     sentinel, session,
 };
-use bondry_test_support::sans_io::{Quiet, TestRandom, complete};
+use bondry_test_sans_io::{Quiet, TestRandom, complete};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::{Map, Value, json};
 

@@ -2,7 +2,8 @@
 //! an ephemeral loopback port and an HTTP client for it, the real binary, the test
 //! handlers, and one seeded random source.
 
-pub mod sans_io;
+pub use bondry_test_sans_io as sans_io;
+pub use bondry_test_sans_io::handlers::{Items, NotePrompt};
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -17,8 +18,8 @@ use bondry::config;
 use bondry_core::BoxFuture;
 use bondry_core::capability::CapabilityKind;
 use bondry_core::handler::{
-    Answer, Completion, CompletionAnswer, CompletionQuery, ContentBlock, Handler, HandlerRequest, InputKind,
-    InputRequest, LogLevel, Message, ResourceBody, ResourceContents, Role,
+    Answer, ContentBlock, Handler, HandlerRequest, InputKind, InputRequest, LogLevel, Message, ResourceBody,
+    ResourceContents, Role,
 };
 use bondry_http_server::Running;
 use bondry_http_server::audit::AuditWriter;
@@ -950,58 +951,6 @@ impl Handler for SlowFailure {
             tokio::time::sleep(Duration::from_millis(30)).await;
             Answer::Failure { code: "upstream_down".into(), detail: None }
         })
-    }
-}
-
-/// Completion values from `values` that start with `prefix`.
-fn starting_with(values: &[&str], prefix: &str) -> Completion {
-    let values: Vec<String> = values.iter().filter(|v| v.starts_with(prefix)).map(|v| (*v).to_owned()).collect();
-    Completion { total: Some(values.len() as u64), has_more: Some(false), values }
-}
-
-/// `test.note`: one user message naming the topic and style; completes both arguments.
-pub struct NotePrompt;
-
-impl Handler for NotePrompt {
-    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
-        let argument = |name: &str| request.arguments[name].as_str().unwrap_or("short").to_owned();
-        let text = format!("Write a {} note about {}", argument("style"), argument("topic"));
-        Box::pin(std::future::ready(Answer::Messages {
-            description: None,
-            messages: vec![Message { role: Role::User, content: ContentBlock::Text { text } }],
-        }))
-    }
-
-    fn complete(&self, _: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
-        let values: &[&str] = match query.argument.as_str() {
-            "style" => &["short", "long"],
-            _ => &["rust", "ruby", "python"],
-        };
-        Box::pin(std::future::ready(Ok(starting_with(values, &query.value))))
-    }
-}
-
-/// `test://items/{name}/v{version}`: its (typed) variables, echoed as JSON; names and
-/// versions complete from short lists.
-pub struct Items;
-
-impl Handler for Items {
-    fn call(&self, request: HandlerRequest) -> BoxFuture<'static, Answer> {
-        Box::pin(std::future::ready(Answer::Contents {
-            items: vec![ResourceContents {
-                uri: String::new(),
-                mime_type: None,
-                body: ResourceBody::Text(request.arguments.to_string()),
-            }],
-        }))
-    }
-
-    fn complete(&self, _: HandlerRequest, query: CompletionQuery) -> BoxFuture<'static, CompletionAnswer> {
-        let values: &[&str] = match query.argument.as_str() {
-            "name" => &["apple", "apricot", "banana"],
-            _ => &["1", "2", "10"],
-        };
-        Box::pin(std::future::ready(Ok(starting_with(values, &query.value))))
     }
 }
 

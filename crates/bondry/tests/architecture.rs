@@ -282,8 +282,25 @@ fn no_shipped_crate_depends_on_test_tools() {
     for root in
         ["bondry-core", "bondry-catalogue", "bondry-mcp-proto", "bondry-http-server", "bondry-upstream", "bondry"]
     {
-        assert_no_path(root, &["bondry-test-support", "rmcp"], "test tools stay out of the data path");
+        assert_no_path(
+            root,
+            &["bondry-test-support", "bondry-test-sans-io", "rmcp"],
+            "test tools stay out of the data path",
+        );
     }
+}
+
+#[test]
+fn the_protocol_crates_tests_stand_on_the_protocol_crate_alone() {
+    // What proto's tests share is built on the core and proto, so a change to the runtime,
+    // a backend or the binary never rebuilds or breaks them.
+    let others = ["bondry", "bondry-http-server", "bondry-upstream", "bondry-backends", "bondry-test-support", "tokio"];
+    assert_no_path("bondry-test-sans-io", &others, "proto's tests depend on proto alone");
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bondry-mcp-proto/Cargo.toml");
+    let manifest: toml::Table = std::fs::read_to_string(manifest).unwrap().parse().unwrap();
+    let dev: Vec<&String> = manifest["dev-dependencies"].as_table().unwrap().keys().collect();
+    let bondry: Vec<&&String> = dev.iter().filter(|name| name.starts_with("bondry")).collect();
+    assert_eq!(bondry, [&"bondry-test-sans-io"], "proto's dev-dependencies: {dev:?}");
 }
 
 /// ARCHITECTURE.md stays a map: short enough to read at once, and naming only source

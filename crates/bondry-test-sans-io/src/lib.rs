@@ -1,6 +1,8 @@
 //! What tests at the protocol crate's boundary share: the one test random source, a
 //! runtime side that does nothing, an in-memory session table, and a call driven to its
-//! reply the way the runtime drives it.
+//! reply the way the runtime drives it; and the test handlers ([`handlers`]).
+
+pub mod handlers;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
