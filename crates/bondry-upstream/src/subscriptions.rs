@@ -14,13 +14,14 @@
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bondry_mcp_proto::Era;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+use crate::backoff::{self, Backoff};
 use crate::client::{ClientError, Connection, Outgoing};
 use crate::warnings;
 
@@ -72,6 +73,60 @@ impl Followers {
 
     fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
         self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The followed resources kept subscribed on one connection: subscribed anew when the
+/// followers change, when a listen stream ended (after a backoff), and on a new session.
+pub struct Following {
+    followers: Arc<Followers>,
+    changes: watch::Receiver<u64>,
+    subscribed: Subscribed,
+    /// Set when a listen stream ended: asked again then, not at once, and later each
+    /// time, so that an upstream ending every stream is not asked in a loop.
+    relisten: Option<tokio::time::Instant>,
+    relisten_wait: Backoff,
+}
+
+impl Following {
+    /// None subscribed yet on `connection` of `upstream`; `timeout` for each change.
+    pub fn new(upstream: &str, connection: &Connection, timeout: Duration, followers: Arc<Followers>) -> Self {
+        Self {
+            changes: followers.changes(),
+            followers,
+            subscribed: Subscribed::new(upstream, connection, timeout),
+            relisten: None,
+            relisten_wait: Backoff::default(),
+        }
+    }
+
+    /// Subscribes to exactly the followed resources.
+    pub async fn reconcile(&mut self) {
+        self.subscribed.reconcile(self.followers.followed()).await;
+    }
+
+    /// The connection's session is new: it holds no subscription.
+    pub fn renew(&mut self) {
+        let old = &self.subscribed;
+        self.subscribed = Subscribed::new(&old.upstream, &old.connection, old.timeout);
+    }
+
+    /// Resolves when the subscriptions are to be reconciled: the followers changed, or a
+    /// listen stream ended and its wait is over.
+    pub async fn due(&mut self) {
+        loop {
+            let relisten = self.relisten;
+            tokio::select! {
+                _ = self.changes.changed() => return,
+                () = self.subscribed.listen_ended() => {
+                    self.relisten = Some(tokio::time::Instant::now() + self.relisten_wait.fail(backoff::jitter()));
+                }
+                () = tokio::time::sleep_until(relisten.unwrap_or_else(tokio::time::Instant::now)), if relisten.is_some() => {
+                    self.relisten = None;
+                    return;
+                }
+            }
+        }
     }
 }
 

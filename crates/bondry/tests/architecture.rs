@@ -740,3 +740,46 @@ fn the_module_graph_sees_crate_paths() {
     assert!(modules.uses["c"].contains("lib") && modules.uses["lib"].contains("c"), "{:?}", modules.uses);
     assert!(!modules.uses["b"].contains("c"), "test code is left out");
 }
+
+/// The branches of each `select!` in `source`, by the line it starts on: its `=>` arms at
+/// the top level of its braces (a handler's own `match` is deeper).
+fn select_branches(source: &str) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    for (at, _) in source.match_indices("select! {") {
+        let line = source[..at].lines().count();
+        let body = &source[at + "select! ".len()..];
+        let (mut depth, mut branches, mut previous) = (0usize, 0usize, ' ');
+        for character in body.chars() {
+            match character {
+                '{' | '(' | '[' => depth += 1,
+                '}' | ')' | ']' => depth -= 1,
+                '>' if previous == '=' && depth == 1 => branches += 1,
+                _ => {}
+            }
+            if depth == 0 {
+                break;
+            }
+            previous = character;
+        }
+        found.push((line, branches));
+    }
+    found
+}
+
+#[test]
+fn the_upstream_crates_loops_wait_on_four_things_at_most() {
+    assert_eq!(select_branches("tokio::select! {\n a = x() => match a { B => 1, C => 2 },\n () = y() => {}\n}"), [(1, 2)]);
+    let mut files = Vec::new();
+    collect_rust_files(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bondry-upstream/src"), &mut files);
+    let mut over = Vec::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).unwrap();
+        for (line, branches) in select_branches(&source) {
+            if branches > 4 {
+                over.push(format!("{file}:{line} selects over {branches}"));
+            }
+        }
+    }
+    assert!(!files.is_empty());
+    assert!(over.is_empty(), "a loop waiting on more than four things does more than one job: {over:#?}");
+}
