@@ -32,4 +32,4 @@ pub use bondry_catalogue::glob::NameGlob;
 pub use catalogue::Exposed;
 pub use client::{ClientError, Connection, Inbox, Notice, Outgoing};
 pub use realm::RealmUpstreams;
-pub use spec::{Expose, ListingLimits, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
+pub use spec::{Expose, ListingLimits, NewEntries, Root, TransportSpec, Trust, Tunables, UpstreamSpec};

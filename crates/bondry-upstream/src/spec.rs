@@ -90,10 +90,48 @@ impl Default for ListingLimits {
     }
 }
 
+/// What a stanza's tunable keys are when it leaves them out: written here once, taken by
+/// [`UpstreamSpec::new`] and by the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tunables {
+    pub connect_timeout: Duration,
+    pub call_timeout: Duration,
+    pub max_concurrent_calls: usize,
+    pub max_response_bytes: usize,
+    pub max_pending_server_requests: usize,
+    pub stdin_stall: Duration,
+    pub trust: Trust,
+    pub new_capabilities: NewEntries,
+    pub new_resources: NewEntries,
+    pub refresh_interval: Duration,
+    pub input_wait: Duration,
+    pub listing: ListingLimits,
+}
+
+impl Default for Tunables {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(60),
+            max_concurrent_calls: 64,
+            max_response_bytes: 4 * 1024 * 1024,
+            max_pending_server_requests: 64,
+            stdin_stall: Duration::from_secs(10),
+            trust: Trust::FirstUse,
+            new_capabilities: NewEntries::Hold,
+            new_resources: NewEntries::Trust,
+            refresh_interval: Duration::from_secs(300),
+            input_wait: Duration::from_secs(60),
+            listing: ListingLimits::default(),
+        }
+    }
+}
+
 impl UpstreamSpec {
     /// The upstream `name` reached through `transport`, every other key at the default
     /// of its stanza.
     pub fn new(name: &str, transport: TransportSpec) -> Self {
+        let tunables = Tunables::default();
         Self {
             realm: String::new(),
             name: name.into(),
@@ -104,20 +142,20 @@ impl UpstreamSpec {
             exclude: vec![],
             protocol_versions: Revision::ALL.to_vec(),
             roots: vec![],
-            connect_timeout: Duration::from_secs(10),
-            call_timeout: Duration::from_secs(60),
-            max_concurrent_calls: 64,
-            max_response_bytes: 4 * 1024 * 1024,
-            max_pending_server_requests: 64,
-            stdin_stall: Duration::from_secs(10),
-            trust: Trust::FirstUse,
-            new_capabilities: NewEntries::Hold,
-            new_resources: NewEntries::Trust,
+            connect_timeout: tunables.connect_timeout,
+            call_timeout: tunables.call_timeout,
+            max_concurrent_calls: tunables.max_concurrent_calls,
+            max_response_bytes: tunables.max_response_bytes,
+            max_pending_server_requests: tunables.max_pending_server_requests,
+            stdin_stall: tunables.stdin_stall,
+            trust: tunables.trust,
+            new_capabilities: tunables.new_capabilities,
+            new_resources: tunables.new_resources,
             pin_ignore_meta: vec![],
-            refresh_interval: Duration::from_secs(300),
-            input_wait: Duration::from_secs(60),
+            refresh_interval: tunables.refresh_interval,
+            input_wait: tunables.input_wait,
             allow_url_elicitation: false,
-            listing: ListingLimits::default(),
+            listing: tunables.listing,
             tool_listing: Listing::Listed,
         }
     }

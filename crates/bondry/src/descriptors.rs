@@ -43,7 +43,7 @@ pub fn needed(loaded: &Loaded) -> u64 {
         .values()
         .flat_map(|realm| &realm.upstreams)
         .map(|upstream| match upstream.transport.as_str() {
-            "http" => upstream.max_concurrent_calls,
+            "http" => crate::backends::upstream::stanza::max_concurrent_calls(upstream),
             _ => PER_STDIO_UPSTREAM,
         })
         .sum();

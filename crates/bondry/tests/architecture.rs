@@ -768,7 +768,10 @@ fn select_branches(source: &str) -> Vec<(usize, usize)> {
 
 #[test]
 fn the_upstream_crates_loops_wait_on_four_things_at_most() {
-    assert_eq!(select_branches("tokio::select! {\n a = x() => match a { B => 1, C => 2 },\n () = y() => {}\n}"), [(1, 2)]);
+    assert_eq!(
+        select_branches("tokio::select! {\n a = x() => match a { B => 1, C => 2 },\n () = y() => {}\n}"),
+        [(1, 2)]
+    );
     let mut files = Vec::new();
     collect_rust_files(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bondry-upstream/src"), &mut files);
     let mut over = Vec::new();

@@ -399,7 +399,8 @@ pub struct RawApiAuth {
 
 /// `[[realms.NAME.upstreams]]`: one upstream MCP server. The keys of the other transport
 /// are optional here, not defaulted, so that one given for the wrong transport is refused
-/// rather than ignored.
+/// rather than ignored; a tunable key left out stays absent, to take the backend's own
+/// default.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawUpstream {
@@ -439,41 +440,26 @@ pub struct RawUpstream {
     pub protocol_versions: Vec<String>,
     #[serde(default)]
     pub roots: Vec<RawRoot>,
-    #[serde(default = "default_connect_timeout")]
-    pub connect_timeout_ms: u64,
-    #[serde(default = "default_call_timeout")]
-    pub call_timeout_ms: u64,
-    #[serde(default = "default_max_concurrent_calls")]
-    pub max_concurrent_calls: u64,
-    #[serde(default = "default_max_response_bytes")]
-    pub max_response_bytes: u64,
-    #[serde(default = "first_use")]
-    pub trust: String,
-    #[serde(default = "hold")]
-    pub new_capabilities: String,
-    #[serde(default = "trust")]
-    pub new_resources: String,
+    pub connect_timeout_ms: Option<u64>,
+    pub call_timeout_ms: Option<u64>,
+    pub max_concurrent_calls: Option<u64>,
+    pub max_response_bytes: Option<u64>,
+    pub trust: Option<String>,
+    pub new_capabilities: Option<String>,
+    pub new_resources: Option<String>,
     /// `_meta` keys left out of a pin's hash.
     #[serde(default)]
     pub pin_ignore_meta: Vec<String>,
-    #[serde(default = "default_refresh_interval")]
-    pub refresh_interval_ms: u64,
-    #[serde(default = "default_input_wait")]
-    pub input_wait_ms: u64,
+    pub refresh_interval_ms: Option<u64>,
+    pub input_wait_ms: Option<u64>,
     #[serde(default)]
     pub allow_url_elicitation: bool,
-    #[serde(default = "default_max_entries_per_kind")]
-    pub max_entries_per_kind: u64,
-    #[serde(default = "default_max_definition_bytes")]
-    pub max_definition_bytes: u64,
-    #[serde(default = "default_max_listing_bytes")]
-    pub max_listing_bytes: u64,
-    #[serde(default = "default_list_timeout")]
-    pub list_timeout_ms: u64,
-    #[serde(default = "default_max_pending_server_requests")]
-    pub max_pending_server_requests: u64,
-    #[serde(default = "default_stdin_stall")]
-    pub stdin_stall_ms: u64,
+    pub max_entries_per_kind: Option<u64>,
+    pub max_definition_bytes: Option<u64>,
+    pub max_listing_bytes: Option<u64>,
+    pub list_timeout_ms: Option<u64>,
+    pub max_pending_server_requests: Option<u64>,
+    pub stdin_stall_ms: Option<u64>,
     /// Whether its tools are listed or found by searching; the realm's `listing` when absent.
     pub listing: Option<RawListing>,
 }
@@ -492,66 +478,6 @@ fn all_kinds() -> Vec<String> {
 
 fn every_name() -> Vec<String> {
     vec!["*".into()]
-}
-
-fn default_connect_timeout() -> u64 {
-    10_000
-}
-
-fn default_call_timeout() -> u64 {
-    60_000
-}
-
-fn default_input_wait() -> u64 {
-    60_000
-}
-
-fn default_max_concurrent_calls() -> u64 {
-    64
-}
-
-fn default_max_response_bytes() -> u64 {
-    4 * 1024 * 1024
-}
-
-fn default_max_entries_per_kind() -> u64 {
-    2000
-}
-
-fn default_max_definition_bytes() -> u64 {
-    64 * 1024
-}
-
-fn default_max_listing_bytes() -> u64 {
-    8 * 1024 * 1024
-}
-
-fn default_list_timeout() -> u64 {
-    30_000
-}
-
-fn default_max_pending_server_requests() -> u64 {
-    64
-}
-
-fn default_stdin_stall() -> u64 {
-    10_000
-}
-
-fn first_use() -> String {
-    "first_use".into()
-}
-
-fn hold() -> String {
-    "hold".into()
-}
-
-fn trust() -> String {
-    "trust".into()
-}
-
-fn default_refresh_interval() -> u64 {
-    5 * 60 * 1000
 }
 
 /// `[[realms.NAME.keys]]`: a sealing key whose secret is read from the environment.

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bondry_mcp_proto::Revision;
-use bondry_upstream::{Expose, ListingLimits, NameGlob, NewEntries, Root, TransportSpec, Trust, UpstreamSpec};
+use bondry_upstream::{
+    Expose, ListingLimits, NameGlob, NewEntries, Root, TransportSpec, Trust, Tunables, UpstreamSpec,
+};
 use reqwest::Url;
 
 use crate::backends::endpoint::{self, Query, Reserved};
@@ -93,33 +95,71 @@ fn spec(
     let exclude = globs(diagnostics, &at("exclude"), &raw.exclude);
     let protocol_versions = offered(diagnostics, &at("protocol_versions"), &raw.protocol_versions);
     let roots = roots(diagnostics, &at("roots"), &raw.roots);
-    let mut bounded =
-        |k: &str, value: u64, range: RangeInclusive<u64>, unit: &str| diagnostics.ok(at(k), within(value, range, unit));
+    // A key left out takes its default, checked like any value given.
+    let default = Tunables::default();
+    let ms = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    let n = |count: usize| u64::try_from(count).unwrap_or(u64::MAX);
+    let mut bounded = |k: &str, value: Option<u64>, or: u64, range: RangeInclusive<u64>, unit: &str| {
+        diagnostics.ok(at(k), within(value.unwrap_or(or), range, unit))
+    };
+    let hour = "milliseconds (an hour)";
     let connect_timeout =
-        bounded("connect_timeout_ms", raw.connect_timeout_ms, 1..=ONE_HOUR_MS, "milliseconds (an hour)");
-    let call_timeout = bounded("call_timeout_ms", raw.call_timeout_ms, 1..=ONE_HOUR_MS, "milliseconds (an hour)");
-    let max_concurrent_calls = bounded("max_concurrent_calls", raw.max_concurrent_calls, 1..=1024, "calls");
-    let max_response_bytes =
-        bounded("max_response_bytes", raw.max_response_bytes, 1024..=64 * 1024 * 1024, "bytes (64 MiB)");
-    let max_entries = bounded("max_entries_per_kind", raw.max_entries_per_kind, 1..=100_000, "entries");
-    let max_definition_bytes =
-        bounded("max_definition_bytes", raw.max_definition_bytes, 1024..=16 * 1024 * 1024, "bytes (16 MiB)");
-    let max_listing_bytes =
-        bounded("max_listing_bytes", raw.max_listing_bytes, 64 * 1024..=1024 * 1024 * 1024, "bytes (1 GiB)");
-    let list_timeout = bounded("list_timeout_ms", raw.list_timeout_ms, 1..=ONE_HOUR_MS, "milliseconds (an hour)");
-    let max_pending_server_requests =
-        bounded("max_pending_server_requests", raw.max_pending_server_requests, 1..=4096, "requests");
-    let stdin_stall = bounded("stdin_stall_ms", raw.stdin_stall_ms, 100..=ONE_HOUR_MS, "milliseconds (an hour)");
-    let trust = diagnostics.ok(at("trust"), trust(&raw.trust));
-    let new_capabilities = diagnostics.ok(at("new_capabilities"), new_entries(&raw.new_capabilities));
-    let new_resources = diagnostics.ok(at("new_resources"), new_entries(&raw.new_resources));
-    let pin_ignore_meta = diagnostics.ok(at("pin_ignore_meta"), ignored_meta(&raw.pin_ignore_meta));
-    let refresh_interval = diagnostics.ok(
-        at("refresh_interval_ms"),
-        within(raw.refresh_interval_ms, 1000..=ONE_DAY_MS, "milliseconds (a second to a day)"),
+        bounded("connect_timeout_ms", raw.connect_timeout_ms, ms(default.connect_timeout), 1..=ONE_HOUR_MS, hour);
+    let call_timeout = bounded("call_timeout_ms", raw.call_timeout_ms, ms(default.call_timeout), 1..=ONE_HOUR_MS, hour);
+    let max_concurrent_calls =
+        bounded("max_concurrent_calls", raw.max_concurrent_calls, n(default.max_concurrent_calls), 1..=1024, "calls");
+    let max_response_bytes = bounded(
+        "max_response_bytes",
+        raw.max_response_bytes,
+        n(default.max_response_bytes),
+        1024..=64 * 1024 * 1024,
+        "bytes (64 MiB)",
     );
-    let input_wait =
-        diagnostics.ok(at("input_wait_ms"), within(raw.input_wait_ms, 1..=ONE_HOUR_MS, "milliseconds (an hour)"));
+    let limits = default.listing;
+    let max_entries =
+        bounded("max_entries_per_kind", raw.max_entries_per_kind, n(limits.max_entries), 1..=100_000, "entries");
+    let max_definition_bytes = bounded(
+        "max_definition_bytes",
+        raw.max_definition_bytes,
+        n(limits.max_definition_bytes),
+        1024..=16 * 1024 * 1024,
+        "bytes (16 MiB)",
+    );
+    let max_listing_bytes = bounded(
+        "max_listing_bytes",
+        raw.max_listing_bytes,
+        n(limits.max_bytes),
+        64 * 1024..=1024 * 1024 * 1024,
+        "bytes (1 GiB)",
+    );
+    let list_timeout = bounded("list_timeout_ms", raw.list_timeout_ms, ms(limits.page_timeout), 1..=ONE_HOUR_MS, hour);
+    let max_pending_server_requests = bounded(
+        "max_pending_server_requests",
+        raw.max_pending_server_requests,
+        n(default.max_pending_server_requests),
+        1..=4096,
+        "requests",
+    );
+    let stdin_stall = bounded("stdin_stall_ms", raw.stdin_stall_ms, ms(default.stdin_stall), 100..=ONE_HOUR_MS, hour);
+    let refresh_interval = bounded(
+        "refresh_interval_ms",
+        raw.refresh_interval_ms,
+        ms(default.refresh_interval),
+        1000..=ONE_DAY_MS,
+        "milliseconds (a second to a day)",
+    );
+    let input_wait = bounded("input_wait_ms", raw.input_wait_ms, ms(default.input_wait), 1..=ONE_HOUR_MS, hour);
+    let trust = match &raw.trust {
+        Some(text) => diagnostics.ok(at("trust"), trust(text)),
+        None => Some(default.trust),
+    };
+    let mut entries = |k: &str, given: &Option<String>, or: NewEntries| match given {
+        Some(text) => diagnostics.ok(at(k), new_entries(text)),
+        None => Some(or),
+    };
+    let new_capabilities = entries("new_capabilities", &raw.new_capabilities, default.new_capabilities);
+    let new_resources = entries("new_resources", &raw.new_resources, default.new_resources);
+    let pin_ignore_meta = diagnostics.ok(at("pin_ignore_meta"), ignored_meta(&raw.pin_ignore_meta));
     let count = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
     let listing = ListingLimits {
         max_entries: count(max_entries?),
@@ -153,6 +193,12 @@ fn spec(
         listing,
         tool_listing: RawListing::of(raw.listing, realm_listing),
     })
+}
+
+/// The calls an upstream stanza may run at once, its default when left out.
+pub(crate) fn max_concurrent_calls(raw: &RawUpstream) -> u64 {
+    let default = Tunables::default().max_concurrent_calls;
+    raw.max_concurrent_calls.unwrap_or_else(|| u64::try_from(default).unwrap_or(u64::MAX))
 }
 
 /// Used by no earlier stanza of the realm, and by the name rule.
