@@ -5,8 +5,12 @@
 
 mod book;
 mod hash;
+mod pin;
+mod sqlite;
 mod store;
 
-pub use book::{Approval, Observed, Pin, PinBook, PinState, Policy, Refusal, Seen};
+pub use book::PinBook;
 pub use hash::{HASH_FORM, form_1_hash, kind_named, kind_of, newly_covered, served};
-pub use store::{MemoryStore, PinStore, SqliteStore, StoreError};
+pub use pin::{Approval, Observed, Pin, PinState, Policy, Refusal, Seen};
+pub use sqlite::SqliteStore;
+pub use store::{MemoryStore, PinStore, StoreError};

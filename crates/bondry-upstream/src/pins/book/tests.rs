@@ -1,5 +1,9 @@
 use super::*;
+use std::sync::Arc;
+
 use serde_json::json;
+
+use crate::spec::NewEntries;
 
 const ALL: &[CapabilityKind] =
     &[CapabilityKind::Tool, CapabilityKind::Prompt, CapabilityKind::Resource, CapabilityKind::ResourceTemplate];

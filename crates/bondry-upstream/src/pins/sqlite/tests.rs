@@ -1,5 +1,5 @@
 use super::*;
-use crate::pins::Policy;
+use crate::pins::{MemoryStore, Policy};
 use crate::spec::{NewEntries, Trust};
 use bondry_core::capability::CapabilityKind;
 use serde_json::json;
