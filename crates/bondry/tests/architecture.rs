@@ -767,7 +767,7 @@ fn select_branches(source: &str) -> Vec<(usize, usize)> {
 }
 
 #[test]
-fn the_upstream_crates_loops_wait_on_four_things_at_most() {
+fn the_upstream_crate_is_short_files_and_loops_that_wait_on_four_things_at_most() {
     assert_eq!(
         select_branches("tokio::select! {\n a = x() => match a { B => 1, C => 2 },\n () = y() => {}\n}"),
         [(1, 2)]
@@ -777,6 +777,11 @@ fn the_upstream_crates_loops_wait_on_four_things_at_most() {
     let mut over = Vec::new();
     for file in &files {
         let source = std::fs::read_to_string(file).unwrap();
+        // A file past this holds more than one job; a module splits into a directory.
+        let lines = source.lines().count();
+        if lines > 350 {
+            over.push(format!("{file} is {lines} lines"));
+        }
         for (line, branches) in select_branches(&source) {
             if branches > 4 {
                 over.push(format!("{file}:{line} selects over {branches}"));
@@ -784,5 +789,8 @@ fn the_upstream_crates_loops_wait_on_four_things_at_most() {
         }
     }
     assert!(!files.is_empty());
-    assert!(over.is_empty(), "a loop waiting on more than four things does more than one job: {over:#?}");
+    assert!(
+        over.is_empty(),
+        "a long file or a loop waiting on more than four things does more than one job: {over:#?}"
+    );
 }

@@ -310,7 +310,3 @@ impl Bridge {
         }
     }
 }
-
-#[cfg(test)]
-#[path = "matrix.rs"]
-mod matrix;

@@ -25,40 +25,41 @@
 //! sampling goes to the caller with `includeContext: "none"`. The call timeout does not
 //! run while the caller is asked.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bondry_core::backend::BackendKind;
 use bondry_core::handler::{Emitter, HandlerRequest, InputRequest, LogLevel};
 use bondry_mcp_proto::error::code as rpc;
 use bondry_mcp_proto::jsonrpc::Id;
-use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::client::{Asked, CALL_EVENTS, CallEvent, Connection, Notice, Outgoing, Watch};
 use crate::upstream::{Flight, LogWish, Unrelayed, Upstream};
 use crate::warnings;
 
+mod exchanges;
 mod input;
 mod machine;
+#[cfg(test)]
+mod tests;
 
+pub use exchanges::Exchanges;
 pub use input::offered;
 pub use machine::{Asking, Driven};
 
+use exchanges::{EXCHANGE, held_or_over, resume};
 use input::Carried;
 use machine::{Action, Bridge, Mode};
 
-/// Held exchanges per principal in a realm at once.
-pub const EXCHANGES_PER_PRINCIPAL: usize = 8;
 /// How long an answer to an upstream's request may take to be delivered.
 const ANSWER_WITHIN: Duration = Duration::from_secs(10);
-/// The state key of a held exchange's id.
-const EXCHANGE: &str = "exchange";
 
 /// A call on its way, with its bridge: what a held exchange keeps for its caller's retry.
-struct Held {
+pub(super) struct Held {
     bridge: Bridge,
     flight: Flight,
     events: mpsc::Receiver<CallEvent>,
@@ -67,28 +68,10 @@ struct Held {
 }
 
 /// How a run of a call ended: over, or held for its caller's retry.
-enum Ran {
+pub(super) enum Ran {
     Over(Driven),
     /// Boxed: a held call is rare, and every run's answer would otherwise be its size.
     Hold(Box<Held>, BTreeMap<String, InputRequest>),
-}
-
-/// The exchanges of one upstream held for their callers' retries, by id.
-#[derive(Default)]
-pub struct Exchanges(Mutex<HashMap<String, Waiting>>);
-
-/// A held exchange as its retry finds it: whose it is, and where to ask for the call.
-struct Waiting {
-    principal: String,
-    /// The upstream that asked: only a call of its capabilities takes the exchange up.
-    upstream: String,
-    resume: oneshot::Sender<oneshot::Sender<Held>>,
-}
-
-impl Exchanges {
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// Sends `outgoing` for `request`'s caller, or takes up the exchange its retry names,
@@ -156,7 +139,7 @@ fn start(
 }
 
 /// [`run`], its time noted as the upstream's.
-async fn run_timed(upstream: &Upstream, held: Held, request: &HandlerRequest) -> Ran {
+pub(super) async fn run_timed(upstream: &Upstream, held: Held, request: &HandlerRequest) -> Ran {
     let began = Instant::now();
     let ran = run(upstream, held, request).await;
     request.backend.record(BackendKind::UPSTREAM, upstream.name(), began.elapsed());
@@ -245,100 +228,10 @@ async fn answer_upstream(connection: &Connection, id: &Id, answer: Result<Value,
 }
 
 /// Answers each of `asked` -32603 with `why`; dropping `flight` then cancels the call upstream.
-async fn give_up(flight: Flight, asked: Vec<Asked>, why: &'static str) {
+pub(super) async fn give_up(flight: Flight, asked: Vec<Asked>, why: &'static str) {
     for asked in asked {
         answer_upstream(&flight.connection, &asked.id, Err((rpc::INTERNAL_ERROR, why.into()))).await;
     }
-}
-
-/// A run's end for its caller: over, or held for the caller's retry (refused when the
-/// caller holds enough already).
-fn held_or_over(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, ran: Ran, request: &HandlerRequest) -> Driven {
-    let (mut held, requests) = match ran {
-        Ran::Over(driven) => return driven,
-        Ran::Hold(held, requests) => (*held, requests),
-    };
-    let principal = request.principal.id().to_owned();
-    let id = request.invocation.as_str().to_owned();
-    let (resume, resumed) = oneshot::channel();
-    {
-        let mut table = exchanges.table();
-        if table.values().filter(|waiting| waiting.principal == principal).count() >= EXCHANGES_PER_PRINCIPAL {
-            drop(table);
-            held.bridge.handle_hold_refused();
-            return finish_off(held).unwrap_or(Driven::TooManyExchanges);
-        }
-        table.insert(id.clone(), Waiting { principal, upstream: upstream.name().to_owned(), resume });
-    }
-    let wait = upstream.spec().input_wait;
-    tokio::spawn(wait_for_retry(Arc::clone(exchanges), id.clone(), held, resumed, wait));
-    Driven::Asking(Asking { requests, state: json!({ EXCHANGE: id }) })
-}
-
-/// Keeps a held call until its retry asks for it, or gives up after `wait`.
-async fn wait_for_retry(
-    exchanges: Arc<Exchanges>,
-    id: String,
-    held: Held,
-    resumed: oneshot::Receiver<oneshot::Sender<Held>>,
-    wait: Duration,
-) {
-    let (mut held, why) = match tokio::time::timeout(wait, resumed).await {
-        Ok(Ok(hand_over)) => match hand_over.send(held) {
-            Ok(()) => return,
-            Err(held) => (held, "the caller went away"),
-        },
-        _ => {
-            exchanges.table().remove(&id);
-            (held, "the caller did not answer in time")
-        }
-    };
-    held.bridge.handle_abandoned(why);
-    if let Some(Action::GiveUp { asked, why }) = held.bridge.poll() {
-        give_up(held.flight, asked, why).await;
-    }
-}
-
-/// Gives up what a call that ended while held still owes the upstream, in the background;
-/// how the bridge says it ended.
-fn finish_off(mut held: Held) -> Option<Driven> {
-    let (mut driven, mut gave_up) = (None, None);
-    while let Some(action) = held.bridge.poll() {
-        match action {
-            Action::GiveUp { asked, why } => gave_up = Some((asked, why)),
-            Action::Done(ended) => driven = Some(ended),
-            _ => {}
-        }
-    }
-    if let Some((asked, why)) = gave_up {
-        tokio::spawn(give_up(held.flight, asked, why));
-    }
-    driven
-}
-
-/// Takes up the exchange `id` for the caller's retry: the upstream gets the caller's
-/// answers, and the call is driven on.
-async fn resume(upstream: &Arc<Upstream>, exchanges: &Arc<Exchanges>, id: &str, request: &HandlerRequest) -> Driven {
-    let waiting = {
-        let mut table = exchanges.table();
-        // Only its own caller takes an exchange up, once.
-        match table.get(id) {
-            Some(waiting) if waiting.principal == request.principal.id() && waiting.upstream == upstream.name() => {
-                table.remove(id)
-            }
-            _ => None,
-        }
-    };
-    let Some(waiting) = waiting else { return Driven::Lost };
-    let (hand_over, handed) = oneshot::channel();
-    if waiting.resume.send(hand_over).is_err() {
-        return Driven::Lost;
-    }
-    let Ok(mut held) = handed.await else { return Driven::Lost };
-    let responses = request.retry.as_ref().map(|retry| &retry.responses);
-    held.bridge.handle_resumed(responses, Instant::now().into_std());
-    let ran = run_timed(upstream, held, request).await;
-    held_or_over(upstream, exchanges, ran, request)
 }
 
 /// Hands an upstream's progress or log message about the call to the caller's emitter,

@@ -12,7 +12,7 @@
 //! One task writes stdin, from three bounded queues, in this order: Bondry's answers to
 //! the child's own requests (one place per request owed, so an admitted answer always has
 //! room and never waits), its refusals past `max_pending_server_requests` (queued by the
-//! stdout reader alone, waiting for room at most [`ROOM_WITHIN`]: a child that floods
+//! stdout reader alone, waiting for room at most `ROOM_WITHIN` (`stdin.rs`): a child that floods
 //! requests while reading nothing has them dropped, not held), then Bondry's requests,
 //! which wait for room. A child that takes none of what Bondry writes for
 //! `stdin_stall_ms` ends the connection, and the supervisor restarts it.
@@ -26,21 +26,23 @@ use std::process::Stdio as Piped;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
 use super::group::ProcessGroup;
 use super::lines::{Line, LineSplitter};
 use super::negotiate::Wire;
-use super::owed::Claim;
 use super::pending::Pending;
 use super::watched::{Reply, Router};
 use super::wire::{Frame, Incoming, id_of_truncated, read};
 use super::{ClientError, stderr};
 use crate::spec::UpstreamSpec;
 use crate::warnings;
+
+mod stdin;
+
+use stdin::{Lanes, Outbound};
 
 /// How long the group has to end after SIGTERM before SIGKILL.
 const TERM_GRACE: Duration = Duration::from_secs(5);
@@ -49,9 +51,6 @@ const POLL: Duration = Duration::from_millis(20);
 /// Messages of Bondry's own (requests, notifications), and refusals, queued for stdin at
 /// most, each.
 const QUEUED: usize = 64;
-/// How long a refusal waits for room before it is dropped, and the next ones at once
-/// while there is none: a child that reads its stdin gets them however fast it asks.
-const ROOM_WITHIN: Duration = Duration::from_millis(100);
 
 pub(crate) struct Stdio {
     shared: Arc<Shared>,
@@ -73,20 +72,6 @@ struct Shared {
     limit: usize,
     /// Why the connection ended before the child exited: its stdin stalled or failed.
     broken: watch::Sender<Option<String>>,
-}
-
-/// The writer's queues, in the order it takes them.
-struct Lanes {
-    answered: mpsc::Receiver<Outbound>,
-    refused: mpsc::Receiver<Outbound>,
-    queued: mpsc::Receiver<Outbound>,
-}
-
-/// One message for the child's stdin, and the claim of the request it answers, if any:
-/// owed until written.
-struct Outbound {
-    line: Bytes,
-    _claim: Option<Claim>,
 }
 
 impl Stdio {
@@ -217,90 +202,7 @@ impl Drop for Forget<'_> {
     }
 }
 
-/// Writes `message` and its line end whole; the child must take some of it within every
-/// `stall`: a slow reader of a long message is not a stalled one. Why not, when it fails.
-async fn write_draining(stdin: &mut ChildStdin, message: &[u8], stall: Duration) -> Result<(), String> {
-    for part in [message, b"\n"] {
-        let mut written = 0;
-        while written < part.len() {
-            match tokio::time::timeout(stall, stdin.write(&part[written..])).await {
-                Ok(Ok(0)) => return Err("its stdin is closed".to_owned()),
-                Ok(Ok(taken)) => written += taken,
-                Ok(Err(error)) => return Err(format!("its stdin failed: {error}")),
-                Err(_) => return Err(stalled(stall)),
-            }
-        }
-    }
-    match tokio::time::timeout(stall, stdin.flush()).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => Err(format!("its stdin failed: {error}")),
-        Err(_) => Err(stalled(stall)),
-    }
-}
-
-fn stalled(stall: Duration) -> String {
-    format!("its stdin did not drain for {} ms (stdin_stall_ms): restarted", stall.as_millis())
-}
-
 impl Shared {
-    /// Queues `message` for stdin, waiting for room.
-    async fn write(&self, message: Bytes) -> Result<(), ClientError> {
-        let outbound = Outbound { line: message, _claim: None };
-        self.stdin.send(outbound).await.map_err(|_| ClientError::Closed)
-    }
-
-    /// Queues Bondry's answer to the child's request without waiting on the child: an
-    /// admitted one in its own place; a refusal past the owed limit within [`ROOM_WITHIN`],
-    /// or at once while `dropping`. Whether refusals are being dropped now.
-    async fn reply(&self, reply: Reply, dropping: bool) -> bool {
-        let Some(claim) = reply.claim else {
-            let refusal = Outbound { line: reply.body.into(), _claim: None };
-            let queued = if dropping {
-                self.refusals.try_send(refusal).is_ok()
-            } else {
-                matches!(tokio::time::timeout(ROOM_WITHIN, self.refusals.send(refusal)).await, Ok(Ok(())))
-            };
-            if !queued && !dropping {
-                tracing::debug!(upstream = self.upstream, "refusals to the upstream dropped: its stdin is full");
-            }
-            return !queued;
-        };
-        // Never full: it has a place per claim.
-        let _ = self.answers.try_send(Outbound { line: reply.body.into(), _claim: Some(claim) });
-        dropping
-    }
-
-    /// Writes the queues to the child's stdin, answers first, until the child exits; a
-    /// child that takes nothing for `stall`, or a failed write, breaks the connection,
-    /// failing what waits on it.
-    async fn write_stdin(
-        self: Arc<Self>,
-        mut stdin: ChildStdin,
-        mut lanes: Lanes,
-        stall: Duration,
-        mut exited: watch::Receiver<bool>,
-    ) {
-        let broken = loop {
-            let outbound = tokio::select! {
-                biased;
-                Some(outbound) = lanes.answered.recv() => outbound,
-                Some(outbound) = lanes.refused.recv() => outbound,
-                Some(outbound) = lanes.queued.recv() => outbound,
-                _ = exited.wait_for(|exited| *exited) => return,
-            };
-            if let Err(broken) = write_draining(&mut stdin, &outbound.line, stall).await {
-                break broken;
-            }
-        };
-        tracing::warn!(upstream = self.upstream, why = broken, "upstream child connection broken");
-        // Nothing more reaches the child: what waits on it fails now.
-        lanes.queued.close();
-        lanes.refused.close();
-        lanes.answered.close();
-        self.pending.close();
-        self.broken.send_replace(Some(broken));
-    }
-
     async fn read_stdout(self: Arc<Self>, stdout: ChildStdout) {
         let mut reader = BufReader::new(stdout);
         let mut lines = LineSplitter::new(self.limit);
