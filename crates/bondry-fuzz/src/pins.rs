@@ -45,8 +45,8 @@ fn specs() -> [UpstreamSpec; 2] {
         let stdio = TransportSpec::Stdio { command: "true".into(), args: vec![], env: vec![], cwd: None };
         let mut spec = UpstreamSpec::new(name, stdio);
         spec.prefix = "x".into();
-        spec.trust = trust;
-        spec.new_capabilities = NewEntries::Trust;
+        spec.tunables.trust = trust;
+        spec.tunables.new_capabilities = NewEntries::Trust;
         spec.pin_ignore_meta = vec!["com.example/etag".into()];
         spec.listing = LIMITS;
         spec
@@ -70,9 +70,9 @@ pub fn upstream_listing(data: &[u8]) {
         listings[up] = listing(step);
         let (kinds, entries) = catalogue::observation(spec, &listings[up]);
         let policy = Policy {
-            trust: spec.trust,
-            new_capabilities: spec.new_capabilities,
-            new_resources: spec.new_resources,
+            trust: spec.tunables.trust,
+            new_capabilities: spec.tunables.new_capabilities,
+            new_resources: spec.tunables.new_resources,
             kept_removed: 4,
         };
         let before = books[up].clone();

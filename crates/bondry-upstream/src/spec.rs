@@ -33,29 +33,10 @@ pub struct UpstreamSpec {
     pub protocol_versions: Vec<Revision>,
     /// Bondry's answer to the upstream's `roots/list`, whoever the caller.
     pub roots: Vec<Root>,
-    pub connect_timeout: Duration,
-    /// Paused while Bondry waits for the caller's input.
-    pub call_timeout: Duration,
-    pub max_concurrent_calls: usize,
-    /// The largest upstream message read; a larger one is logged and dropped.
-    pub max_response_bytes: usize,
-    /// The upstream's requests Bondry may owe an answer at once; past it the upstream's
-    /// request gets -32603 at once.
-    pub max_pending_server_requests: usize,
-    /// How long a stdio child may leave its stdin undrained before it is restarted.
-    pub stdin_stall: Duration,
-    pub trust: Trust,
-    /// What a later listing's new tools and prompts become.
-    pub new_capabilities: NewEntries,
-    /// What a later listing's new resources and templates become.
-    pub new_resources: NewEntries,
+    /// Its timeouts, limits and trust: the keys a stanza may leave at their defaults.
+    pub tunables: Tunables,
     /// `_meta` keys a pin's hash leaves out, besides Bondry's own.
     pub pin_ignore_meta: Vec<String>,
-    /// How often the upstream is listed again without a `list_changed`.
-    pub refresh_interval: Duration,
-    /// How long a handshake upstream's request waits for the caller's answer (`input_wait_ms`);
-    /// past it the request gets -32603 and the upstream call is cancelled.
-    pub input_wait: Duration,
     /// Whether the upstream may ask a caller to open a URL (URL-mode elicitation).
     pub allow_url_elicitation: bool,
     /// How much one listing of one kind may hold.
@@ -90,22 +71,31 @@ impl Default for ListingLimits {
     }
 }
 
-/// What a stanza's tunable keys are when it leaves them out: written here once, taken by
-/// [`UpstreamSpec::new`] and by the configuration.
+/// An upstream's timeouts, limits and trust, each with the default a stanza that leaves
+/// its key out takes: written here once, for [`UpstreamSpec::new`] and the configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tunables {
     pub connect_timeout: Duration,
+    /// Paused while Bondry waits for the caller's input.
     pub call_timeout: Duration,
     pub max_concurrent_calls: usize,
+    /// The largest upstream message read; a larger one is logged and dropped.
     pub max_response_bytes: usize,
+    /// The upstream's requests Bondry may owe an answer at once; past it the upstream's
+    /// request gets -32603 at once.
     pub max_pending_server_requests: usize,
+    /// How long a stdio child may leave its stdin undrained before it is restarted.
     pub stdin_stall: Duration,
     pub trust: Trust,
+    /// What a later listing's new tools and prompts become.
     pub new_capabilities: NewEntries,
+    /// What a later listing's new resources and templates become.
     pub new_resources: NewEntries,
+    /// How often the upstream is listed again without a `list_changed`.
     pub refresh_interval: Duration,
+    /// How long a handshake upstream's request waits for the caller's answer (`input_wait_ms`);
+    /// past it the request gets -32603 and the upstream call is cancelled.
     pub input_wait: Duration,
-    pub listing: ListingLimits,
 }
 
 impl Default for Tunables {
@@ -122,7 +112,6 @@ impl Default for Tunables {
             new_resources: NewEntries::Trust,
             refresh_interval: Duration::from_secs(300),
             input_wait: Duration::from_secs(60),
-            listing: ListingLimits::default(),
         }
     }
 }
@@ -131,7 +120,6 @@ impl UpstreamSpec {
     /// The upstream `name` reached through `transport`, every other key at the default
     /// of its stanza.
     pub fn new(name: &str, transport: TransportSpec) -> Self {
-        let tunables = Tunables::default();
         Self {
             realm: String::new(),
             name: name.into(),
@@ -142,20 +130,10 @@ impl UpstreamSpec {
             exclude: vec![],
             protocol_versions: Revision::ALL.to_vec(),
             roots: vec![],
-            connect_timeout: tunables.connect_timeout,
-            call_timeout: tunables.call_timeout,
-            max_concurrent_calls: tunables.max_concurrent_calls,
-            max_response_bytes: tunables.max_response_bytes,
-            max_pending_server_requests: tunables.max_pending_server_requests,
-            stdin_stall: tunables.stdin_stall,
-            trust: tunables.trust,
-            new_capabilities: tunables.new_capabilities,
-            new_resources: tunables.new_resources,
+            tunables: Tunables::default(),
             pin_ignore_meta: vec![],
-            refresh_interval: tunables.refresh_interval,
-            input_wait: tunables.input_wait,
             allow_url_elicitation: false,
-            listing: tunables.listing,
+            listing: ListingLimits::default(),
             tool_listing: Listing::Listed,
         }
     }

@@ -149,7 +149,8 @@ async fn list_changed_on_the_get_stream_reaches_the_inbox() {
 async fn a_response_over_max_response_bytes_fails_with_too_large() {
     let server = TestServer::start().await;
     for versions in [vec![Revision::V2026_07_28], vec![Revision::V2025_11_25]] {
-        let spec = UpstreamSpec { max_response_bytes: 2000, protocol_versions: versions, ..upstream(&server) };
+        let mut spec = UpstreamSpec { protocol_versions: versions, ..upstream(&server) };
+        spec.tunables.max_response_bytes = 2000;
         let connection = Connection::open(&spec, Inbox::discard()).await.unwrap();
         let big = outgoing(
             "tools/call",
@@ -171,10 +172,8 @@ async fn an_unreachable_url_fails_within_the_connect_timeout() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let gone = UpstreamSpec {
-        connect_timeout: Duration::from_secs(2),
-        ..spec("gone", http(&format!("http://127.0.0.1:{port}/mcp")))
-    };
+    let mut gone = spec("gone", http(&format!("http://127.0.0.1:{port}/mcp")));
+    gone.tunables.connect_timeout = Duration::from_secs(2);
     let started = Instant::now();
     let error = Connection::open(&gone, Inbox::discard()).await.unwrap_err();
     assert!(matches!(error, ClientError::Unreachable(_)), "{error:?}");
@@ -182,10 +181,8 @@ async fn an_unreachable_url_fails_within_the_connect_timeout() {
 
     // A port that accepts but never answers runs into the timeout instead.
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let silent_spec = UpstreamSpec {
-        connect_timeout: Duration::from_millis(300),
-        ..spec("silent", http(&format!("http://{}/mcp", silent.local_addr().unwrap())))
-    };
+    let mut silent_spec = spec("silent", http(&format!("http://{}/mcp", silent.local_addr().unwrap())));
+    silent_spec.tunables.connect_timeout = Duration::from_millis(300);
     assert_eq!(Connection::open(&silent_spec, Inbox::discard()).await.unwrap_err(), ClientError::Timeout);
 }
 

@@ -116,7 +116,8 @@ async fn a_stderr_line_is_escaped_and_cut_in_the_log() {
 #[tokio::test]
 async fn an_answer_over_max_response_bytes_fails_its_request_and_the_connection_stays_usable() {
     let (log, _guard) = capture_log();
-    let spec = UpstreamSpec { max_response_bytes: 64 * 1024, ..child(&[]) };
+    let mut spec = child(&[]);
+    spec.tunables.max_response_bytes = 64 * 1024;
     let connection = Connection::open(&spec, Inbox::discard()).await.unwrap();
     assert_eq!(call(&connection, "huge", json!({})).await, Err(ClientError::TooLarge { limit: 64 * 1024 }));
     assert!(logged(&log).contains("upstream message over max_response_bytes dropped"));

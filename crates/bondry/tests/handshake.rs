@@ -254,25 +254,6 @@ async fn next_chunk(stream: &mut reqwest::Response, limit: Duration) -> Option<S
     Some(String::from_utf8(chunk.unwrap().expect("the stream is open").to_vec()).unwrap())
 }
 
-/// The realm's snapshot without the capability `drop`, as a host program would swap it in.
-fn without(server: &TestServer, drop: &str) -> bondry_core::realm::RealmSnapshot {
-    use bondry_core::registry::{Catalogue, Registration};
-    let old = server.registry("default").snapshot();
-    let registrations = old
-        .catalogue
-        .iter()
-        .filter(|capability| capability.id().as_str() != drop)
-        .map(|capability| Registration {
-            descriptor: capability.descriptor.clone(),
-            handler: capability.handler.clone(),
-        })
-        .collect();
-    let lint = bondry_mcp_proto::lint::McpLint;
-    let catalogue =
-        Catalogue::build(old.catalogue.version() + 1, registrations, &Default::default(), &[&lint]).unwrap();
-    bondry_core::realm::RealmSnapshot::new(&old.realm, catalogue, old.policy.clone(), old.keys.clone())
-}
-
 #[tokio::test]
 async fn a_registry_swap_tells_sessions_whose_tool_list_changed() {
     let server = TestServer::start().await;
@@ -284,11 +265,11 @@ async fn a_registry_swap_tells_sessions_whose_tool_list_changed() {
 
     // Removing a tool the session cannot see changes nothing it lists.
     let registry = server.registry("default");
-    registry.swap(without(&server, "admin.reset"));
+    registry.swap(server.snapshot_without("default", "admin.reset"));
     let quiet = Duration::from_millis(300);
     assert_eq!(next_chunk(&mut stream, quiet).await, None, "no notification for an invisible change");
 
-    registry.swap(without(&server, "demo.add"));
+    registry.swap(server.snapshot_without("default", "demo.add"));
     let text = next_chunk(&mut stream, PATIENCE).await.expect("a notification");
     assert_eq!(text, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n");
     let tools = server.send(in_session(&sid, request("tools/list", json!({"cursor": null})))).await;
@@ -297,7 +278,7 @@ async fn a_registry_swap_tells_sessions_whose_tool_list_changed() {
     // Without an open stream the notification waits in the session's queue.
     drop(stream);
     assert!(server.settles().await, "the server let go of the stream: {:?}", server.gauges());
-    registry.swap(without(&server, "demo.echo"));
+    registry.swap(server.snapshot_without("default", "demo.echo"));
     let mut stream = get.builder(&client, &server.url()).send().await.unwrap();
     let text = next_chunk(&mut stream, PATIENCE).await.expect("the queued notification");
     assert!(text.contains("notifications/tools/list_changed"), "{text}");
@@ -310,7 +291,7 @@ async fn a_cursor_goes_stale_when_the_catalogue_changes() {
     let sid = open(&server, "2025-11-25").await;
     let first = server.send(in_session(&sid, request("tools/list", json!({})))).await.assert_result();
     let cursor = first["nextCursor"].as_str().unwrap().to_owned();
-    server.registry("default").swap(without(&server, "demo.add"));
+    server.registry("default").swap(server.snapshot_without("default", "demo.add"));
     server.send(in_session(&sid, request("tools/list", json!({"cursor": cursor})))).await.assert_error(
         200,
         Some(json!(1)),

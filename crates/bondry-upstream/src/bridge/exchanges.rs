@@ -11,7 +11,8 @@ use serde_json::json;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::machine::{Action, Asking, Driven};
+use super::input::Asking;
+use super::machine::{Action, Driven};
 use super::{Held, Ran, give_up, run_timed};
 use crate::upstream::Upstream;
 
@@ -62,7 +63,7 @@ pub(super) fn held_or_over(
         }
         table.insert(id.clone(), Waiting { principal, upstream: upstream.name().to_owned(), resume });
     }
-    let wait = upstream.spec().input_wait;
+    let wait = upstream.spec().tunables.input_wait;
     tokio::spawn(wait_for_retry(Arc::clone(exchanges), id.clone(), held, resumed, wait));
     Driven::Asking(Asking { requests, state: json!({ EXCHANGE: id }) })
 }

@@ -9,13 +9,19 @@ use bondry_mcp_proto::error::code as rpc;
 use bondry_mcp_proto::input;
 use serde_json::{Map, Value, json};
 
-use super::machine::Asking;
 use crate::client::{Asked, Outgoing, roots_result};
 use crate::spec::UpstreamSpec;
 
 /// The state keys of a modern upstream's own state and of the answers Bondry gave it itself.
 pub(super) const UPSTREAM_STATE: &str = "upstreamState";
 pub(super) const ANSWERED_HERE: &str = "answeredHere";
+
+/// What the caller is asked: `requests`, keyed; its retry carries `state` back.
+#[derive(Debug)]
+pub struct Asking {
+    pub requests: BTreeMap<String, InputRequest>,
+    pub state: Value,
+}
 
 /// The caller's client capabilities as a modern upstream is told them: `roots` Bondry's
 /// own (it answers them from the stanza, never with the caller's), and elicitation's URL

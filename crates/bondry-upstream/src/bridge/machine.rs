@@ -25,7 +25,7 @@ use bondry_core::handler::InputRequest;
 use bondry_mcp_proto::error::code as rpc;
 use serde_json::Value;
 
-use super::input::{self, Carried, UpstreamInput};
+use super::input::{self, Asking, Carried, UpstreamInput};
 use crate::client::{Asked, Notice, Outgoing};
 use crate::spec::UpstreamSpec;
 use crate::upstream::Unrelayed;
@@ -52,13 +52,6 @@ pub enum Driven {
     TooManyExchanges,
     /// The caller went away.
     Cancelled,
-}
-
-/// What the caller is asked: `requests`, keyed; its retry carries `state` back.
-#[derive(Debug)]
-pub struct Asking {
-    pub requests: BTreeMap<String, InputRequest>,
-    pub state: Value,
 }
 
 /// What a call may do with the upstream's requests.
@@ -137,7 +130,7 @@ impl Bridge {
         }
         Self {
             mode,
-            remaining: spec.call_timeout,
+            remaining: spec.tunables.call_timeout,
             spec,
             outgoing,
             stage: Stage::Running,
@@ -230,7 +223,7 @@ impl Bridge {
                 }
                 // Each round is a request of its own, with a call timeout of its own.
                 carried.write(&mut self.outgoing);
-                self.remaining = self.spec.call_timeout;
+                self.remaining = self.spec.tunables.call_timeout;
                 self.deadline = None;
                 self.stage = Stage::Running;
                 self.actions.push_back(Action::Resend);

@@ -48,8 +48,8 @@ mod machine;
 mod tests;
 
 pub use exchanges::Exchanges;
-pub use input::offered;
-pub use machine::{Asking, Driven};
+pub use input::{Asking, offered};
+pub use machine::Driven;
 
 use exchanges::{EXCHANGE, held_or_over, resume};
 use input::Carried;

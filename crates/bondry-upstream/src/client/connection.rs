@@ -64,14 +64,14 @@ impl Wire for Transport {
 
 impl Connection {
     /// Connects to the upstream of `spec` and negotiates its era within
-    /// `spec.connect_timeout`; notices it sends go to `inbox`.
+    /// `spec.tunables.connect_timeout`; notices it sends go to `inbox`.
     pub async fn open(spec: &UpstreamSpec, inbox: Inbox) -> Result<Self, ClientError> {
         let ids = Arc::new(Ids::default());
         let watchers = Arc::new(Watchers::default());
         let router = Router {
             inbox,
             watchers: Arc::clone(&watchers),
-            owed: owed::Owed::new(spec.max_pending_server_requests),
+            owed: owed::Owed::new(spec.tunables.max_pending_server_requests),
             roots: spec.roots.clone(),
         };
         let opening = async {
@@ -95,7 +95,7 @@ impl Connection {
         };
         // A transport dropped here (the timeout) ends what it started: a child is killed.
         let (transport, negotiated) =
-            tokio::time::timeout(spec.connect_timeout, opening).await.map_err(|_| ClientError::Timeout)??;
+            tokio::time::timeout(spec.tunables.connect_timeout, opening).await.map_err(|_| ClientError::Timeout)??;
         let (lives, gone) = watch::channel(());
         if let Transport::Http(http) = &transport {
             http.begin(negotiated.revision, gone);

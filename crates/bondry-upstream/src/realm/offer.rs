@@ -143,13 +143,13 @@ impl Realm {
         let spec = upstream.spec();
         let (listed_kinds, entries) = catalogue::observation(&spec, &upstream.listing());
         let policy = Policy {
-            trust: spec.trust,
-            new_capabilities: spec.new_capabilities,
-            new_resources: spec.new_resources,
+            trust: spec.tunables.trust,
+            new_capabilities: spec.tunables.new_capabilities,
+            new_resources: spec.tunables.new_resources,
             kept_removed: spec.listing.max_entries,
         };
         let mut book = lock(pins);
-        let migrated = book.migrate(&entries, spec.trust, &spec.pin_ignore_meta);
+        let migrated = book.migrate(&entries, spec.tunables.trust, &spec.pin_ignore_meta);
         if !migrated.is_empty() {
             let marked = migrated.iter().filter(|pin| pin.migrated.is_some()).count();
             tracing::warn!(
@@ -223,28 +223,14 @@ fn log_moves(upstream: &str, observed: &Observed) {
                     tracing::info!(upstream, kind, key, suppressed, "an upstream definition is no longer listed")
                 }
             }
-            (Some(_), PinState::Pinned) => {
-                if let Some(suppressed) = heard("pinned") {
-                    tracing::info!(
-                        upstream,
-                        kind,
-                        key,
-                        hash,
-                        suppressed,
-                        "an upstream definition is listed as pinned: served"
-                    )
-                }
-            }
-            (Some(_), PinState::Held) => {
-                if let Some(suppressed) = heard("changed while held") {
-                    tracing::info!(
-                        upstream,
-                        kind,
-                        key,
-                        hash,
-                        suppressed,
-                        "a held upstream definition changed: still held"
-                    )
+            (Some(_), PinState::Pinned | PinState::Held) => {
+                let (cause, what) = if pin.state == PinState::Pinned {
+                    ("pinned", "an upstream definition is listed as pinned: served")
+                } else {
+                    ("changed while held", "a held upstream definition changed: still held")
+                };
+                if let Some(suppressed) = heard(cause) {
+                    tracing::info!(upstream, kind, key, hash, suppressed, "{what}")
                 }
             }
         }

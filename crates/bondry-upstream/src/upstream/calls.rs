@@ -47,7 +47,7 @@ pub enum Unrelayed {
 impl Upstream {
     /// Waits until no call is running, at most one call timeout.
     pub(super) async fn calls_finished(&self) {
-        let wait = self.spec().call_timeout;
+        let wait = self.spec().tunables.call_timeout;
         let _ = tokio::time::timeout(wait, self.calls.idle()).await;
     }
 
@@ -144,7 +144,7 @@ impl Upstream {
         let params = Map::from_iter([("level".to_owned(), json!(lowest.as_str()))]);
         // Boxed: asked rarely, and a request's future would otherwise be part of every call's.
         let set = Box::pin(connection.request(Outgoing::new("logging/setLevel", params)));
-        match tokio::time::timeout(self.spec().call_timeout.min(SET_LEVEL_WITHIN), set).await {
+        match tokio::time::timeout(self.spec().tunables.call_timeout.min(SET_LEVEL_WITHIN), set).await {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => tracing::debug!(upstream = self.name, %error, "the upstream's log level is not set"),
             Err(_) => tracing::debug!(upstream = self.name, "the upstream's log level is not set: timed out"),

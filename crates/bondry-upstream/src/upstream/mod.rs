@@ -140,7 +140,7 @@ struct Health {
 impl Upstream {
     /// The upstream of `spec`, keeping `followers`' resources subscribed.
     pub fn new(spec: UpstreamSpec, followers: Arc<Followers>) -> Self {
-        let calls = Arc::new(CallSlots::new(spec.max_concurrent_calls));
+        let calls = Arc::new(CallSlots::new(spec.tunables.max_concurrent_calls));
         Self {
             name: spec.name.clone(),
             spec: RwLock::new(Arc::new(spec)),
@@ -173,7 +173,7 @@ impl Upstream {
     /// naming, filters or limits): the connection stays, and a new `max_concurrent_calls`
     /// holds for the calls that start from now on.
     pub fn respec(&self, spec: UpstreamSpec) {
-        self.calls.resize(spec.max_concurrent_calls);
+        self.calls.resize(spec.tunables.max_concurrent_calls);
         *write(&self.spec) = Arc::new(spec);
     }
 

@@ -116,10 +116,10 @@ impl Upstream {
     ) -> Result<Infallible, Option<Stop>> {
         let connection = live.connection;
         self.refresh_unless(stop, connection, news).await?;
-        let mut every = tokio::time::interval(self.spec().refresh_interval);
+        let mut every = tokio::time::interval(self.spec().tunables.refresh_interval);
         every.reset();
         // A new connection holds no subscription: every followed resource is subscribed anew.
-        let mut following = Following::new(&self.name, connection, self.spec().call_timeout, self.followers());
+        let mut following = Following::new(&self.name, connection, self.spec().tunables.call_timeout, self.followers());
         reconcile_unless(stop, &mut following).await?;
         loop {
             let work = tokio::select! {

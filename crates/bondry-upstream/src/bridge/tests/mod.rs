@@ -53,7 +53,7 @@ impl Clock {
 
 fn spec() -> Arc<UpstreamSpec> {
     let mut spec = crate::spec::tests::example();
-    spec.call_timeout = CALL_TIMEOUT;
+    spec.tunables.call_timeout = CALL_TIMEOUT;
     spec.roots = vec![Root { uri: "file:///srv".into(), name: None }];
     Arc::new(spec)
 }

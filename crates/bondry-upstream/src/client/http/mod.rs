@@ -130,7 +130,7 @@ impl Http {
         ids: Arc<Ids>,
     ) -> Result<Self, ClientError> {
         let settings = bondry_outbound::Settings {
-            connect_timeout: spec.connect_timeout,
+            connect_timeout: spec.tunables.connect_timeout,
             http2_prior_knowledge: false,
             ca_file: ca_file.map(std::path::Path::to_path_buf),
             proxy: proxy.cloned(),
@@ -144,7 +144,7 @@ impl Http {
             client,
             headers: spec_headers.iter().cloned().collect(),
             target,
-            limit: spec.max_response_bytes,
+            limit: spec.tunables.max_response_bytes,
             router,
             url_elicitation: spec.allow_url_elicitation,
             ids,

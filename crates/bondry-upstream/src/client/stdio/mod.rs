@@ -106,7 +106,7 @@ impl Stdio {
         let stdout = child.stdout.take().ok_or_else(not_piped)?;
         let stderr = child.stderr.take().ok_or_else(not_piped)?;
         let (queue, queued) = mpsc::channel(QUEUED);
-        let (answers, answered) = mpsc::channel(spec.max_pending_server_requests.max(1));
+        let (answers, answered) = mpsc::channel(spec.tunables.max_pending_server_requests.max(1));
         let (refusals, refused) = mpsc::channel(QUEUED);
         let shared = Arc::new(Shared {
             upstream: spec.name.clone(),
@@ -115,13 +115,13 @@ impl Stdio {
             refusals,
             pending: Pending::new(),
             router,
-            limit: spec.max_response_bytes,
+            limit: spec.tunables.max_response_bytes,
             broken: watch::Sender::new(None),
         });
         let (exit, exited) = watch::channel(false);
         tokio::spawn(Arc::clone(&shared).read_stdout(stdout));
         let lanes = Lanes { answered, refused, queued };
-        tokio::spawn(Arc::clone(&shared).write_stdin(stdin, lanes, spec.stdin_stall, exited.clone()));
+        tokio::spawn(Arc::clone(&shared).write_stdin(stdin, lanes, spec.tunables.stdin_stall, exited.clone()));
         tokio::spawn(stderr::log_lines(spec.name.clone(), stderr));
         tokio::spawn(Arc::clone(&shared).wait(child, exit));
         tracing::debug!(upstream = spec.name, group = group.id(), "upstream child started");

@@ -4,7 +4,6 @@
 //! process's own. Nothing here starts or reaches an upstream: `check` runs no child and
 //! opens no connection.
 
-use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -99,56 +98,38 @@ fn spec(
     let default = Tunables::default();
     let ms = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
     let n = |count: usize| u64::try_from(count).unwrap_or(u64::MAX);
-    let mut bounded = |k: &str, value: Option<u64>, or: u64, range: RangeInclusive<u64>, unit: &str| {
-        diagnostics.ok(at(k), within(value.unwrap_or(or), range, unit))
-    };
-    let hour = "milliseconds (an hour)";
-    let connect_timeout =
-        bounded("connect_timeout_ms", raw.connect_timeout_ms, ms(default.connect_timeout), 1..=ONE_HOUR_MS, hour);
-    let call_timeout = bounded("call_timeout_ms", raw.call_timeout_ms, ms(default.call_timeout), 1..=ONE_HOUR_MS, hour);
-    let max_concurrent_calls =
-        bounded("max_concurrent_calls", raw.max_concurrent_calls, n(default.max_concurrent_calls), 1..=1024, "calls");
-    let max_response_bytes = bounded(
-        "max_response_bytes",
-        raw.max_response_bytes,
-        n(default.max_response_bytes),
-        1024..=64 * 1024 * 1024,
-        "bytes (64 MiB)",
-    );
-    let limits = default.listing;
-    let max_entries =
-        bounded("max_entries_per_kind", raw.max_entries_per_kind, n(limits.max_entries), 1..=100_000, "entries");
-    let max_definition_bytes = bounded(
-        "max_definition_bytes",
-        raw.max_definition_bytes,
-        n(limits.max_definition_bytes),
-        1024..=16 * 1024 * 1024,
-        "bytes (16 MiB)",
-    );
-    let max_listing_bytes = bounded(
-        "max_listing_bytes",
-        raw.max_listing_bytes,
-        n(limits.max_bytes),
-        64 * 1024..=1024 * 1024 * 1024,
-        "bytes (1 GiB)",
-    );
-    let list_timeout = bounded("list_timeout_ms", raw.list_timeout_ms, ms(limits.page_timeout), 1..=ONE_HOUR_MS, hour);
-    let max_pending_server_requests = bounded(
-        "max_pending_server_requests",
-        raw.max_pending_server_requests,
-        n(default.max_pending_server_requests),
-        1..=4096,
-        "requests",
-    );
-    let stdin_stall = bounded("stdin_stall_ms", raw.stdin_stall_ms, ms(default.stdin_stall), 100..=ONE_HOUR_MS, hour);
-    let refresh_interval = bounded(
-        "refresh_interval_ms",
-        raw.refresh_interval_ms,
-        ms(default.refresh_interval),
-        1000..=ONE_DAY_MS,
-        "milliseconds (a second to a day)",
-    );
-    let input_wait = bounded("input_wait_ms", raw.input_wait_ms, ms(default.input_wait), 1..=ONE_HOUR_MS, hour);
+    let limits = ListingLimits::default();
+    let (hour, day) = ("milliseconds (an hour)", "milliseconds (a second to a day)");
+    // Each number a stanza tunes: its key, the value given, its default, its bounds.
+    #[rustfmt::skip]
+    let numbers = [
+        ("connect_timeout_ms", raw.connect_timeout_ms, ms(default.connect_timeout), 1..=ONE_HOUR_MS, hour),
+        ("call_timeout_ms", raw.call_timeout_ms, ms(default.call_timeout), 1..=ONE_HOUR_MS, hour),
+        ("max_concurrent_calls", raw.max_concurrent_calls, n(default.max_concurrent_calls), 1..=1024, "calls"),
+        ("max_response_bytes", raw.max_response_bytes, n(default.max_response_bytes), 1024..=64 << 20, "bytes (64 MiB)"),
+        ("max_entries_per_kind", raw.max_entries_per_kind, n(limits.max_entries), 1..=100_000, "entries"),
+        ("max_definition_bytes", raw.max_definition_bytes, n(limits.max_definition_bytes), 1024..=16 << 20, "bytes (16 MiB)"),
+        ("max_listing_bytes", raw.max_listing_bytes, n(limits.max_bytes), 64 << 10..=1 << 30, "bytes (1 GiB)"),
+        ("list_timeout_ms", raw.list_timeout_ms, ms(limits.page_timeout), 1..=ONE_HOUR_MS, hour),
+        ("max_pending_server_requests", raw.max_pending_server_requests, n(default.max_pending_server_requests), 1..=4096, "requests"),
+        ("stdin_stall_ms", raw.stdin_stall_ms, ms(default.stdin_stall), 100..=ONE_HOUR_MS, hour),
+        ("refresh_interval_ms", raw.refresh_interval_ms, ms(default.refresh_interval), 1000..=ONE_DAY_MS, day),
+        ("input_wait_ms", raw.input_wait_ms, ms(default.input_wait), 1..=ONE_HOUR_MS, hour),
+    ];
+    let [
+        connect_timeout,
+        call_timeout,
+        max_concurrent_calls,
+        max_response_bytes,
+        max_entries,
+        max_definition_bytes,
+        max_listing_bytes,
+        list_timeout,
+        max_pending_server_requests,
+        stdin_stall,
+        refresh_interval,
+        input_wait,
+    ] = numbers.map(|(k, given, or, range, unit)| diagnostics.ok(at(k), within(given.unwrap_or(or), range, unit)));
     let trust = match &raw.trust {
         Some(text) => diagnostics.ok(at("trust"), trust(text)),
         None => Some(default.trust),
@@ -177,18 +158,20 @@ fn spec(
         exclude: exclude?,
         protocol_versions: protocol_versions?,
         roots: roots?,
-        connect_timeout: Duration::from_millis(connect_timeout?),
-        call_timeout: Duration::from_millis(call_timeout?),
-        max_concurrent_calls: count(max_concurrent_calls?),
-        max_response_bytes: count(max_response_bytes?),
-        max_pending_server_requests: count(max_pending_server_requests?),
-        stdin_stall: Duration::from_millis(stdin_stall?),
-        trust: trust?,
-        new_capabilities: new_capabilities?,
-        new_resources: new_resources?,
+        tunables: Tunables {
+            connect_timeout: Duration::from_millis(connect_timeout?),
+            call_timeout: Duration::from_millis(call_timeout?),
+            max_concurrent_calls: count(max_concurrent_calls?),
+            max_response_bytes: count(max_response_bytes?),
+            max_pending_server_requests: count(max_pending_server_requests?),
+            stdin_stall: Duration::from_millis(stdin_stall?),
+            trust: trust?,
+            new_capabilities: new_capabilities?,
+            new_resources: new_resources?,
+            refresh_interval: Duration::from_millis(refresh_interval?),
+            input_wait: Duration::from_millis(input_wait?),
+        },
         pin_ignore_meta: pin_ignore_meta?,
-        refresh_interval: Duration::from_millis(refresh_interval?),
-        input_wait: Duration::from_millis(input_wait?),
         allow_url_elicitation: raw.allow_url_elicitation,
         listing,
         tool_listing: RawListing::of(raw.listing, realm_listing),
@@ -705,16 +688,19 @@ list_timeout_ms = 3600000
                 Root { uri: "file:///srv/project".into(), name: Some("project".into()) },
                 Root { uri: "file:///tmp".into(), name: None },
             ],
-            connect_timeout: Duration::from_secs(3600),
-            call_timeout: Duration::from_millis(1),
-            max_concurrent_calls: 1024,
-            max_response_bytes: 1024,
-            trust: Trust::Approve,
-            new_capabilities: NewEntries::Trust,
-            new_resources: NewEntries::Hold,
+            tunables: Tunables {
+                connect_timeout: Duration::from_secs(3600),
+                call_timeout: Duration::from_millis(1),
+                max_concurrent_calls: 1024,
+                max_response_bytes: 1024,
+                trust: Trust::Approve,
+                new_capabilities: NewEntries::Trust,
+                new_resources: NewEntries::Hold,
+                refresh_interval: Duration::from_secs(1),
+                input_wait: Duration::from_millis(1),
+                ..Tunables::default()
+            },
             pin_ignore_meta: vec!["com.example/etag".into()],
-            refresh_interval: Duration::from_secs(1),
-            input_wait: Duration::from_millis(1),
             allow_url_elicitation: true,
             listing: ListingLimits {
                 max_entries: 100_000,
@@ -1065,7 +1051,7 @@ list_timeout_ms = 3600000
         assert_eq!(refused(&stanza, &[]).len(), 3);
         let largest = accepted(&format!("{STDIO}max_response_bytes = 67108864\nrefresh_interval_ms = 86400000\n"), &[]);
         assert_eq!(
-            (largest.max_response_bytes, largest.refresh_interval),
+            (largest.tunables.max_response_bytes, largest.tunables.refresh_interval),
             (64 * 1024 * 1024, Duration::from_secs(86_400))
         );
     }
