@@ -203,11 +203,21 @@ impl Bridge {
         }
     }
 
+    /// The upstream asked alongside its answer, read before it: nobody is left to ask, so
+    /// it is given up with the round.
+    pub fn handle_unasked(&mut self, asked: Asked) {
+        self.asked.push((String::new(), asked));
+    }
+
     /// The upstream's answer, as its connection settled it (a timeout among them).
     pub fn handle_settled(&mut self, settled: Result<Value, Unrelayed>) {
         if !matches!(self.stage, Stage::Running | Stage::Expiring) {
             return;
         }
+        // The round is over: what it gathered is never asked, in this round or the next.
+        self.give_up("the call ended before the caller was asked");
+        self.requests.clear();
+        self.quiet = None;
         let result = match (self.mode, settled) {
             (Mode::Call, Ok(result)) => result,
             (_, settled) => return self.end(Driven::Answered(settled)),

@@ -170,7 +170,14 @@ async fn run(upstream: &Upstream, mut held: Held, request: &HandlerRequest) -> R
                     answer_upstream(&held.flight.connection, &asked.id, Err((code, message.into()))).await;
                 }
                 Action::Resend => match start(upstream, &mut held.bridge, request) {
-                    Ok((flight, events)) => (held.flight, held.events) = (flight, events),
+                    Ok((flight, events)) => {
+                        let before = std::mem::replace(&mut held.flight, flight);
+                        held.events = events;
+                        // What the round before left unasked is answered on its own flight.
+                        if let Some((asked, why)) = gave_up.take() {
+                            tokio::spawn(give_up(before, asked, why));
+                        }
+                    }
                     Err(why) => held.bridge.handle_unstarted(why),
                 },
                 Action::Expire => {
@@ -191,9 +198,13 @@ async fn run(upstream: &Upstream, mut held: Held, request: &HandlerRequest) -> R
         let declared = &request.client_capabilities;
         tokio::select! {
             answered = &mut held.flight.answer => {
-                // What the upstream said before its answer reaches the caller before it.
+                // What the upstream said before its answer reaches the caller before it; what
+                // it asked meanwhile has nobody left to ask.
                 while let Ok(event) = held.events.try_recv() {
-                    feed(&mut held.bridge, event, declared);
+                    match event {
+                        CallEvent::Notice(notice) => held.bridge.handle_notice(notice),
+                        CallEvent::Asked(asked) => held.bridge.handle_unasked(asked),
+                    }
                 }
                 let settled = upstream.settle(&held.flight, Some(answered));
                 held.bridge.handle_settled(settled);

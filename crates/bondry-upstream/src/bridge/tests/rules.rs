@@ -132,3 +132,39 @@ fn an_unsent_call_or_a_refused_one_ends_as_its_connection_says() {
     bridge.handle_settled(Err(Unrelayed::Refused { code: -32000, message: "no".into() }));
     assert_eq!(said(&mut bridge), [r#"done Refused { code: -32000, message: "no" }"#]);
 }
+
+/// A round Bondry answers itself ends the round before it: what that round gathered is
+/// answered, never asked of the caller in the next one.
+#[test]
+fn a_roots_round_gives_up_what_the_round_before_gathered() {
+    let asks_roots = json!({"resultType": "input_required", "inputRequests": {"r": {"method": "roots/list"}}});
+    let clock = Clock(Instant::now());
+    let mut bridge = call(None);
+    bridge.handle_started(clock.at(0));
+    bridge.handle_asked(asked(4, "elicitation/create", elicitation("a")), &declared(), clock.at(10));
+    bridge.handle_settled(Ok(asks_roots));
+    assert_eq!(said(&mut bridge), ["give up 4: the call ended before the caller was asked", "resend"]);
+    bridge.handle_started(clock.at(20));
+    assert_eq!(bridge.poll_timeout(), Some(clock.at(60_020)), "nothing gathered: only the round's deadline");
+    bridge.handle_timeout(clock.at(60));
+    assert!(said(&mut bridge).is_empty(), "nobody is asked");
+    bridge.handle_asked(asked(5, "elicitation/create", elicitation("b")), &declared(), clock.at(100));
+    bridge.handle_timeout(clock.at(150));
+    assert_eq!(said(&mut bridge), [format!("hold upstream-1={}", elicitation("b"))], "its own requests, numbered anew");
+}
+
+/// A request read with the upstream's answer has nobody left to ask: it is given up with
+/// the call, not refused or asked, whatever it is.
+#[test]
+fn a_request_read_with_the_answer_is_given_up_with_the_call() {
+    let clock = Clock(Instant::now());
+    for mode in [Mode::Call, Mode::Completion] {
+        let mut bridge = Bridge::new(mode, Outgoing::new("tools/call", Map::new()), None, spec());
+        bridge.handle_started(clock.at(0));
+        bridge.handle_unasked(asked(6, "roots/list", json!({})));
+        bridge.handle_unasked(asked(7, "elicitation/create", elicitation("late")));
+        bridge.handle_settled(Ok(json!({"content": []})));
+        let expected = ["give up 6,7: the call ended before the caller was asked", r#"done {"content":[]}"#];
+        assert_eq!(said(&mut bridge), expected, "{mode:?}");
+    }
+}
