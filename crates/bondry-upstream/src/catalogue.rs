@@ -147,15 +147,6 @@ fn name_source(source: &mut Source<'_>, names: &mut Names, catalogue: &mut Catal
         let unserved = match serve(spec, pin, &id, name, uri) {
             // Only what is served claims its URI: a held entry shadows nothing.
             Ok(Some(_)) if uri.is_some_and(|uri| !names.claim_uri(uri)) => {
-                if let Some(print) = warnings::hear(&spec.name, &format!("{} {key}", kind_of(kind)), "shadowed") {
-                    tracing::warn!(
-                        upstream = spec.name,
-                        entry = name,
-                        uri,
-                        suppressed = print.suppressed,
-                        "an upstream entry is shadowed: another source serves its URI"
-                    );
-                }
                 Some("shadowed: another source serves its URI".to_owned())
             }
             Ok(Some(entry)) => {
@@ -163,19 +154,14 @@ fn name_source(source: &mut Source<'_>, names: &mut Names, catalogue: &mut Catal
                 None
             }
             Ok(None) => None,
-            Err(why) => {
-                if let Some(print) = warnings::hear(&spec.name, &format!("{} {key}", kind_of(kind)), &why) {
-                    tracing::warn!(
-                        upstream = spec.name,
-                        entry = name,
-                        why,
-                        suppressed = print.suppressed,
-                        "an upstream entry is not served"
-                    );
-                }
-                Some(why)
-            }
+            Err(why) => Some(why),
         };
+        if let Some(why) = &unserved
+            && let Some(print) = warnings::hear(&spec.name, &format!("{} {key}", kind_of(kind)), why)
+        {
+            let suppressed = print.suppressed;
+            tracing::warn!(upstream = spec.name, entry = name, uri, why, suppressed, "an upstream entry is not served");
+        }
         catalogue.exposed.insert((kind, key), Exposed { id, renamed, unserved });
     }
 }
