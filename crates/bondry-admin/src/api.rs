@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::response::{IntoResponse, Response};
@@ -36,10 +35,6 @@ pub struct Admin {
     pub body_read_timeout: Duration,
 }
 
-pub fn router(admin: Admin) -> Router {
-    Router::new().fallback(handle).with_state(admin)
-}
-
 /// An answer and how the audit trail names it.
 struct Answer {
     status: StatusCode,
@@ -58,7 +53,11 @@ impl Answer {
     }
 }
 
-async fn handle(State(admin): State<Admin>, ConnectInfo(peer): ConnectInfo<SocketAddr>, request: Request) -> Response {
+pub(crate) async fn handle(
+    State(admin): State<Admin>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
     let started = SystemTime::now();
     let authority = request.uri().authority().map(|authority| authority.as_str().to_owned());
     let token = match admin.gate.admit(request.headers(), authority.as_deref(), peer.ip()) {
@@ -92,7 +91,7 @@ fn audited(path: &str) -> String {
     path.chars().take(AUDITED_PATH).collect()
 }
 
-fn refusal(refused: Refused) -> Response {
+pub(crate) fn refusal(refused: Refused) -> Response {
     match refused {
         Refused::Host => json_response(
             StatusCode::FORBIDDEN,
@@ -124,7 +123,7 @@ fn too_many(wait: Duration, message: &str) -> Response {
     response
 }
 
-fn json_response(status: StatusCode, body: &Value) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
     let mut response = (status, Body::from(format!("{body}\n"))).into_response();
     response.headers_mut().insert(CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     response

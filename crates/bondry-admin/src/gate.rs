@@ -113,8 +113,9 @@ impl Gate {
         peer: IpAddr,
         now: Instant,
     ) -> Result<&str, Refused> {
-        let local = OriginPolicy::Listed { local: true, exact: Vec::new() };
-        admission::check(headers, authority, &local, self.loopback).map_err(|_| Refused::Host)?;
+        if !self.host_allowed(headers, authority) {
+            return Err(Refused::Host);
+        }
         let address = limits::network_key(peer.to_canonical());
         // Decided and its place in the budget taken at once, so concurrent guesses cannot
         // all pass a budget with one place left.
@@ -149,6 +150,12 @@ impl Gate {
         }
         attempts.remember(address, now);
         Ok(name)
+    }
+
+    /// Whether the request's `Host` and `Origin` are the listener's own.
+    pub fn host_allowed(&self, headers: &HeaderMap, authority: Option<&str>) -> bool {
+        let local = OriginPolicy::Listed { local: true, exact: Vec::new() };
+        admission::check(headers, authority, &local, self.loopback).is_ok()
     }
 
     /// Whether `peer` presented a good token within the last day.

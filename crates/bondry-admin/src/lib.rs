@@ -6,6 +6,7 @@
 
 mod api;
 mod gate;
+mod health;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -80,15 +81,19 @@ impl BoundAdmin {
         };
         let admin = api::Admin { realms, audit, gate, body_read_timeout: connections.body_read_timeout };
         let stop = CancellationToken::new();
-        let serving = bondry_http_server::serve_connections(
-            self.listener,
-            api::router(admin),
-            connections,
-            overflow,
-            stop.clone(),
-        );
+        let serving =
+            bondry_http_server::serve_connections(self.listener, router(admin), connections, overflow, stop.clone());
         Ok(RunningAdmin { addr, stop, task: tokio::spawn(serving) })
     }
+}
+
+/// Health without a token, and every other path through the gate to the API.
+fn router(admin: api::Admin) -> axum::Router {
+    axum::Router::new()
+        .route("/healthz", axum::routing::get(health::healthz))
+        .route("/readyz", axum::routing::get(health::readyz))
+        .fallback(api::handle)
+        .with_state(admin)
 }
 
 /// Binds `config.bind`. Must be called within a Tokio runtime.

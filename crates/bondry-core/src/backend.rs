@@ -75,6 +75,13 @@ pub trait Backends: Send + Sync + 'static {
     /// within `deadline`; calls still running fail as unavailable.
     fn stop(&self, deadline: Duration) -> BoxFuture<'_, ()>;
 
+    /// The backends the gateway is not ready without (`required = true`) that cannot serve
+    /// now, by name, with their state (`connecting`, `reconnecting`). Cheap whatever the
+    /// catalogue: a readiness probe asks it every few seconds.
+    fn unready(&self) -> Vec<(String, &'static str)> {
+        Vec::new()
+    }
+
     /// What an operator reviews and approves, for a kind whose definitions are pinned.
     fn review(&self) -> Option<&dyn Review> {
         None

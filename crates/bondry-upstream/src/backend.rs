@@ -26,11 +26,7 @@ impl Backends for RealmUpstreams {
         reports
             .iter()
             .map(|report| {
-                let state = match (report.status.connected, report.status.retry) {
-                    (true, _) => "serving",
-                    (false, Some(_)) => "reconnecting",
-                    (false, None) => "connecting",
-                };
+                let state = report.status.state();
                 BackendStatus {
                     kind: BackendKind::UPSTREAM,
                     name: report.name.clone(),
@@ -40,6 +36,10 @@ impl Backends for RealmUpstreams {
                 }
             })
             .collect()
+    }
+
+    fn unready(&self) -> Vec<(String, &'static str)> {
+        self.required_down()
     }
 
     fn catalogue(&self) -> Vec<Listed> {

@@ -67,6 +67,16 @@ pub enum ReviewError {
 }
 
 impl RealmUpstreams {
+    /// The upstreams marked `required` that are not connected now, with their state.
+    pub fn required_down(&self) -> Vec<(String, &'static str)> {
+        let members = read(&self.realm.members);
+        let required = members.iter().map(|member| &member.upstream).filter(|upstream| upstream.spec().required);
+        required
+            .map(|upstream| (upstream.name().to_owned(), upstream.state()))
+            .filter(|(_, state)| *state != "serving")
+            .collect()
+    }
+
     /// Every upstream of the realm, in stanza order, without their capabilities.
     pub fn reports(&self) -> Vec<UpstreamReport> {
         read(&self.realm.members).iter().map(|member| report(member, false)).collect()

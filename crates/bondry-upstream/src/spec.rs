@@ -39,6 +39,8 @@ pub struct UpstreamSpec {
     pub pin_ignore_meta: Vec<String>,
     /// Whether the upstream may ask a caller to open a URL (URL-mode elicitation).
     pub allow_url_elicitation: bool,
+    /// Whether the gateway is ready (`/readyz`) only while the upstream is connected.
+    pub required: bool,
     /// How much one listing of one kind may hold.
     pub listing: ListingLimits,
     /// Whether its tools are listed or found by searching.
@@ -133,6 +135,7 @@ impl UpstreamSpec {
             tunables: Tunables::default(),
             pin_ignore_meta: vec![],
             allow_url_elicitation: false,
+            required: false,
             listing: ListingLimits::default(),
             tool_listing: Listing::Listed,
         }

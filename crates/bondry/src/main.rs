@@ -77,6 +77,20 @@ enum Command {
     /// Tickets: bearer credentials stored in the configuration only as their hash.
     #[command(subcommand)]
     Ticket(TicketCommand),
+    /// Whether the server is ready, from its admin listener's `/readyz` (no token needed):
+    /// exit 0 ready, 1 not ready or not reached. For container and service health checks.
+    #[command(after_help = "Examples:\n  \
+        bondry health --config /etc/bondry/bondry.toml\n  \
+        bondry health --admin 127.0.0.1:7374")]
+    Health {
+        /// The admin listener, as a URL or an address; else the variable BONDRY_ADMIN_URL,
+        /// else the `[admin] bind` of --config.
+        #[arg(long, value_name = "URL")]
+        admin: Option<String>,
+        /// The server's configuration, for its admin bind.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// Upstreams through the admin API: review and approve their pinned definitions.
     /// Exit codes: 0 done, 1 error, 3 refused (nothing changed), 4 admin unreachable.
     #[command(after_help = "Examples:\n  \
@@ -183,6 +197,7 @@ fn main() -> ExitCode {
         Command::HashPassword => hash_password(),
         Command::Ticket(TicketCommand::New { realm, principal, roles }) => new_ticket(&realm, &principal, roles),
         Command::Upstream { command, admin, config, json } => return upstream(command, admin, config, json),
+        Command::Health { admin, config } => return health(admin, config),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -192,6 +207,20 @@ fn main() -> ExitCode {
                 Some(errors) => errors.iter().for_each(|error| eprintln!("bondry: {error}")),
                 None => eprintln!("bondry: {error:#}"),
             }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `bondry health`: what `/readyz` says, on stdout; exit 0 only when ready.
+fn health(admin: Option<String>, config: Option<PathBuf>) -> ExitCode {
+    match bondry::upstream_cli::readiness(admin.as_deref(), config.as_deref()) {
+        Ok(answer) => {
+            println!("{answer}");
+            ExitCode::SUCCESS
+        }
+        Err(failure) => {
+            eprintln!("bondry: {}", failure.message());
             ExitCode::FAILURE
         }
     }

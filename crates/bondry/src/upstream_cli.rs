@@ -57,26 +57,7 @@ impl Client {
     /// directory), with the token of `BONDRY_ADMIN_TOKEN`, else the one generated into the
     /// data directory of `--config`.
     pub fn new(admin: Option<&str>, config_file: Option<&Path>) -> Result<Self, Failure> {
-        let loaded = config_file
-            .map(|path| config::process_environment().and_then(|environment| config::load(Some(path), environment)))
-            .transpose()
-            .map_err(|errors| {
-                // One `bondry: ` line per error, as `check` prints them.
-                let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-                Failure::Error(lines.join("\nbondry: "))
-            })?;
-        let data_dir = loaded.as_ref().and_then(config::Loaded::data_dir);
-        let from_env = std::env::var("BONDRY_ADMIN_URL").ok().filter(|url| !url.is_empty());
-        let base = match (admin.or(from_env.as_deref()), &loaded) {
-            (Some(url), _) => with_scheme(url),
-            (None, Some(loaded)) => admin_url(&loaded.raw.admin.bind, data_dir.as_deref())?,
-            (None, None) => {
-                return Err(Failure::Error(
-                    "where is the admin API? give --config FILE (the server's), --admin ADDRESS, or set BONDRY_ADMIN_URL"
-                        .into(),
-                ));
-            }
-        };
+        let Located { base, data_dir } = locate(admin, config_file)?;
         let token = match std::env::var("BONDRY_ADMIN_TOKEN") {
             Ok(token) if !token.is_empty() => token,
             _ => {
@@ -91,16 +72,7 @@ impl Client {
                     .to_owned()
             }
         };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Failure::Error(format!("cannot start the async runtime: {e}")))?;
-        // No proxy: the admin API is local, and its token must not pass through one.
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| Failure::Error(format!("cannot make an HTTP client: {e}")))?;
+        let (runtime, http) = client(Duration::from_secs(60))?;
         Ok(Self { base, token, http, runtime })
     }
 
@@ -127,13 +99,7 @@ impl Client {
             let why = if error.is_timeout() {
                 "no answer within 60 s".to_owned()
             } else {
-                // The innermost cause says it plainly: "Connection refused", a name that
-                // does not resolve, a TLS failure.
-                let mut cause: &dyn std::error::Error = &error;
-                while let Some(source) = cause.source() {
-                    cause = source;
-                }
-                format!("{cause}; is `bondry serve` running, with this admin address?")
+                format!("{}; is `bondry serve` running, with this admin address?", innermost(&error))
             };
             Failure::Unreachable(format!("cannot reach the admin API at {}: {why}", self.base))
         })?;
@@ -161,6 +127,86 @@ impl Client {
             _ => Err(Failure::Error(message())),
         }
     }
+}
+
+/// What the admin listener's `/readyz` answers (escaped for a terminal) when the server is
+/// ready; why not otherwise. No token: readiness is not an operator's secret.
+pub fn readiness(admin: Option<&str>, config_file: Option<&Path>) -> Result<String, Failure> {
+    let Located { base, .. } = locate(admin, config_file)?;
+    // A health check runs often and briefly: it waits a few seconds at most.
+    let (runtime, http) = client(Duration::from_secs(5))?;
+    let url = format!("{base}/readyz");
+    let answered = runtime.block_on(async {
+        let response = http.get(&url).send().await?;
+        let status = response.status();
+        Ok::<_, reqwest::Error>((status, response.text().await?))
+    });
+    let (status, text) =
+        answered.map_err(|error| Failure::Unreachable(format!("cannot reach {url}: {}", innermost(&error))))?;
+    let shown = text.trim_end().split('\n').map(escaped).collect::<Vec<_>>().join("\n");
+    if status == reqwest::StatusCode::OK {
+        Ok(shown)
+    } else {
+        Err(Failure::Error(format!("not ready ({}): {shown}", status.as_u16())))
+    }
+}
+
+/// A runtime to wait on the admin API in, and an HTTP client whose requests end within
+/// `timeout`. No proxy: the admin API is local, and its token must not pass through one.
+fn client(timeout: Duration) -> Result<(tokio::runtime::Runtime, reqwest::Client), Failure> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Error(format!("cannot start the async runtime: {e}")))?;
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(timeout)
+        .build()
+        .map_err(|e| Failure::Error(format!("cannot make an HTTP client: {e}")))?;
+    Ok((runtime, http))
+}
+
+/// The innermost cause of `error`, which says it plainly: "Connection refused", a name that
+/// does not resolve, a TLS failure.
+fn innermost(error: &dyn std::error::Error) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
+}
+
+/// Where the admin API is, and the data directory of the configuration that said so.
+pub(crate) struct Located {
+    pub base: String,
+    pub data_dir: Option<std::path::PathBuf>,
+}
+
+/// The admin API at `admin`, else `BONDRY_ADMIN_URL`, else the admin bind of
+/// `config_file` (for a bind of port 0, the address the server wrote into its data
+/// directory).
+pub(crate) fn locate(admin: Option<&str>, config_file: Option<&Path>) -> Result<Located, Failure> {
+    let loaded = config_file
+        .map(|path| config::process_environment().and_then(|environment| config::load(Some(path), environment)))
+        .transpose()
+        .map_err(|errors| {
+            // One `bondry: ` line per error, as `check` prints them.
+            let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            Failure::Error(lines.join("\nbondry: "))
+        })?;
+    let data_dir = loaded.as_ref().and_then(config::Loaded::data_dir);
+    let from_env = std::env::var("BONDRY_ADMIN_URL").ok().filter(|url| !url.is_empty());
+    let base = match (admin.or(from_env.as_deref()), &loaded) {
+        (Some(url), _) => with_scheme(url),
+        (None, Some(loaded)) => admin_url(&loaded.raw.admin.bind, data_dir.as_deref())?,
+        (None, None) => {
+            return Err(Failure::Error(
+                "where is the admin API? give --config FILE (the server's), --admin ADDRESS, or set BONDRY_ADMIN_URL"
+                    .into(),
+            ));
+        }
+    };
+    Ok(Located { base, data_dir })
 }
 
 /// `http://` before an address given without a scheme (`127.0.0.1:7374`).

@@ -438,3 +438,95 @@ async fn an_ungranted_upstream_capability_answers_exactly_as_a_missing_one() {
     assert_eq!(echo["content"], json!([{"type": "text", "text": "granted"}]), "{echo}");
     front.still_healthy().await;
 }
+
+// ---------------------------------------------------------------------------------------
+// Readiness
+// ---------------------------------------------------------------------------------------
+
+/// A GET of the front's admin listener, with `host` as its `Host` when given: the status
+/// and the JSON body.
+async fn admin_get(front: &Front, path: &str, host: Option<&str>) -> (u16, Value) {
+    assert!(support::eventually(|| front.server.admin_port().is_some()).await, "the admin listener started");
+    let url = format!("http://127.0.0.1:{}{path}", front.server.admin_port().unwrap());
+    let mut request = front.client.get(url);
+    if let Some(host) = host {
+        request = request.header("host", host);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+/// `bondry health` against the admin listener at `admin`: its exit code, stdout and stderr.
+fn health(admin: &str) -> (Option<i32>, String, String) {
+    let output =
+        std::process::Command::new(support::bondry_exe!()).args(["health", "--admin", admin]).output().unwrap();
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+    (output.status.code(), text(output.stdout), text(output.stderr))
+}
+
+#[tokio::test]
+async fn readiness_follows_a_required_upstream_down_and_back_while_health_stays_up() {
+    let mut bad = stdio("bad");
+    bad.insert("required".into(), true.into());
+    // A data directory, where the admin listener's token is generated.
+    let front = start(&gateway(bad).set("data_dir", "state"), &["bad", "good"]).await;
+    assert_eq!(admin_get(&front, "/readyz", None).await, (200, json!({"ready": true})));
+    assert_eq!(admin_get(&front, "/healthz", None).await, (200, json!({"status": "serving"})));
+    let admin = format!("127.0.0.1:{}", front.server.admin_port().unwrap());
+    assert_eq!(health(&admin), (Some(0), "{\"ready\":true}\n".to_owned(), String::new()));
+    // No token needed, but the Host is checked as on every route.
+    let foreign =
+        (403, json!({"error": {"code": "host_not_allowed", "message": "the Host or Origin is not served here"}}));
+    assert_eq!(admin_get(&front, "/readyz", Some("evil.example")).await, foreign);
+
+    // The required upstream dies: not ready until the supervisor has it back (after its
+    // first backoff, 0.5 to 1 s); alive all along.
+    let (result, _) = front.call("bad.exit", json!({})).await;
+    assert_tool_error(&result, "upstream_unavailable", true);
+    let deadline = Instant::now() + PATIENCE;
+    let (status, waiting) = loop {
+        let (status, body) = admin_get(&front, "/readyz", None).await;
+        if status == 503 {
+            break (status, body);
+        }
+        assert!(Instant::now() < deadline, "never unready: {body}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(status, 503);
+    let state = waiting["waiting_for"][0]["state"].clone();
+    assert!(state == "connecting" || state == "reconnecting", "{waiting}");
+    let expected = json!({"ready": false, "waiting_for": [
+        {"realm": "default", "kind": "upstream", "backend": "bad", "state": state}]});
+    assert_eq!(waiting, expected);
+    assert_eq!(admin_get(&front, "/healthz", None).await, (200, json!({"status": "serving"})));
+    front.until_bad_echoes().await;
+    assert_eq!(admin_get(&front, "/readyz", None).await, (200, json!({"ready": true})));
+
+    // Not reached: not healthy, and said why.
+    let (code, stdout, stderr) = health(&format!("127.0.0.1:{}", closed_port()));
+    assert_eq!((code, stdout.as_str()), (Some(1), ""));
+    assert!(stderr.starts_with("bondry: cannot reach http://127.0.0.1:"), "{stderr}");
+}
+
+#[test]
+fn check_warns_of_a_required_upstream_when_nothing_reports_readiness() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = stdio("bad");
+    bad.insert("required".into(), true.into());
+    let check = |config: TestConfig| {
+        config.written(dir.path(), "bondry.toml");
+        let output = std::process::Command::new(support::bondry_exe!())
+            .args(["check", "--config"])
+            .arg(dir.path().join("bondry.toml"))
+            .output()
+            .unwrap();
+        (output.status.code().unwrap(), String::from_utf8(output.stderr).unwrap())
+    };
+    let warning = "realms.default.upstreams[0].required: nothing reports readiness: the admin listener, which serves /readyz, is off without [[admin.tokens]] or a data_dir to generate its token in";
+    let (code, stderr) = check(gateway(bad.clone()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains(warning), "{stderr}");
+    let (code, stderr) = check(gateway(bad).set("data_dir", "state"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("required"), "{stderr}");
+}

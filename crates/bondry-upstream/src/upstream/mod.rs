@@ -121,6 +121,21 @@ pub struct Status {
     pub retry: Option<Retry>,
 }
 
+impl Status {
+    /// `serving`, `connecting`, or `reconnecting` while the supervisor waits to try again.
+    pub fn state(&self) -> &'static str {
+        state(self.connected, self.retry.is_some())
+    }
+}
+
+fn state(connected: bool, waiting: bool) -> &'static str {
+    match (connected, waiting) {
+        (true, _) => "serving",
+        (false, true) => "reconnecting",
+        (false, false) => "connecting",
+    }
+}
+
 /// The supervisor's backoff between attempts to connect, as an operator is shown it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retry {
@@ -231,6 +246,12 @@ impl Upstream {
                 })
                 .collect(),
         }
+    }
+
+    /// What [`Status::state`] says, without making the rest of the status.
+    pub fn state(&self) -> &'static str {
+        let waiting = lock(&self.health).retry_at_ms.is_some();
+        state(read(&self.connection).is_some(), waiting)
     }
 
     fn last_listed_ms(&self) -> Option<u64> {

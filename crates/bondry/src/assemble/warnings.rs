@@ -47,6 +47,14 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
                 "\"search\" reaches every source of tools but the builtin handlers, and the realm has none: every tool stays listed".into(),
             );
         }
+        // Readiness is the admin listener's to report, and it is off without a token.
+        let admin_off = loaded.raw.admin.tokens.is_empty() && loaded.data_dir().is_none();
+        for (index, _) in raw.upstreams.iter().enumerate().filter(|(_, upstream)| upstream.required && admin_off) {
+            warn(
+                format!("realms.{realm}.upstreams[{index}].required"),
+                "nothing reports readiness: the admin listener, which serves /readyz, is off without [[admin.tokens]] or a data_dir to generate its token in".into(),
+            );
+        }
         for (index, role) in raw.roles.iter().enumerate() {
             if !can_be_given(raw, &role.name) {
                 warn(

@@ -454,6 +454,9 @@ pub struct RawUpstream {
     pub input_wait_ms: Option<u64>,
     #[serde(default)]
     pub allow_url_elicitation: bool,
+    /// Whether the gateway is ready only while the upstream is connected.
+    #[serde(default)]
+    pub required: bool,
     pub max_entries_per_kind: Option<u64>,
     pub max_definition_bytes: Option<u64>,
     pub max_listing_bytes: Option<u64>,

@@ -173,6 +173,7 @@ fn spec(
         },
         pin_ignore_meta: pin_ignore_meta?,
         allow_url_elicitation: raw.allow_url_elicitation,
+        required: raw.required,
         listing,
         tool_listing: RawListing::of(raw.listing, realm_listing),
     })
@@ -665,6 +666,7 @@ pin_ignore_meta = ["com.example/etag"]
 refresh_interval_ms = 1000
 input_wait_ms = 1
 allow_url_elicitation = true
+required = true
 max_entries_per_kind = 100000
 max_definition_bytes = 1024
 max_listing_bytes = 65536
@@ -702,6 +704,7 @@ list_timeout_ms = 3600000
             },
             pin_ignore_meta: vec!["com.example/etag".into()],
             allow_url_elicitation: true,
+            required: true,
             listing: ListingLimits {
                 max_entries: 100_000,
                 max_definition_bytes: 1024,
