@@ -50,6 +50,11 @@ enum Command {
         /// Overrides the address of the one configured listener (an IP address and a port).
         #[arg(long, value_name = "ADDR")]
         listen: Option<SocketAddr>,
+        /// Overrides the admin listener's address (port 0 takes a free one). Without
+        /// --config the demo's admin listener serves there (127.0.0.1:7374 by default), with
+        /// a token made for this run and printed once.
+        #[arg(long, value_name = "ADDR")]
+        admin_listen: Option<SocketAddr>,
         /// Makes a new pin store although `data_dir` served before (its realm keys
         /// remain): every upstream is then trusted anew.
         #[arg(long)]
@@ -192,7 +197,9 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
     let result = match cli.command {
-        Command::Serve { config, listen, accept_new_pin_store } => serve(config, listen, accept_new_pin_store),
+        Command::Serve { config, listen, admin_listen, accept_new_pin_store } => {
+            serve(config, listen, admin_listen, accept_new_pin_store)
+        }
         Command::Check { config, strict } => check(config, strict),
         Command::HashPassword => hash_password(),
         Command::Ticket(TicketCommand::New { realm, principal, roles }) => new_ticket(&realm, &principal, roles),
@@ -295,7 +302,12 @@ fn new_ticket(realm: &str, principal: &str, roles: Option<Vec<String>>) -> anyho
     Ok(())
 }
 
-fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store: bool) -> anyhow::Result<()> {
+fn serve(
+    path: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+    admin_listen: Option<SocketAddr>,
+    accept_new_pin_store: bool,
+) -> anyhow::Result<()> {
     let loaded = config::load(path.as_deref(), config::process_environment()?)?;
     // One set of handler objects for the start and every reload: a handler's state (and
     // the dynamic capabilities it published) stays with the one instance.
@@ -335,7 +347,11 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         // Every listener binds before any upstream starts: a port in use stops the start
         // with its address named, before a child process is spawned. The admin listener
         // first: a port in use there stops the start before the MCP listeners serve.
-        let admin = bind_admin(&loaded, &assembled.admin).await?;
+        let start = bondry::assemble::admin::Start { demo: path.is_none(), bind: admin_listen };
+        let (admin, shown_token) = match bind_admin(&loaded, &assembled.admin, start).await? {
+            Some((bound, shown)) => (Some(bound), shown),
+            None => (None, None),
+        };
         let running = bondry_http_server::start(assembled.server).await?;
         // Where `bondry upstream --config` finds the admin listener, written before anything
         // is announced, so no one reads the last start's.
@@ -377,6 +393,11 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
         }
         if let Some(admin) = &admin {
             eprintln!("admin listening on http://{}", admin.addr);
+        }
+        // The demo's token, once, straight to stderr: never through the logger, which may
+        // ship its lines elsewhere.
+        if let Some(token) = &shown_token {
+            eprintln!("admin token for this run: {token}");
         }
         // Serves until SIGINT or SIGTERM, reloading the file (if there is one) meanwhile.
         watch.run(signal).await;
@@ -426,18 +447,23 @@ fn serve(path: Option<PathBuf>, listen: Option<SocketAddr>, accept_new_pin_store
     Ok(())
 }
 
-/// Binds the admin listener if the start's plan says so, or logs why it is off.
+/// Binds the admin listener if the start's plan says so, or logs why it is off; with it,
+/// the demo's token, to be shown once. The demo's listener is a convenience: a port in use
+/// there only warns (tests and a second demo run side by side), where a configured one
+/// stops the start.
 async fn bind_admin(
     loaded: &config::Loaded,
     stanza: &bondry::assemble::admin::AdminStanza,
-) -> anyhow::Result<Option<bondry_admin::BoundAdmin>> {
+    start: bondry::assemble::admin::Start,
+) -> anyhow::Result<Option<(bondry_admin::BoundAdmin, Option<String>)>> {
     use bondry::assemble::admin::{Plan, plan};
-    match plan(loaded, stanza)? {
+    match plan(loaded, stanza, start)? {
         Plan::Off(why) => {
             tracing::info!("admin listener off: {why}");
             Ok(None)
         }
-        Plan::Serve { bind, tokens } => {
+        Plan::Serve { bind, tokens, demo } => {
+            let shown = tokens.first().filter(|_| demo).map(|(_, secret)| secret.clone());
             let tokens = tokens.iter().map(|(name, secret)| bondry_admin::AdminToken::new(name, secret)).collect();
             let config = bondry_admin::AdminConfig {
                 bind,
@@ -445,10 +471,14 @@ async fn bind_admin(
                 max_failed_attempts_per_minute: stanza.max_failed_attempts_per_minute,
                 connections: stanza.connections,
             };
-            let bound = bondry_admin::bind(config)
-                .await
-                .with_context(|| format!("cannot bind the admin listener to {bind}"))?;
-            Ok(Some(bound))
+            match bondry_admin::bind(config).await {
+                Ok(bound) => Ok(Some((bound, shown))),
+                Err(error) if demo => {
+                    tracing::warn!(%error, "the demo's admin listener is off: cannot bind {bind}; give --admin-listen");
+                    Ok(None)
+                }
+                Err(error) => Err(error).with_context(|| format!("cannot bind the admin listener to {bind}")),
+            }
         }
     }
 }

@@ -1053,8 +1053,9 @@ command = "./server.sh"
 
 #[test]
 fn every_subcommands_help_shows_an_example() {
-    let commands: [&[&str]; 10] = [
+    let commands: [&[&str]; 11] = [
         &["serve"],
+        &["health"],
         &["check"],
         &["hash-password"],
         &["ticket", "new"],
@@ -1095,4 +1096,64 @@ fn a_variable_that_is_not_utf8_is_ignored_and_an_override_that_is_not_is_named()
     let finished = Guarded::spawn(command).finish(EXIT);
     assert_eq!(finished.status.code(), Some(1), "{}", finished.stderr);
     assert_eq!(finished.stderr, "bondry: environment variable BONDRY__LISTENERS__MAIN__BIND: the value is not UTF-8");
+}
+
+/// Waits (bounded) until a line of `server`'s stderr starts with `prefix`; the rest of it.
+fn line_after(server: &Guarded, prefix: &str) -> String {
+    let deadline = Instant::now() + STARTUP;
+    loop {
+        let found =
+            server.stderr_lines.lock().unwrap().iter().find_map(|line| line.strip_prefix(prefix).map(str::to_owned));
+        if let Some(rest) = found {
+            return rest;
+        }
+        assert!(Instant::now() < deadline, "no {prefix:?} line; stderr:\n{}", server.stderr_so_far());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn the_demo_serves_its_admin_listener_with_a_token_made_for_the_run() {
+    let (server, _) = serve(&["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"], &[]);
+    let admin = line_after(&server, "admin listening on http://");
+    let token = line_after(&server, "admin token for this run: ");
+    assert_eq!(token.len(), 64, "32 random bytes in hex: {token}");
+    assert!(token.bytes().all(|byte| byte.is_ascii_hexdigit()), "{token}");
+    let client = reqwest::Client::new();
+    let get = |path: &str, token: Option<&str>| {
+        let mut request = client.get(format!("http://{admin}{path}"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.json::<Value>().await.unwrap())
+        }
+    };
+    assert_eq!(get("/healthz", None).await, (200, json!({"status": "serving"})));
+    assert_eq!(get("/readyz", None).await, (200, json!({"ready": true})));
+    assert_eq!(get("/v1/backends", None).await.0, 401);
+    let (status, backends) = get("/v1/backends", Some(&token)).await;
+    assert_eq!(status, 200, "{backends}");
+    assert_eq!(backends["realms"][0]["realm"], "default", "{backends}");
+    // The token is shown once, on stderr only.
+    assert_eq!(server.stderr_so_far().matches(token.as_str()).count(), 1);
+}
+
+#[test]
+fn the_demos_admin_listener_only_warns_when_its_port_is_taken() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let (server, mcp) = serve(&["--listen", "127.0.0.1:0", "--admin-listen", &format!("127.0.0.1:{port}")], &[]);
+    assert_ne!(mcp, 0);
+    let deadline = Instant::now() + STARTUP;
+    while !server.stderr_so_far().contains("the demo's admin listener is off: cannot bind 127.0.0.1:") {
+        assert!(Instant::now() < deadline, "no warning; stderr:\n{}", server.stderr_so_far());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!server.stderr_so_far().contains("admin token for this run"), "{}", server.stderr_so_far());
+    // A remote address needs allow_remote, in the demo too.
+    let refused = run(&["serve", "--listen", "127.0.0.1:0", "--admin-listen", "0.0.0.0:0"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", refused.stderr);
+    assert!(refused.stderr.contains("--admin-listen 0.0.0.0:0 is not loopback"), "{}", refused.stderr);
 }

@@ -148,19 +148,39 @@ pub(super) fn stanza(diagnostics: &mut Diagnostics, loaded: &Loaded) -> Option<A
 /// What the admin listener does at this start: serve with these tokens, or stay off
 /// and say why.
 pub enum Plan {
-    Serve { bind: SocketAddr, tokens: Vec<(String, String)> },
+    Serve { bind: SocketAddr, tokens: Vec<(String, String)>, demo: bool },
     Off(&'static str),
 }
 
-/// Decides at start whether the admin listener runs: only with upstreams, and with the
+/// How this start was asked for: the embedded demo or a configuration file, and
+/// `--admin-listen`.
+#[derive(Debug, Clone, Copy)]
+pub struct Start {
+    pub demo: bool,
+    pub bind: Option<SocketAddr>,
+}
+
+/// Decides at start whether the admin listener runs: for the embedded demo always, with a
+/// token made for this run and kept nowhere; otherwise only with upstreams, and with the
 /// configured tokens, else the token generated into `data_dir` (made, 0600, at its first
-/// start), else not at all.
-pub fn plan(loaded: &Loaded, stanza: &AdminStanza) -> anyhow::Result<Plan> {
+/// start), else not at all. `--admin-listen` replaces the bind, held to the same rule.
+pub fn plan(loaded: &Loaded, stanza: &AdminStanza, start: Start) -> anyhow::Result<Plan> {
+    let bind = match start.bind {
+        Some(bind) if !bind.ip().is_loopback() && !loaded.raw.admin.allow_remote => anyhow::bail!(
+            "--admin-listen {bind} is not loopback; the admin API approves what models are told, so a remote bind needs [admin] allow_remote = true"
+        ),
+        Some(bind) => bind,
+        None => stanza.bind,
+    };
+    if start.demo {
+        let secret = fresh_secret().map_err(|e| anyhow::anyhow!("cannot make the demo's admin token ({e})"))?;
+        return Ok(Plan::Serve { bind, tokens: vec![("demo".into(), secret)], demo: true });
+    }
     if !loaded.raw.has_upstreams() {
         return Ok(Plan::Off("no realm has upstreams"));
     }
     if !stanza.tokens.is_empty() {
-        return Ok(Plan::Serve { bind: stanza.bind, tokens: stanza.tokens.clone() });
+        return Ok(Plan::Serve { bind, tokens: stanza.tokens.clone(), demo: false });
     }
     let Some(data_dir) = loaded.data_dir() else {
         return Ok(Plan::Off("no [[admin.tokens]], and no data_dir to keep a generated token in"));
@@ -168,7 +188,7 @@ pub fn plan(loaded: &Loaded, stanza: &AdminStanza) -> anyhow::Result<Plan> {
     let path = token_path(&data_dir);
     let secret =
         generated(&path).map_err(|e| anyhow::anyhow!("{}: cannot make the admin token ({e})", path.display()))?;
-    Ok(Plan::Serve { bind: stanza.bind, tokens: vec![("generated".into(), secret)] })
+    Ok(Plan::Serve { bind, tokens: vec![("generated".into(), secret)], demo: false })
 }
 
 /// Where the admin listener's bound address is written at each start, for `bondry
@@ -200,6 +220,13 @@ pub fn token_path(data_dir: &Path) -> PathBuf {
     data_dir.join(TOKEN_FILE)
 }
 
+/// A new token: 32 random bytes, in hex.
+fn fresh_secret() -> std::io::Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
 /// The token in `path`, made there (0600) if there is none.
 fn generated(path: &Path) -> std::io::Result<String> {
     use std::io::Write;
@@ -215,9 +242,7 @@ fn generated(path: &Path) -> std::io::Result<String> {
     }
     let directory = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(directory)?;
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
-    let secret: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    let secret = fresh_secret()?;
     let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
     file.write_all(format!("{secret}\n").as_bytes())?;
     file.sync_all()?;
