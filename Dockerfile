@@ -24,6 +24,12 @@ COPY --from=build /src/target/release/bondry /usr/local/bin/bondry
 USER bondry
 WORKDIR /var/lib/bondry
 EXPOSE 7373
+# Healthy while the admin listener's /readyz answers 200 (docs/operations.md). The admin
+# listener runs when the configuration has an [admin] table or backends other than
+# builtin handlers, and a token (`data_dir`, or [[admin.tokens]]); without it the check
+# fails, so such a configuration should add `[admin]` and `data_dir = "/var/lib/bondry"`.
+HEALTHCHECK --interval=10s --timeout=6s --start-period=10s --retries=3 \
+  CMD ["/usr/local/bin/bondry", "health", "--config", "/etc/bondry/bondry.toml"]
 # Audit records go to stdout, logs to stderr: `docker logs` shows both.
 ENTRYPOINT ["/usr/local/bin/bondry"]
 CMD ["serve", "--config", "/etc/bondry/bondry.toml"]

@@ -1157,3 +1157,28 @@ fn the_demos_admin_listener_only_warns_when_its_port_is_taken() {
     assert_eq!(refused.status.code(), Some(1), "{}", refused.stderr);
     assert!(refused.stderr.contains("--admin-listen 0.0.0.0:0 is not loopback"), "{}", refused.stderr);
 }
+
+#[test]
+fn a_configured_admin_listener_runs_with_an_admin_table_or_backends_and_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    // Builtin handlers alone, no [admin]: off, and the log says why.
+    let path = write_config(dir.path(), MINIMAL);
+    let (server, _) = serve(&["--config", path.to_str().unwrap()], &[]);
+    let deadline = Instant::now() + STARTUP;
+    while !server
+        .stderr_so_far()
+        .contains("admin listener off: no [admin], and no realm has upstreams, OpenAPI or HTTP backends")
+    {
+        assert!(Instant::now() < deadline, "{}", server.stderr_so_far());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(server);
+    // An [admin] table and a data_dir for its token: on, with no backend but the builtins.
+    let text = format!("data_dir = \"state\"\n[admin]\nbind = \"127.0.0.1:0\"\n{MINIMAL}");
+    let path = write_config(dir.path(), &text);
+    let (server, _) = serve(&["--config", path.to_str().unwrap()], &[]);
+    let admin = line_after(&server, "admin listening on http://");
+    assert!(admin.starts_with("127.0.0.1:"), "{admin}");
+    assert!(!server.stderr_so_far().contains("admin token for this run"), "a configured token is never shown");
+    assert!(dir.path().join("state/admin-token").exists());
+}

@@ -161,9 +161,10 @@ pub struct Start {
 }
 
 /// Decides at start whether the admin listener runs: for the embedded demo always, with a
-/// token made for this run and kept nowhere; otherwise only with upstreams, and with the
-/// configured tokens, else the token generated into `data_dir` (made, 0600, at its first
-/// start), else not at all. `--admin-listen` replaces the bind, held to the same rule.
+/// token made for this run and kept nowhere; otherwise when the file has an `[admin]` table
+/// or a realm has backends other than builtin handlers, with the configured tokens, else
+/// the token generated into `data_dir` (made, 0600, at its first start), else not at all.
+/// `--admin-listen` replaces the bind, held to the same rule.
 pub fn plan(loaded: &Loaded, stanza: &AdminStanza, start: Start) -> anyhow::Result<Plan> {
     let bind = match start.bind {
         Some(bind) if !bind.ip().is_loopback() && !loaded.raw.admin.allow_remote => anyhow::bail!(
@@ -176,8 +177,8 @@ pub fn plan(loaded: &Loaded, stanza: &AdminStanza, start: Start) -> anyhow::Resu
         let secret = fresh_secret().map_err(|e| anyhow::anyhow!("cannot make the demo's admin token ({e})"))?;
         return Ok(Plan::Serve { bind, tokens: vec![("demo".into(), secret)], demo: true });
     }
-    if !loaded.raw.has_upstreams() {
-        return Ok(Plan::Off("no realm has upstreams"));
+    if loaded.places.named("admin").is_none() && !loaded.raw.has_backends() {
+        return Ok(Plan::Off("no [admin], and no realm has upstreams, OpenAPI or HTTP backends"));
     }
     if !stanza.tokens.is_empty() {
         return Ok(Plan::Serve { bind, tokens: stanza.tokens.clone(), demo: false });

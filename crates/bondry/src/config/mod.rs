@@ -143,6 +143,15 @@ impl RawConfig {
     pub fn has_upstreams(&self) -> bool {
         self.realms.values().any(|realm| !realm.upstreams.is_empty())
     }
+
+    /// Whether a realm has backends other than builtin handlers: upstreams, OpenAPI
+    /// documents or web services.
+    pub fn has_backends(&self) -> bool {
+        self.has_upstreams()
+            || self.realms.values().any(|realm| {
+                !realm.openapi.is_empty() || realm.capabilities.iter().any(|capability| capability.backend != "builtin")
+            })
+    }
 }
 
 /// `[admin]`: the admin listener, where operators review and approve pins.
