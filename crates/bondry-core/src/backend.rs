@@ -76,7 +76,7 @@ pub trait Backends: Send + Sync + 'static {
     fn stop(&self, deadline: Duration) -> BoxFuture<'_, ()>;
 
     /// The backends the gateway is not ready without (`required = true`) that cannot serve
-    /// now, by name, with their state (`connecting`, `reconnecting`). Cheap whatever the
+    /// now, by name, with their state (`connecting`, `listing`, `reconnecting`). Cheap whatever the
     /// catalogue: a readiness probe asks it every few seconds.
     fn unready(&self) -> Vec<(String, &'static str)> {
         Vec::new()

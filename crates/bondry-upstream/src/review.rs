@@ -9,7 +9,7 @@ use bondry_core::capability::CapabilityKind;
 use crate::catalogue::Exposed;
 use crate::pins::{Pin, PinBook, PinState, Refusal};
 use crate::realm::{Member, Observe, RealmUpstreams};
-use crate::upstream::{Status, lock, now_ms, read};
+use crate::upstream::{Status, Upstream, lock, now_ms, read};
 
 /// How long an operator's listing may take.
 const LIST_WITHIN: Duration = Duration::from_secs(30);
@@ -71,8 +71,13 @@ impl RealmUpstreams {
     pub fn required_down(&self) -> Vec<(String, &'static str)> {
         let members = read(&self.realm.members);
         let required = members.iter().map(|member| &member.upstream).filter(|upstream| upstream.spec().required);
+        // Connected is not yet serving: its capabilities arrive with its first listing.
+        let state = |upstream: &Upstream| match upstream.state() {
+            "serving" if !upstream.has_listed() => "listing",
+            state => state,
+        };
         required
-            .map(|upstream| (upstream.name().to_owned(), upstream.state()))
+            .map(|upstream| (upstream.name().to_owned(), state(upstream)))
             .filter(|(_, state)| *state != "serving")
             .collect()
     }

@@ -459,7 +459,10 @@ async fn bind_admin(
     use bondry::assemble::admin::{Plan, plan};
     match plan(loaded, stanza, start)? {
         Plan::Off(why) => {
-            tracing::info!("admin listener off: {why}");
+            match start.bind {
+                Some(bind) => tracing::warn!("admin listener off: {why}; --admin-listen {bind} is not used"),
+                None => tracing::info!("admin listener off: {why}"),
+            }
             Ok(None)
         }
         Plan::Serve { bind, tokens, demo } => {

@@ -132,7 +132,21 @@ impl Client {
 /// What the admin listener's `/readyz` answers (escaped for a terminal) when the server is
 /// ready; why not otherwise. No token: readiness is not an operator's secret.
 pub fn readiness(admin: Option<&str>, config_file: Option<&Path>) -> Result<String, Failure> {
-    let Located { base, .. } = locate(admin, config_file)?;
+    let loaded = load(config_file)?;
+    let explicit = explicit(admin);
+    if explicit.is_none()
+        && let Some(loaded) = &loaded
+        && let Some(why) = crate::assemble::admin::off(loaded)
+    {
+        // Nothing but the listeners can be unready: bound, they are ready.
+        if why == crate::assemble::admin::NOT_ASKED {
+            return listeners_accept(loaded).map(|listeners| {
+                format!("the admin listener is off ({why}); {listeners} listener(s) accept connections")
+            });
+        }
+        return Err(Failure::Error(format!("the admin listener is off ({why}): nothing reports readiness")));
+    }
+    let Located { base, .. } = locate_in(explicit.as_deref(), loaded.as_ref())?;
     // A health check runs often and briefly: it waits a few seconds at most.
     let (runtime, http) = client(Duration::from_secs(5))?;
     let url = format!("{base}/readyz");
@@ -144,11 +158,34 @@ pub fn readiness(admin: Option<&str>, config_file: Option<&Path>) -> Result<Stri
     let (status, text) =
         answered.map_err(|error| Failure::Unreachable(format!("cannot reach {url}: {}", innermost(&error))))?;
     let shown = text.trim_end().split('\n').map(escaped).collect::<Vec<_>>().join("\n");
-    if status == reqwest::StatusCode::OK {
+    // Bondry's answer, not whatever else may listen there.
+    let ready = serde_json::from_str::<Value>(&text).is_ok_and(|answer| answer["ready"] == json!(true));
+    if status == reqwest::StatusCode::OK && ready {
         Ok(shown)
     } else {
         Err(Failure::Error(format!("not ready ({}): {shown}", status.as_u16())))
     }
+}
+
+/// How many of the configuration's MCP listeners accept a connection now, each within 2 s;
+/// a failure names the first that does not.
+fn listeners_accept(loaded: &config::Loaded) -> Result<usize, Failure> {
+    for (name, listener) in &loaded.raw.listeners {
+        let bind: std::net::SocketAddr = listener
+            .bind
+            .parse()
+            .map_err(|_| Failure::Error(format!("listeners.{name}.bind {:?} is not an address", listener.bind)))?;
+        if bind.port() == 0 {
+            return Err(Failure::Error(format!(
+                "listeners.{name}.bind takes a free port: nothing says where it listens, and the admin listener is off"
+            )));
+        }
+        let ip = if bind.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { bind.ip() };
+        let addr = std::net::SocketAddr::new(ip, bind.port());
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+            .map_err(|e| Failure::Unreachable(format!("listener {name} at {addr} does not accept connections: {e}")))?;
+    }
+    Ok(loaded.raw.listeners.len())
 }
 
 /// A runtime to wait on the admin API in, and an HTTP client whose requests end within
@@ -186,17 +223,32 @@ pub(crate) struct Located {
 /// `config_file` (for a bind of port 0, the address the server wrote into its data
 /// directory).
 pub(crate) fn locate(admin: Option<&str>, config_file: Option<&Path>) -> Result<Located, Failure> {
-    let loaded = config_file
+    let loaded = load(config_file)?;
+    locate_in(explicit(admin).as_deref(), loaded.as_ref())
+}
+
+/// The configuration in `config_file`, if one is given.
+fn load(config_file: Option<&Path>) -> Result<Option<config::Loaded>, Failure> {
+    config_file
         .map(|path| config::process_environment().and_then(|environment| config::load(Some(path), environment)))
         .transpose()
         .map_err(|errors| {
             // One `bondry: ` line per error, as `check` prints them.
             let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
             Failure::Error(lines.join("\nbondry: "))
-        })?;
-    let data_dir = loaded.as_ref().and_then(config::Loaded::data_dir);
+        })
+}
+
+/// The admin API's address given by `--admin`, else by `BONDRY_ADMIN_URL`.
+fn explicit(admin: Option<&str>) -> Option<String> {
     let from_env = std::env::var("BONDRY_ADMIN_URL").ok().filter(|url| !url.is_empty());
-    let base = match (admin.or(from_env.as_deref()), &loaded) {
+    admin.map(str::to_owned).or(from_env)
+}
+
+/// [`locate`] with the address given (`explicit`) and the configuration loaded.
+fn locate_in(explicit: Option<&str>, loaded: Option<&config::Loaded>) -> Result<Located, Failure> {
+    let data_dir = loaded.and_then(config::Loaded::data_dir);
+    let base = match (explicit, loaded) {
         (Some(url), _) => with_scheme(url),
         (None, Some(loaded)) => admin_url(&loaded.raw.admin.bind, data_dir.as_deref())?,
         (None, None) => {
@@ -215,12 +267,14 @@ fn with_scheme(url: &str) -> String {
     if url.contains("://") { url.to_owned() } else { format!("http://{url}") }
 }
 
-/// The admin API's URL for the bind `bind` of a configuration: a wildcard reached on
-/// loopback, a port 0 through the address the server wrote into `data_dir`.
+/// The admin API's URL for the bind `bind` of a configuration: where the running server
+/// wrote that it listens (in `data_dir`, while it serves: `--admin-listen` may have moved
+/// it), else the bind, a wildcard reached on loopback; a port 0 needs the written address.
 fn admin_url(bind: &str, data_dir: Option<&Path>) -> Result<String, Failure> {
     let bind: std::net::SocketAddr =
         bind.parse().map_err(|_| Failure::Error(format!("admin.bind {bind:?} is not an address")))?;
-    if bind.port() != 0 {
+    let address_file = data_dir.map(|dir| dir.join(ADDRESS_FILE)).filter(|path| path.exists());
+    if bind.port() != 0 && address_file.is_none() {
         let ip = if bind.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { bind.ip() };
         return Ok(format!("http://{}", std::net::SocketAddr::new(ip, bind.port())));
     }

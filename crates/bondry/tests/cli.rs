@@ -1182,3 +1182,50 @@ fn a_configured_admin_listener_runs_with_an_admin_table_or_backends_and_a_token(
     assert!(!server.stderr_so_far().contains("admin token for this run"), "a configured token is never shown");
     assert!(dir.path().join("state/admin-token").exists());
 }
+
+#[test]
+fn health_of_a_configuration_without_an_admin_listener_asks_its_listeners() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let text = MINIMAL.replace("127.0.0.1:0", &format!("127.0.0.1:{port}"));
+    let path = write_config(dir.path(), &text);
+    // Something accepts on the listener's address: ready, as far as such a server can be.
+    let ready = run(&["health", "--config", path.to_str().unwrap()]);
+    assert_eq!(ready.status.code(), Some(0), "{}", ready.stderr);
+    assert_eq!(
+        ready.stdout,
+        "the admin listener is off (no [admin], and no realm has upstreams, OpenAPI or HTTP backends); 1 listener(s) accept connections\n"
+    );
+    drop(taken);
+    let down = run(&["health", "--config", path.to_str().unwrap()]);
+    assert_eq!(down.status.code(), Some(1), "{}", down.stdout);
+    assert!(
+        down.stderr.starts_with(&format!("bondry: listener main at 127.0.0.1:{port} does not accept connections")),
+        "{}",
+        down.stderr
+    );
+    // Off for want of a token: said, and not healthy.
+    let path = write_config(dir.path(), &format!("[admin]\nbind = \"127.0.0.1:0\"\n{MINIMAL}"));
+    let off = run(&["health", "--config", path.to_str().unwrap()]);
+    assert_eq!(off.status.code(), Some(1));
+    assert_eq!(
+        off.stderr,
+        "bondry: the admin listener is off (no [[admin.tokens]], and no data_dir to keep a generated token in): nothing reports readiness"
+    );
+}
+
+#[test]
+fn health_finds_an_admin_listener_moved_by_admin_listen_where_the_server_wrote_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // The configured bind is a port nothing listens on; --admin-listen moves the listener.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let text = format!("data_dir = \"state\"\n[admin]\nbind = \"{closed}\"\n{MINIMAL}");
+    let path = write_config(dir.path(), &text);
+    let config = path.to_str().unwrap();
+    let (server, _) = serve(&["--config", config, "--admin-listen", "127.0.0.1:0"], &[]);
+    let admin = line_after(&server, "admin listening on http://");
+    assert_ne!(admin, closed.to_string());
+    let ready = run(&["health", "--config", config]);
+    assert_eq!((ready.status.code(), ready.stdout.as_str()), (Some(0), "{\"ready\":true}\n"), "{}", ready.stderr);
+}

@@ -152,6 +152,19 @@ pub enum Plan {
     Off(&'static str),
 }
 
+/// Why a configured admin listener is off: nothing asks for it.
+pub const NOT_ASKED: &str = "no [admin], and no realm has upstreams, OpenAPI or HTTP backends";
+/// Why a configured admin listener is off: no token can be had.
+const NO_TOKEN: &str = "no [[admin.tokens]], and no data_dir to keep a generated token in";
+
+/// Why the admin listener of the configuration `loaded` does not run, if it does not.
+pub fn off(loaded: &Loaded) -> Option<&'static str> {
+    if loaded.places.named("admin").is_none() && !loaded.raw.has_backends() {
+        return Some(NOT_ASKED);
+    }
+    (loaded.raw.admin.tokens.is_empty() && loaded.data_dir().is_none()).then_some(NO_TOKEN)
+}
+
 /// How this start was asked for: the embedded demo or a configuration file, and
 /// `--admin-listen`.
 #[derive(Debug, Clone, Copy)]
@@ -177,14 +190,14 @@ pub fn plan(loaded: &Loaded, stanza: &AdminStanza, start: Start) -> anyhow::Resu
         let secret = fresh_secret().map_err(|e| anyhow::anyhow!("cannot make the demo's admin token ({e})"))?;
         return Ok(Plan::Serve { bind, tokens: vec![("demo".into(), secret)], demo: true });
     }
-    if loaded.places.named("admin").is_none() && !loaded.raw.has_backends() {
-        return Ok(Plan::Off("no [admin], and no realm has upstreams, OpenAPI or HTTP backends"));
+    if let Some(why) = off(loaded) {
+        return Ok(Plan::Off(why));
     }
     if !stanza.tokens.is_empty() {
         return Ok(Plan::Serve { bind, tokens: stanza.tokens.clone(), demo: false });
     }
     let Some(data_dir) = loaded.data_dir() else {
-        return Ok(Plan::Off("no [[admin.tokens]], and no data_dir to keep a generated token in"));
+        return Ok(Plan::Off(NO_TOKEN));
     };
     let path = token_path(&data_dir);
     let secret =

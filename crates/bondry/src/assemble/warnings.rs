@@ -48,7 +48,7 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
             );
         }
         // Readiness is the admin listener's to report, and it is off without a token.
-        let admin_off = loaded.raw.admin.tokens.is_empty() && loaded.data_dir().is_none();
+        let admin_off = super::admin::off(loaded).is_some();
         for (index, _) in raw.upstreams.iter().enumerate().filter(|(_, upstream)| upstream.required && admin_off) {
             warn(
                 format!("realms.{realm}.upstreams[{index}].required"),
