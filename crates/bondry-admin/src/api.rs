@@ -33,6 +33,15 @@ pub struct Admin {
     pub gate: Arc<Gate>,
     /// How long a client may take to send a request's body.
     pub body_read_timeout: Duration,
+    /// What `GET /metrics` serves, when the gateway keeps metrics.
+    pub metrics: Option<Arc<Served>>,
+}
+
+/// The metrics the admin listener serves, and whether they need a token.
+pub struct Served {
+    pub metrics: Arc<bondry_telemetry::Metrics>,
+    /// `[admin] metrics_public`: a scrape needs no token.
+    pub public: bool,
 }
 
 /// An answer and how the audit trail names it.

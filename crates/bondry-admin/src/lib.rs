@@ -7,6 +7,7 @@
 mod api;
 mod gate;
 mod health;
+mod metrics;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use bondry_core::audit::AuditSink;
 use bondry_core::backend::Backends;
 use bondry_http_server::{ConnectionLimits, Overflow};
+use bondry_telemetry::Metrics;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +32,8 @@ pub struct AdminConfig {
     pub max_failed_attempts_per_minute: NonZeroU32,
     /// Its own connections, counted apart from every MCP listener's.
     pub connections: ConnectionLimits,
+    /// `GET /metrics` needs no token.
+    pub metrics_public: bool,
 }
 
 /// The admin listener while it serves.
@@ -70,16 +74,18 @@ impl BoundAdmin {
         self,
         realms: BTreeMap<String, Vec<Arc<dyn Backends>>>,
         audit: Arc<dyn AuditSink>,
+        metrics: Option<Arc<Metrics>>,
     ) -> std::io::Result<RunningAdmin> {
         let addr = self.listener.local_addr()?;
-        let AdminConfig { tokens, max_failed_attempts_per_minute, connections, .. } = self.config;
+        let AdminConfig { tokens, max_failed_attempts_per_minute, connections, metrics_public, .. } = self.config;
+        let metrics = metrics.map(|metrics| Arc::new(api::Served { metrics, public: metrics_public }));
         let gate = Arc::new(gate::Gate::new(tokens, addr.ip().is_loopback(), max_failed_attempts_per_minute));
         let known = Arc::clone(&gate);
         let overflow = Overflow::Close {
             kept: connections.max_connections / 4,
             kept_for: Arc::new(move |peer| known.knows(peer)),
         };
-        let admin = api::Admin { realms, audit, gate, body_read_timeout: connections.body_read_timeout };
+        let admin = api::Admin { realms, audit, gate, body_read_timeout: connections.body_read_timeout, metrics };
         let stop = CancellationToken::new();
         let serving =
             bondry_http_server::serve_connections(self.listener, router(admin), connections, overflow, stop.clone());
@@ -92,6 +98,7 @@ fn router(admin: api::Admin) -> axum::Router {
     axum::Router::new()
         .route("/healthz", axum::routing::get(health::healthz))
         .route("/readyz", axum::routing::get(health::readyz))
+        .route("/metrics", axum::routing::get(metrics::metrics))
         .fallback(api::handle)
         .with_state(admin)
 }

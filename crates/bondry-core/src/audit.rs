@@ -377,6 +377,20 @@ fn rfc3339<S: serde::Serializer>(time: &SystemTime, serializer: S) -> Result<S::
 /// Where audit records go. Implementations must not block the caller for long.
 pub trait AuditSink: Send + Sync {
     fn record(&self, record: AuditRecord);
+
+    /// How many records it has written and dropped so far; `None` for a sink that keeps
+    /// no count (one that discards everything).
+    fn counts(&self) -> Option<AuditCounts> {
+        None
+    }
+}
+
+/// What became of the records a sink was given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuditCounts {
+    pub written: u64,
+    /// Lost: it could not be encoded, the sink had closed, or writing it failed.
+    pub dropped: u64,
 }
 
 #[cfg(test)]

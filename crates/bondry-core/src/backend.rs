@@ -98,6 +98,11 @@ pub struct BackendStatus {
     pub state: &'static str,
     /// How many entries of its catalogue are in each [`EntryState`].
     pub capabilities: BTreeMap<&'static str, usize>,
+    /// Times it was started again after it stopped or failed (an upstream's
+    /// reconnections); 0 for a kind that keeps nothing running. For the metrics: the
+    /// admin API's `detail` says how an upstream stands.
+    #[serde(skip)]
+    pub restarts: u64,
     /// What the kind adds (a transport, a revision, the last error).
     pub detail: Value,
 }

@@ -17,6 +17,7 @@ pub mod realm;
 pub mod registry;
 pub mod schema;
 pub mod search;
+pub mod telemetry;
 pub mod template;
 pub mod unique;
 pub mod view;

@@ -61,7 +61,7 @@ pub fn adapter_receive(data: &[u8]) {
 
     let receive = |body: &[u8], rng: &mut TestRandom| {
         let inbound = Inbound { method: &request.method, headers: &request.headers, body };
-        adapter.receive(inbound, realm, principal, table, world.now, rng)
+        adapter.receive(inbound, realm, principal, table, world.now, rng).step
     };
     match receive(&request.body, &mut rng) {
         Step::Reply(reply) => {

@@ -18,11 +18,12 @@
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use bondry_core::audit::{AuditRecord, AuditSink};
+use bondry_core::audit::{AuditCounts, AuditRecord, AuditSink};
 
 /// Bytes of lines waiting for the writer thread, past which a request waits for it: about
 /// 2,000 records of a typical call, 50 ms of them at 40,000 calls a second. Beside them
@@ -42,6 +43,20 @@ const LINE: usize = 640;
 pub struct AuditWriter {
     queue: Arc<Queue>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    counted: Arc<Counted>,
+}
+
+/// Records written and dropped so far, for the metrics.
+#[derive(Default)]
+struct Counted {
+    written: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl Counted {
+    fn dropped(&self, records: usize) {
+        self.dropped.fetch_add(records as u64, Ordering::Relaxed);
+    }
 }
 
 /// What requests and the writer share.
@@ -104,12 +119,14 @@ impl AuditWriter {
 
     fn spawn(out: Box<dyn Write + Send>) -> Self {
         let queue = Arc::new(Queue { pending: Mutex::default(), filled: Condvar::new(), drained: Condvar::new() });
+        let counted = Arc::new(Counted::default());
         let thread = std::thread::Builder::new()
             .name("bondry-audit".into())
             .spawn({
                 let queue = Arc::clone(&queue);
+                let counted = Arc::clone(&counted);
                 move || {
-                    let mut sink = Sink { out, torn: false, failing: false, lost: 0 };
+                    let mut sink = Sink { out, torn: false, failing: false, lost: 0, counted };
                     let mut batch = Vec::new();
                     while queue.take(&mut batch) {
                         sink.write(&batch);
@@ -119,7 +136,7 @@ impl AuditWriter {
                 }
             })
             .expect("the audit thread starts");
-        Self { queue, thread: Mutex::new(Some(thread)) }
+        Self { queue, thread: Mutex::new(Some(thread)), counted }
     }
 
     /// Stops accepting records, writes those pending and flushes.
@@ -142,6 +159,7 @@ struct Sink {
     failing: bool,
     /// Records lost since the failure, logged when writing recovers.
     lost: usize,
+    counted: Arc<Counted>,
 }
 
 impl Sink {
@@ -149,7 +167,12 @@ impl Sink {
     /// next starts on a line of its own, so one torn record never spoils another.
     fn write(&mut self, batch: &[u8]) {
         let mut written = 0;
-        match self.write_counted(batch, &mut written) {
+        let result = self.write_counted(batch, &mut written);
+        let records = lines(batch);
+        let whole = if written == batch.len() { records } else { lines(&batch[..written]) };
+        self.counted.written.fetch_add(whole as u64, Ordering::Relaxed);
+        self.counted.dropped(records - whole);
+        match result {
             Ok(()) if self.failing => {
                 tracing::warn!(lost = self.lost, "audit sink: writing again");
                 self.failing = false;
@@ -161,7 +184,7 @@ impl Sink {
                 if written > 0 {
                     self.torn = batch[written - 1] != b'\n';
                 }
-                self.lost += batch[written..].iter().filter(|&&byte| byte == b'\n').count();
+                self.lost += lines(&batch[written..]);
                 if !self.failing {
                     tracing::error!(%error, "audit sink: write failed; records are lost until it recovers");
                 }
@@ -188,6 +211,11 @@ impl Sink {
     }
 }
 
+/// How many lines end in `bytes`.
+fn lines(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&byte| byte == b'\n').count()
+}
+
 /// The record as one JSON line, its pending digests computed.
 fn line(record: &AuditRecord) -> Option<Vec<u8>> {
     let mut line = Vec::with_capacity(LINE);
@@ -207,12 +235,16 @@ impl AuditSink for AuditWriter {
     /// Bounded: when the sink falls behind, calls wait for it rather than lines piling up
     /// in memory or being dropped.
     fn record(&self, record: AuditRecord) {
-        let Some(line) = line(&record) else { return };
+        let Some(line) = line(&record) else {
+            self.counted.dropped(1);
+            return;
+        };
         // Its values are freed before the lock is taken.
         drop(record);
         let mut pending = self.queue.lock();
         if pending.closed {
             drop(pending);
+            self.counted.dropped(1);
             tracing::warn!("audit record after the sink closed; dropped");
             return;
         }
@@ -227,6 +259,11 @@ impl AuditSink for AuditWriter {
             pending.writer_asleep = false;
             self.queue.filled.notify_one();
         }
+    }
+
+    fn counts(&self) -> Option<AuditCounts> {
+        let Counted { written, dropped } = &*self.counted;
+        Some(AuditCounts { written: written.load(Ordering::Relaxed), dropped: dropped.load(Ordering::Relaxed) })
     }
 }
 

@@ -10,7 +10,8 @@ use std::time::SystemTime;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::response::{IntoResponse, Response};
-use bondry_core::audit::AuditRecord;
+use bondry_core::audit::{AuditOutcome, AuditRecord};
+use bondry_core::telemetry::{AuthResult, Limit, RequestOutcome};
 use bondry_mcp_proto::error::Context;
 use bondry_mcp_proto::{ADAPTER, Error, Inbound, Step};
 use bytes::Bytes;
@@ -22,6 +23,7 @@ use crate::auth::{Authenticator, Rejected};
 use crate::call::{self, Opener, Settling};
 use crate::cors;
 use crate::listener::Endpoint;
+use crate::measure::Measure;
 use crate::random::OsRandom;
 use crate::realm::DEFAULT_REALM;
 use crate::respond::{refusal, respond};
@@ -60,17 +62,23 @@ pub async fn unrouted(
 async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, request: Request<Body>) -> Response {
     let origin = request.headers().get(ORIGIN).cloned();
     let session_id = request.headers().get(bondry_mcp_proto::session::HEADER).cloned();
+    let realm = endpoint.realms.get(realm_name);
+    // Handed to the reply or the call that settles the request; still here, it ends here.
+    let mut measure = Some(Measure::begin(&endpoint.telemetry, realm.map(|realm| &realm.label)));
     let result = tokio::select! {
-        result = handle(endpoint, realm_name, peer, request) => result,
+        result = handle(endpoint, realm_name, peer, request, &mut measure) => result,
         // Dropping `handle` cancels a running call, which records it as cancelled.
         () = endpoint.hard_stop.cancelled() => Err(Error::ShuttingDown),
     };
+    if let Some(measure) = measure {
+        measure.end(result.as_ref().map_or_else(Error::outcome, |_| RequestOutcome::Audited(AuditOutcome::Succeeded)));
+    }
     let mut response = match result {
         Ok(response) => response,
         // A refused origin learns nothing more than the refusal.
         Err(error @ Error::OriginNotAllowed) => return refusal(error),
         Err(error) => {
-            let context = match (session_id, endpoint.realms.get(realm_name)) {
+            let context = match (session_id, realm) {
                 (Some(session_id), Some(realm)) => endpoint.adapter.early_context(
                     session_id.to_str().ok(),
                     &realm.registry.snapshot(),
@@ -90,12 +98,13 @@ async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, req
 }
 
 /// The order of checks up to the adapter (the first that fails answers), then the
-/// adapter's step.
+/// adapter's step. What settles the request takes `measure`.
 async fn handle(
     endpoint: &Arc<Endpoint>,
     realm_name: &str,
     peer: SocketAddr,
     request: Request<Body>,
+    measure: &mut Option<Measure>,
 ) -> Result<Response, Error> {
     let (parts, body) = request.into_parts();
     let client_key = endpoint.front_door(peer, &parts.headers, &parts.uri, &endpoint.origins)?;
@@ -115,16 +124,23 @@ async fn handle(
     let presents_credential = Authenticator::presents_credential(&parts.headers);
     if presents_credential && let Some(failures) = &realm.rate_limits.auth_failures {
         // Checked before any credential is verified: an exhausted address costs no hashing.
-        failures.check(&client_key)?;
+        failures.check(&client_key).inspect_err(|_| endpoint.telemetry.rate_limited(Limit::AuthFailures))?;
     }
     // The epoch of the credentials this request is checked against: what it opens ends
     // when they change.
     let (authenticator, epoch) = realm.auth.in_force();
     let per_principal = |owner: &Owner| match &realm.rate_limits.per_principal {
-        Some(bucket) => bucket.take(owner.as_str()),
+        Some(bucket) => bucket.take(owner.as_str()).inspect_err(|_| endpoint.telemetry.rate_limited(Limit::Principal)),
         None => Ok(()),
     };
-    let authenticated = match authenticator.authenticate(&parts.headers).await {
+    let checked = authenticator.authenticate(&parts.headers).await;
+    let result = match &checked {
+        Ok(_) => AuthResult::Accepted,
+        Err(Rejected::Unauthenticated(_)) => AuthResult::Refused,
+        Err(Rejected::InsufficientScope(..)) => AuthResult::InsufficientScope,
+    };
+    endpoint.telemetry.authentication(&realm.label, Authenticator::scheme(&parts.headers), result);
+    let authenticated = match checked {
         Ok(authenticated) => authenticated,
         Err(Rejected::Unauthenticated(error)) => {
             if presents_credential {
@@ -152,23 +168,26 @@ async fn handle(
     }
     let snapshot = realm.registry.snapshot();
     let inbound = Inbound { method: &parts.method, headers: &headers, body: &body };
-    let step =
+    let received =
         endpoint.adapter.receive(inbound, &snapshot, &principal, &*endpoint.sessions, SystemTime::now(), &mut OsRandom);
-    let opener = Opener { limits: &realm.limits, epoch: &epoch, owner: &owner };
-    Ok(match step {
-        Step::Reply(reply) => respond(reply.settle(&mut Settling::new(endpoint, opener))),
+    if let Some(measure) = measure {
+        measure.label(received.labels);
+    }
+    let opener = Opener { limits: &realm.limits, epoch: &epoch, owner: &owner, gauges: &realm.gauges };
+    Ok(match received.step {
+        Step::Reply(reply) => respond(reply.settle(&mut Settling::new(endpoint, opener, measure.take()))),
         Step::Dispatch(dispatched) => {
             let conversation = endpoint.adapter.conversation(*dispatched, realm.limits.client_response_timeout);
             match conversation.call().session().is_some() {
-                true => call::session::run(endpoint, conversation, opener).await,
-                false => call::modern::run(endpoint, conversation, opener).await,
+                true => call::session::run(endpoint, conversation, opener, measure.take()).await,
+                false => call::modern::run(endpoint, conversation, opener, measure.take()).await,
             }
         }
-        Step::Listen(session) => streams::listen(endpoint, &session, authenticated.valid_until)?,
+        Step::Listen(session) => streams::listen(endpoint, &realm.gauges, &session, authenticated.valid_until)?,
         Step::Subscribe(subscription) => {
             let cap = realm.limits.listen_streams_per_principal;
             let caller = Caller { owner: &owner, principal: &principal, valid_until: authenticated.valid_until, epoch };
-            streams::subscribe(endpoint, realm_name, caller, *subscription, cap)?
+            streams::subscribe(endpoint, realm, caller, *subscription, cap)?
         }
     })
 }

@@ -1,24 +1,40 @@
-//! Gauges of what the runtime holds open: calls running and event streams open. Each is
-//! held by a guard that lives exactly as long as the thing it counts, so a call dropped
-//! with its client, or a stream closed by either side, can never leave a count behind.
+//! Gauges of what one realm holds open: calls running, event streams and listen streams.
+//! Each is held by a guard that lives exactly as long as the thing it counts, so a call
+//! dropped with its client, or a stream closed by either side, can never leave a count
+//! behind.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The runtime's gauges, shared by every listener.
+/// One realm's gauges, shared by every listener.
 #[derive(Debug, Default)]
 pub struct Gauges {
     calls: AtomicUsize,
     streams: AtomicUsize,
+    listens: AtomicUsize,
 }
 
 /// A reading of the gauges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reading {
     /// Calls whose handler is running or whose outcome is being shaped, in both eras.
     pub calls: usize,
     /// Event-stream responses open: calls answering on a stream, and session GET streams.
     pub streams: usize,
+    /// `subscriptions/listen` streams open.
+    pub listens: usize,
+}
+
+impl std::ops::Add for Reading {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            calls: self.calls + other.calls,
+            streams: self.streams + other.streams,
+            listens: self.listens + other.listens,
+        }
+    }
 }
 
 /// Which gauge a guard holds.
@@ -26,11 +42,16 @@ pub struct Reading {
 pub enum Gauge {
     Calls,
     Streams,
+    Listens,
 }
 
 impl Gauges {
     pub fn read(&self) -> Reading {
-        Reading { calls: self.calls.load(Ordering::Relaxed), streams: self.streams.load(Ordering::Relaxed) }
+        Reading {
+            calls: self.calls.load(Ordering::Relaxed),
+            streams: self.streams.load(Ordering::Relaxed),
+            listens: self.listens.load(Ordering::Relaxed),
+        }
     }
 
     /// Counts one more until the guard drops.
@@ -43,6 +64,7 @@ impl Gauges {
         match gauge {
             Gauge::Calls => &self.calls,
             Gauge::Streams => &self.streams,
+            Gauge::Listens => &self.listens,
         }
     }
 }
@@ -68,10 +90,10 @@ mod tests {
     fn guards_count_while_they_live() {
         let gauges = Arc::new(Gauges::default());
         let call = gauges.hold(Gauge::Calls);
-        let streams = [gauges.hold(Gauge::Streams), gauges.hold(Gauge::Streams)];
-        assert_eq!(gauges.read(), Reading { calls: 1, streams: 2 });
+        let streams = [gauges.hold(Gauge::Streams), gauges.hold(Gauge::Streams), gauges.hold(Gauge::Listens)];
+        assert_eq!(gauges.read(), Reading { calls: 1, streams: 2, listens: 1 });
         drop(call);
         drop(streams);
-        assert_eq!(gauges.read(), Reading { calls: 0, streams: 0 });
+        assert_eq!(gauges.read(), Reading::default());
     }
 }

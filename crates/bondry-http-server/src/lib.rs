@@ -21,8 +21,10 @@ mod context;
 mod cors;
 mod endpoint;
 pub mod gauges;
+mod levels;
 pub mod limits;
 mod listener;
+mod measure;
 mod metadata;
 mod publish;
 mod random;
@@ -39,6 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bondry_core::audit::AuditSink;
+use bondry_core::telemetry::Telemetry;
 use bondry_mcp_proto::ListenerSettings;
 
 pub use admission::OriginPolicy;
@@ -90,6 +93,8 @@ pub struct ServerConfig {
     pub listeners: Vec<ListenerConfig>,
     pub realms: HashMap<String, RealmEntry>,
     pub audit: Arc<dyn AuditSink>,
+    /// Where requests, authentications and rate limits are reported.
+    pub telemetry: Arc<dyn Telemetry>,
     /// How long in-flight requests may run after shutdown begins.
     pub shutdown_grace: Duration,
 }

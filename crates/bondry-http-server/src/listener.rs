@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bondry_core::audit::AuditSink;
+use bondry_core::telemetry::{Limit, Telemetry};
 use bondry_mcp_proto::{Adapter, Error};
 use http::{HeaderMap, Uri};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admission::{self, OriginPolicy};
-use crate::gauges::Gauges;
 use crate::limits::{self, Bucket, Cidr};
 use crate::publish::Publications;
 use crate::realm::RealmEntry;
@@ -41,7 +41,7 @@ pub struct Endpoint {
     pub per_address: Option<Bucket>,
     /// Where handlers' publications go.
     pub publications: Arc<Publications>,
-    pub gauges: Arc<Gauges>,
+    pub telemetry: Arc<dyn Telemetry>,
 }
 
 impl Endpoint {
@@ -57,7 +57,7 @@ impl Endpoint {
     ) -> Result<String, Error> {
         let client = limits::network_key(limits::client_address(peer.ip(), headers, &self.trusted_proxies));
         if let Some(bucket) = &self.per_address {
-            bucket.take(&client)?;
+            bucket.take(&client).inspect_err(|_| self.telemetry.rate_limited(Limit::Address))?;
         }
         admission::check(headers, uri.authority().map(|a| a.as_str()), origins, self.loopback)?;
         Ok(client)

@@ -9,6 +9,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::any;
 use bondry_core::realm::Registry;
+use bondry_core::telemetry::Levels;
 use bondry_mcp_proto::{Adapter, NoRevision};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
@@ -20,7 +21,7 @@ use crate::endpoint;
 use crate::listener::Endpoint;
 use crate::realm::RealmEntry;
 use crate::session::Sessions;
-use crate::{ConnectionLimits, ServerConfig, gauges, limits, metadata, publish};
+use crate::{ConnectionLimits, ServerConfig, gauges, levels, limits, metadata, publish};
 
 /// Where protected resource metadata (RFC 9728) is published.
 const METADATA: &str = "/.well-known/oauth-protected-resource";
@@ -43,7 +44,7 @@ pub struct Running {
     /// The calls running inside sessions, which outlive their requests.
     calls: TaskTracker,
     grace: Duration,
-    gauges: Arc<gauges::Gauges>,
+    levels: Arc<levels::RuntimeLevels>,
 }
 
 /// Binds every listener and starts serving. Returns once all sockets are bound, so
@@ -64,7 +65,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
     let tables: Vec<_> =
         config.listeners.iter().map(|listener| Arc::new(Sessions::new(listener.session_idle))).collect();
     let publications = Arc::new(publish::Publications::new(Arc::clone(&realms), tables.clone()));
-    let gauges = Arc::new(gauges::Gauges::default());
+    let levels = Arc::new(levels::RuntimeLevels { realms: Arc::clone(&realms), tables: tables.clone() });
     let mut bound = Vec::new();
     for (listener, sessions) in config.listeners.into_iter().zip(tables) {
         let adapter = Adapter::new(listener.settings)
@@ -94,7 +95,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
             trusted_proxies: listener.trusted_proxies,
             per_address: listener.per_address.and_then(limits::Bucket::new),
             publications: Arc::clone(&publications),
-            gauges: Arc::clone(&gauges),
+            telemetry: Arc::clone(&config.telemetry),
         });
         let connections = listener.connections;
         bound.push((listener.name, addr, socket, endpoint, connections));
@@ -122,7 +123,7 @@ pub async fn start(config: ServerConfig) -> Result<Running, StartError> {
         tasks.spawn(serve_connections(socket, router, connections, Overflow::Wait, shutdown.clone()));
         addrs.push((name, addr));
     }
-    Ok(Running { addrs, realms, shutdown, hard_stop, tasks, calls, grace: config.shutdown_grace, gauges })
+    Ok(Running { addrs, realms, shutdown, hard_stop, tasks, calls, grace: config.shutdown_grace, levels })
 }
 
 impl Running {
@@ -136,9 +137,14 @@ impl Running {
         self.realms.get(realm).map(|entry| Arc::clone(&entry.auth))
     }
 
-    /// Calls running and event streams open right now.
+    /// Calls running and streams open right now, in every realm.
     pub fn gauges(&self) -> gauges::Reading {
-        self.gauges.read()
+        self.realms.values().map(|realm| realm.gauges.read()).fold(gauges::Reading::default(), |sum, one| sum + one)
+    }
+
+    /// What every realm holds open, as the metrics read it.
+    pub fn levels(&self) -> Arc<dyn Levels> {
+        self.levels.clone()
     }
 
     /// The bound address of each listener, by name.

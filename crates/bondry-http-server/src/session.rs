@@ -205,6 +205,19 @@ impl Sessions {
         lock(&self.owners[self.hasher.hash_one(key) as usize % SHARDS])
     }
 
+    /// Adds how many sessions each realm holds to `counts`: a shard at a time, for the
+    /// metrics (a scrape's cost, not a request's).
+    pub fn count_by_realm(&self, counts: &mut HashMap<String, u64>) {
+        for shard in &self.shards {
+            for entry in lock(shard).values() {
+                match counts.get_mut(&entry.realm) {
+                    Some(count) => *count += 1,
+                    None => drop(counts.insert(entry.realm.clone(), 1)),
+                }
+            }
+        }
+    }
+
     /// Ends the session `sid` if it is in the table.
     fn remove(&self, sid: &str) {
         let removed = self.shard(sid).remove(sid);

@@ -3,6 +3,7 @@
 //! when the credential that opened it expires; and when the client goes away, noticed
 //! at the next keep-alive or message.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::response::Response;
@@ -12,9 +13,10 @@ use bondry_mcp_proto::{Error, SessionRef};
 use futures_util::stream::{self, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::gauges::Gauge;
+use crate::gauges::{Gauge, Gauges};
 use crate::limits::RetryAfter;
 use crate::listener::Endpoint;
+use crate::realm::RealmEntry;
 use crate::session::Owner;
 use crate::sse;
 
@@ -62,7 +64,7 @@ fn deadline(until: Option<SystemTime>) -> tokio::time::Instant {
 /// own result, and the client listens again (with a fresh credential).
 pub fn subscribe(
     endpoint: &Endpoint,
-    realm: &str,
+    realm: &RealmEntry,
     caller: Caller<'_>,
     subscription: Subscription,
     cap: usize,
@@ -72,13 +74,13 @@ pub fn subscribe(
     let closed = subscription.closed();
     let (listening, feed) = endpoint
         .publications
-        .listen(realm, caller.owner, caller.principal, subscription, cap)
+        .listen(&realm.label, caller.owner, caller.principal, subscription, cap)
         .ok_or_else(|| RetryAfter::SECOND.refusing(Some(id)))?;
     let expiry = deadline(caller.valid_until);
     // The table entry and the gauge unit travel with the stream's state: both are given
     // back when the body drops, however the stream ends.
     let ends = Ends { shutdown: endpoint.shutdown.clone(), revoked: caller.epoch, expiry };
-    let state = (Some(feed), ends, listening, endpoint.gauges.hold(Gauge::Streams), closed);
+    let state = (Some(feed), ends, listening, realm.gauges.hold(Gauge::Listens), closed);
     let later = stream::unfold(state, move |(feed, ends, listening, open, closed)| async move {
         let mut feed = feed?;
         tokio::select! {
@@ -96,13 +98,18 @@ pub fn subscribe(
 
 /// Opens a session's event stream: what the session queued first, then what it is sent.
 /// It ends with the session, or when the credential that opened it expires.
-pub fn listen(endpoint: &Endpoint, session: &SessionRef, valid_until: Option<SystemTime>) -> Result<Response, Error> {
+pub fn listen(
+    endpoint: &Endpoint,
+    gauges: &Arc<Gauges>,
+    session: &SessionRef,
+    valid_until: Option<SystemTime>,
+) -> Result<Response, Error> {
     let opened = endpoint.sessions.open_stream(&session.sid)?;
     let queued = stream::iter(opened.pending);
     let expiry = deadline(Some(valid_until.map_or(opened.expires, |valid_until| valid_until.min(opened.expires))));
     let ends = Ends { shutdown: endpoint.shutdown.clone(), revoked: opened.ended, expiry };
     // The gauge unit travels with the stream's state, so it is given back when the body drops.
-    let state = (opened.feed, ends, endpoint.gauges.hold(Gauge::Streams));
+    let state = (opened.feed, ends, gauges.hold(Gauge::Streams));
     let live = stream::unfold(state, move |(mut feed, ends, open)| async move {
         tokio::select! {
             message = feed.recv() => message.map(|message| (message, (feed, ends, open))),

@@ -12,13 +12,25 @@ use serde_json::Value;
 use crate::envelope::EnvelopeFault;
 use crate::error::{self, Error};
 use crate::jsonrpc::Id;
+use crate::labels::{self, Labels};
 use crate::reply::Reply;
 use crate::revision::{Era, Revision};
-use crate::session::{self, Effect, SessionLookup};
+use crate::session::{self, Effect, LiveSession, SessionLookup};
 use crate::settings::{Listener, ListenerSettings, NoRevision};
-use crate::step::{Inbound, Step};
+use crate::step::{Inbound, Received, Step};
 use crate::vocabulary::Csprng;
 use crate::{envelope, handshake, headers, jsonrpc, modern};
+
+/// What a request brings besides its bytes, while the adapter routes it.
+#[derive(Clone, Copy)]
+struct Arrival<'a> {
+    inbound: Inbound<'a>,
+    session_id: Option<&'a str>,
+    realm: &'a Arc<RealmSnapshot>,
+    principal: &'a Principal,
+    sessions: &'a dyn SessionLookup,
+    now: SystemTime,
+}
 
 /// The MCP adapter of one listener.
 #[derive(Debug)]
@@ -65,7 +77,8 @@ impl Adapter {
         crate::head::admit(method, headers, self.serves_handshake())
     }
 
-    /// Takes one request through framing, era choice and the method's checks.
+    /// Takes one request through framing, era choice and the method's checks, to its
+    /// next step and the labels its metrics carry.
     pub fn receive(
         &self,
         inbound: Inbound<'_>,
@@ -74,35 +87,64 @@ impl Adapter {
         sessions: &dyn SessionLookup,
         now: SystemTime,
         rng: &mut dyn Csprng,
-    ) -> Step {
-        use jsonrpc::{FramingError, Message};
+    ) -> Received {
         // A session header that is repeated or unreadable names no session.
         let session_id = headers::single(inbound.headers, session::HEADER).unwrap_or(Some(""));
-        let attributed = |sessions: &dyn SessionLookup| {
-            let token = session_id.filter(|_| self.serves_handshake())?;
-            session::resolve(token, realm, principal, sessions, now)
-        };
+        let arrival = Arrival { inbound, session_id, realm, principal, sessions, now };
         if inbound.method != Method::POST {
-            return handshake::session_method(&self.listener, inbound, session_id, attributed(sessions));
+            let step = handshake::session_method(&self.listener, inbound, session_id, self.attributed(&arrival));
+            let labels = Labels { era: self.era(false, session_id.is_some()), method: labels::OTHER };
+            return Received { step, labels };
         }
-        let message = match jsonrpc::parse(inbound.body) {
-            Ok(message) => message,
-            Err(error) => {
-                let context = error::Context::naming(attributed(sessions).map(|(session, _)| session.revision));
-                let error = match error {
-                    FramingError::Parse => Error::Parse,
-                    FramingError::Invalid { id, reason } => Error::InvalidRequest { id, reason },
-                };
-                return Step::Reply(Reply::error(error, context));
+        match jsonrpc::parse(inbound.body) {
+            Ok(message) => {
+                let (method, claimed) = labels::of(&message);
+                let era = self.era(claimed, session_id.is_some() || method == "initialize");
+                let labels = Labels { era, method };
+                Received { step: self.route(message, &arrival, rng), labels }
             }
-        };
+            Err(error) => {
+                let context = error::Context::naming(self.attributed(&arrival).map(|(session, _)| session.revision));
+                let error = match error {
+                    jsonrpc::FramingError::Parse => Error::Parse,
+                    jsonrpc::FramingError::Invalid { id, reason } => Error::InvalidRequest { id, reason },
+                };
+                Received { step: Step::Reply(Reply::error(error, context)), labels: Labels::NONE }
+            }
+        }
+    }
+
+    /// The era a request is served in, as its labels name it: modern when it claims a
+    /// modern revision and the listener serves one, handshake when it names a session
+    /// (or opens one) and the listener serves sessions, none when it is refused for want
+    /// of either.
+    fn era(&self, claimed: bool, in_session: bool) -> Option<Era> {
+        if claimed && !self.listener.supported.is_empty() {
+            Some(Era::Modern)
+        } else if in_session && self.serves_handshake() {
+            Some(Era::Handshake)
+        } else {
+            None
+        }
+    }
+
+    /// The session a request names, when this listener serves sessions and it is live.
+    fn attributed(&self, arrival: &Arrival<'_>) -> Option<(session::SessionRef, LiveSession)> {
+        let token = arrival.session_id.filter(|_| self.serves_handshake())?;
+        session::resolve(token, arrival.realm, arrival.principal, arrival.sessions, arrival.now)
+    }
+
+    /// A framed message to its step: by its kind, its era and its method.
+    fn route(&self, message: jsonrpc::Message, arrival: &Arrival<'_>, rng: &mut dyn Csprng) -> Step {
+        use jsonrpc::Message;
+        let Arrival { inbound, session_id, realm, principal, now, .. } = *arrival;
         match message {
             Message::Response { .. } if session_id.is_none() || !self.serves_handshake() => {
                 Error::InvalidRequest { id: None, reason: "clients do not send responses to this endpoint" }.into()
             }
             // A client's answer to a request the server sent inside its session: the
             // runtime hands it to the call waiting for it.
-            Message::Response { id, answer } => match attributed(sessions) {
+            Message::Response { id, answer } => match self.attributed(arrival) {
                 Some((session, _)) if handshake::version(&self.listener, inbound.headers, &session).is_none() => {
                     Error::InvalidSessionVersion { id: None }.into()
                 }
@@ -126,7 +168,7 @@ impl Adapter {
                         _ => Step::Reply(Reply::empty(StatusCode::ACCEPTED)),
                     };
                 }
-                match attributed(sessions) {
+                match self.attributed(arrival) {
                     Some((session, _)) => {
                         handshake::notification(&self.listener, inbound.headers, &method, params.as_ref(), session)
                     }
@@ -150,7 +192,7 @@ impl Adapter {
                     );
                 }
                 let session = match session_id {
-                    Some(_) if self.serves_handshake() => match attributed(sessions) {
+                    Some(_) if self.serves_handshake() => match self.attributed(arrival) {
                         Some(session) => Some(session),
                         None => return Error::SessionNotFound { id: Some(id) }.into(),
                     },

@@ -4,9 +4,11 @@
 //! request pipeline. [`Error::row`] is the one place that maps an error to its HTTP status,
 //! JSON-RPC code, message and data; `docs/errors.md` is rendered from it by a test.
 
+use bondry_core::audit::AuditOutcome;
 use bondry_core::capability::echoed;
 use bondry_core::dispatch::Outcome;
 use bondry_core::handler::Answer;
+use bondry_core::telemetry::RequestOutcome;
 use http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
@@ -209,6 +211,16 @@ pub struct Row {
 }
 
 impl Error {
+    /// How a request refused with this error ended, as metrics name it.
+    pub fn outcome(&self) -> RequestOutcome {
+        match self {
+            Self::TooManyRequests { .. } => RequestOutcome::RateLimited,
+            Self::Unauthenticated { .. } => RequestOutcome::Audited(AuditOutcome::Unauthenticated),
+            Self::InsufficientScope { .. } => RequestOutcome::Audited(AuditOutcome::Denied),
+            _ => RequestOutcome::ProtocolError,
+        }
+    }
+
     /// The table: status, code, message and data of each error.
     pub fn row(&self) -> Row {
         use StatusCode as S;

@@ -4,7 +4,8 @@
 //! response only comes out through [`Reply::settle`], which hands both to the runtime
 //! first, so neither can be forgotten on any path.
 
-use bondry_core::audit::AuditRecord;
+use bondry_core::audit::{AuditOutcome, AuditRecord};
+use bondry_core::telemetry::RequestOutcome;
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, StatusCode};
@@ -12,8 +13,11 @@ use http::{HeaderValue, StatusCode};
 use crate::error::{self, Error};
 use crate::session::Effect;
 
-/// Where a reply's side effects go: the runtime's audit sink and session table.
+/// Where a reply's side effects go: the runtime's audit sink, session table and
+/// telemetry.
 pub trait Settle {
+    /// How the request ended, as its metrics name it: told first, for every reply.
+    fn settled(&mut self, outcome: RequestOutcome);
     fn record(&mut self, record: AuditRecord);
     fn apply(&mut self, effect: Effect);
 }
@@ -27,6 +31,8 @@ pub struct Reply {
     audit: Option<Box<AuditRecord>>,
     /// What the runtime's session table must do besides answering (boxed, like `audit`).
     effect: Option<Box<Effect>>,
+    /// How an error reply's request ended, when no audit record says.
+    refused: Option<RequestOutcome>,
 }
 
 impl Reply {
@@ -34,18 +40,19 @@ impl Reply {
         let mut response = http::Response::new(Bytes::from(body));
         *response.status_mut() = status;
         response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        Self { response, audit: None, effect: None }
+        Self { response, audit: None, effect: None, refused: None }
     }
 
     /// An empty body with `status`: 202 for an accepted notification, 204 for a DELETE.
     pub(crate) fn empty(status: StatusCode) -> Self {
         let mut response = http::Response::new(Bytes::new());
         *response.status_mut() = status;
-        Self { response, audit: None, effect: None }
+        Self { response, audit: None, effect: None, refused: None }
     }
 
     pub(crate) fn error(error: Error, context: error::Context) -> Self {
-        Self { response: error.to_http_in(context), audit: None, effect: None }
+        let refused = error.outcome();
+        Self { response: error.to_http_in(context), audit: None, effect: None, refused: Some(refused) }
     }
 
     pub(crate) fn audited(mut self, record: AuditRecord) -> Self {
@@ -77,8 +84,19 @@ impl Reply {
         self.effect.as_deref()
     }
 
-    /// Hands the audit record and the effect to `to`, then gives the response to send.
+    /// How the request ended: its audit record's outcome, a refusal's, else succeeded.
+    pub fn outcome(&self) -> RequestOutcome {
+        match (&self.audit, self.refused) {
+            (Some(record), _) => RequestOutcome::Audited(record.outcome),
+            (None, Some(refused)) => refused,
+            (None, None) => RequestOutcome::Audited(AuditOutcome::Succeeded),
+        }
+    }
+
+    /// Hands the outcome, the audit record and the effect to `to`, then gives the
+    /// response to send.
     pub fn settle(self, to: &mut dyn Settle) -> http::Response<Bytes> {
+        to.settled(self.outcome());
         if let Some(record) = self.audit {
             to.record(*record);
         }

@@ -35,3 +35,12 @@ impl From<Error> for Step {
         Self::Reply(error.into())
     }
 }
+
+/// What [`Adapter::receive`](crate::Adapter::receive) makes of one request: the next
+/// step, and the labels its metrics carry.
+#[must_use]
+#[derive(Debug)]
+pub struct Received {
+    pub step: Step,
+    pub labels: crate::labels::Labels,
+}

@@ -87,7 +87,7 @@ fn planned(session: Option<Revision>, client_capabilities: Value) -> Conversatio
             let body = serde_json::to_vec(&initialize).unwrap();
             let (plain, post) = (headers(&[]), Method::POST);
             let inbound = Inbound { method: &post, headers: &plain, body: &body };
-            let Step::Reply(reply) = adapter.receive(inbound, &realm, &principal, &sessions, now(), rng) else {
+            let Step::Reply(reply) = adapter.receive(inbound, &realm, &principal, &sessions, now(), rng).step else {
                 panic!("initialize replies at once")
             };
             sessions.apply(reply.effect().expect("initialize opens a session"));
@@ -104,7 +104,7 @@ fn planned(session: Option<Revision>, client_capabilities: Value) -> Conversatio
     };
     let body = serde_json::to_vec(&call).unwrap();
     let inbound = Inbound { method: &Method::POST, headers: &headers, body: &body };
-    match adapter.receive(inbound, &realm, &principal, &sessions, now(), rng) {
+    match adapter.receive(inbound, &realm, &principal, &sessions, now(), rng).step {
         Step::Dispatch(call) => adapter.conversation(*call, ANSWER_WITHIN),
         other => panic!("t.ask is dispatched: {other:?}"),
     }

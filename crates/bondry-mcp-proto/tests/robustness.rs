@@ -37,8 +37,8 @@ use bondry_core::schema::{SchemaBounds, Violation, Violations};
 use bondry_mcp_proto::envelope::{CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION};
 use bondry_mcp_proto::lint::McpLint;
 use bondry_mcp_proto::{
-    Adapter, Call, Csprng, Error, Inbound, ListenerSettings, LiveSession, Reply, Revision, SessionLookup, Step,
-    sentinel, session,
+    Adapter, Call, Csprng, Error, Inbound, ListenerSettings, LiveSession, Received, Reply, Revision, SessionLookup,
+    Step, labels, sentinel, session,
 };
 use bondry_test_sans_io::{Quiet, TestRandom, complete};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
@@ -1542,7 +1542,10 @@ fn exercise(
         let inbound = Inbound { method: &case.method, headers: &headers, body: &case.body };
         adapter.receive(inbound, realm, principal, &table, world.now, rng)
     };
-    let step = receive(&mut rng);
+    let Received { step, labels } = receive(&mut rng);
+    if labels.method != labels::OTHER && !labels::METHODS.contains(&labels.method) {
+        return Err(format!("an unbounded method label {:?}", labels.method));
+    }
     reached.count(&step, case);
     match step {
         Step::Reply(reply) => {
@@ -1571,7 +1574,7 @@ fn exercise(
             }
             // The same call once more, ending another way.
             if g.chance(30)
-                && let Step::Dispatch(call) = receive(&mut rng)
+                && let Step::Dispatch(call) = receive(&mut rng).step
                 && let Some(reply) = complete(adapter, *call, canned_outcome(g), world.now, &mut rng)
             {
                 check_reply(&reply, world, "second completion")?;

@@ -41,6 +41,7 @@ use bondry_core::policy::{Grant, Policy, Principal, PrincipalKind, Subject};
 use bondry_core::realm::{Key, KeySet, RealmSnapshot};
 use bondry_core::registry::{Catalogue, Lint, Registration};
 use bondry_core::schema::SchemaBounds;
+use bondry_core::telemetry::RequestOutcome;
 use bondry_mcp_proto::lint::McpLint;
 use bondry_mcp_proto::{Adapter, Conversation, Effect, Ended, Inbound, ListenerSettings, Next, Revision, Settle, Step};
 use bondry_test_sans_io::handlers::{Items, NotePrompt};
@@ -369,7 +370,8 @@ fn open_session(
     headers.insert("content-type", HeaderValue::from_static("application/json"));
     headers.insert("accept", HeaderValue::from_static("application/json, text/event-stream"));
     let inbound = Inbound { method: &Method::POST, headers: &headers, body: &body };
-    let Step::Reply(reply) = adapter.receive(inbound, realm, principal, sessions, now(), &mut TestRandom::new(200))
+    let Step::Reply(reply) =
+        adapter.receive(inbound, realm, principal, sessions, now(), &mut TestRandom::new(200)).step
     else {
         panic!("initialize replies at once");
     };
@@ -468,7 +470,7 @@ fn answer(
     }
     let rng = &mut TestRandom::new(0);
     let inbound = Inbound { method: &method, headers: &headers, body: &body };
-    let reply = match adapter.receive(inbound, realm, principal, &sessions, now(), rng) {
+    let reply = match adapter.receive(inbound, realm, principal, &sessions, now(), rng).step {
         Step::Reply(reply) => reply,
         Step::Dispatch(call) => {
             let mut conversation: Conversation = adapter.conversation(*call, Duration::from_secs(60));
@@ -496,6 +498,8 @@ struct Kept {
 }
 
 impl Settle for Kept {
+    fn settled(&mut self, _: RequestOutcome) {}
+
     fn record(&mut self, record: AuditRecord) {
         self.records.push(record);
     }

@@ -1,7 +1,7 @@
 //! What Bondry's tests share, by job: the test configuration and its builder
 //! (`configuration.rs`), the real server on an ephemeral loopback port (`server.rs`) and
 //! an HTTP client for it (`client.rs`), the real binaries (`binary.rs`), the test
-//! handlers (`handlers.rs`), and, from `bondry-test-sans-io`, what the protocol crate's
+//! handlers (`handlers.rs`), a strict reader of the metrics' text (`exposition.rs`), and, from `bondry-test-sans-io`, what the protocol crate's
 //! tests share (the seeded random source among it).
 
 use std::time::Duration;
@@ -12,12 +12,14 @@ pub use bondry_test_sans_io::handlers::{Items, NotePrompt};
 mod binary;
 mod client;
 mod configuration;
+mod exposition;
 mod handlers;
 mod server;
 
 pub use binary::*;
 pub use client::*;
 pub use configuration::*;
+pub use exposition::{Exposition, Family, Sample};
 pub use handlers::*;
 pub use server::*;
 

@@ -85,7 +85,7 @@ impl TestServer {
 
     /// Waits up to [`PATIENCE`] for no call to run and no stream to be open.
     pub async fn settles(&self) -> bool {
-        let quiet = bondry_http_server::gauges::Reading { calls: 0, streams: 0 };
+        let quiet = bondry_http_server::gauges::Reading::default();
         eventually(|| self.gauges() == quiet).await
     }
 

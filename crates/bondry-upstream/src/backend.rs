@@ -32,6 +32,7 @@ impl Backends for RealmUpstreams {
                     name: report.name.clone(),
                     state,
                     capabilities: counted(&listed, &report.name),
+                    restarts: report.status.restarts,
                     detail: reported::summary(report),
                 }
             })

@@ -352,6 +352,14 @@ fn serve(
             Some((bound, shown)) => (Some(bound), shown),
             None => (None, None),
         };
+        // Metrics are kept only where the admin listener serves them.
+        let metrics = admin.as_ref().map(|_| {
+            let settings = bondry_telemetry::Settings { per_capability: assembled.admin.metrics_per_capability };
+            Arc::new(bondry_telemetry::Metrics::new(env!("CARGO_PKG_VERSION"), settings))
+        });
+        if let Some(metrics) = &metrics {
+            assembled.server.telemetry = metrics.telemetry();
+        }
         let running = bondry_http_server::start(assembled.server).await?;
         // Where `bondry upstream --config` finds the admin listener, written before anything
         // is announced, so no one reads the last start's.
@@ -377,7 +385,13 @@ fn serve(
         let backends: Vec<_> = realms.values().map(|live| live.backends.clone()).collect();
         let backends_by_realm: BTreeMap<_, _> =
             realms.iter().map(|(name, live)| (name.clone(), live.backends.clone())).collect();
-        let admin = admin.map(|bound| bound.serve(backends_by_realm, audit)).transpose()?;
+        if let Some(metrics) = &metrics {
+            let levels = running.levels();
+            let sources =
+                bondry_telemetry::Sources { levels, backends: backends_by_realm.clone(), audit: audit.clone() };
+            metrics.read_from(sources);
+        }
+        let admin = admin.map(|bound| bound.serve(backends_by_realm, audit, metrics)).transpose()?;
         // Watch the file before announcing readiness: a change made right after the banner
         // must not be missed.
         let reloader = path.map(|path| Reloader {
@@ -473,6 +487,7 @@ async fn bind_admin(
                 tokens,
                 max_failed_attempts_per_minute: stanza.max_failed_attempts_per_minute,
                 connections: stanza.connections,
+                metrics_public: stanza.metrics_public,
             };
             match bondry_admin::bind(config).await {
                 Ok(bound) => Ok(Some((bound, shown))),

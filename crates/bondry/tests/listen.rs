@@ -523,7 +523,7 @@ async fn four_streams_from_one_address_fit_under_the_default_cap() {
         let request = listen_request(id.clone(), Some(json!({"toolsListChanged": true})));
         streams.push(subscribed(&server, &client, request, ack(&id, json!({"toolsListChanged": true}))).await);
     }
-    assert_eq!(server.gauges(), Reading { calls: 0, streams: 4 });
+    assert_eq!(server.gauges(), Reading { calls: 0, streams: 0, listens: 4 });
     // Every one of them hears of the same change, under its own id.
     let registry = server.registry("default");
     registry.set_dynamic("tests", vec![renamed(&registry, "demo.echo", "demo.echo2", None)]).unwrap();
@@ -548,7 +548,7 @@ async fn past_the_cap_a_listen_is_refused_until_a_stream_closes() {
         refused.assert_error(429, Some(id), -32000, "Too many requests");
         assert_eq!(refused.header("retry-after"), Some("1"));
     }
-    assert_eq!(server.gauges(), Reading { calls: 0, streams: 2 }, "a refused listen holds no stream");
+    assert_eq!(server.gauges(), Reading { calls: 0, streams: 0, listens: 2 }, "a refused listen holds no stream");
 
     // The cap is per principal: alice may still listen from the same address.
     let alice = subscribed(
@@ -650,7 +650,7 @@ async fn a_swap_that_leaves_a_stream_nothing_to_follow_closes_it() {
         ack(&secret, json!({"resourceSubscriptions": ["test://secret"]})),
     )
     .await;
-    assert_eq!(server.gauges(), Reading { calls: 0, streams: 3 });
+    assert_eq!(server.gauges(), Reading { calls: 0, streams: 0, listens: 3 });
 
     // Every tool goes: the stream that followed only tools is closed gracefully; the one
     // that also follows a resource hears of the change and stays.
@@ -674,7 +674,7 @@ async fn a_swap_that_leaves_a_stream_nothing_to_follow_closes_it() {
     assert_eq!(kept.message().await, tools_changed(&tools_and_text));
     publish(&server, &["test://text"]).await;
     assert_eq!(kept.message().await, updated("test://text", &tools_and_text));
-    assert_eq!(server.gauges(), Reading { calls: 0, streams: 1 });
+    assert_eq!(server.gauges(), Reading { calls: 0, streams: 0, listens: 1 });
     drop(kept);
     assert!(server.settles().await, "streams left open: {:?}", server.gauges());
 }
@@ -715,23 +715,23 @@ async fn a_stream_closed_by_a_swap_frees_its_slot() {
 async fn the_gauges_count_open_streams_and_return_to_zero() {
     let server = TestServer::with_config(&config().text()).await;
     let client = client();
-    assert_eq!(server.gauges(), Reading { calls: 0, streams: 0 });
+    assert_eq!(server.gauges(), Reading { calls: 0, streams: 0, listens: 0 });
     let mut streams = Vec::new();
     for n in 0..3 {
         let id = json!(n);
         let request = listen_request(id.clone(), Some(json!({"toolsListChanged": true})));
         streams.push(subscribed(&server, &client, request, ack(&id, json!({"toolsListChanged": true}))).await);
     }
-    assert_eq!(server.gauges(), Reading { calls: 0, streams: 3 });
+    assert_eq!(server.gauges(), Reading { calls: 0, streams: 0, listens: 3 });
     streams.pop();
     let deadline = tokio::time::Instant::now() + PATIENCE;
-    while server.gauges().streams != 2 {
+    while server.gauges().listens != 2 {
         assert!(tokio::time::Instant::now() < deadline, "a closed stream still counted: {:?}", server.gauges());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     streams.clear();
     assert!(server.settles().await, "streams left open: {:?}", server.gauges());
-    assert_eq!(server.gauges(), Reading { calls: 0, streams: 0 });
+    assert_eq!(server.gauges(), Reading { calls: 0, streams: 0, listens: 0 });
 }
 
 #[tokio::test]
@@ -747,7 +747,7 @@ async fn the_gauges_return_to_zero_after_a_graceful_close() {
         ack(&id, json!({"toolsListChanged": true})),
     )
     .await;
-    assert_eq!(server.gauges(), Reading { calls: 0, streams: 1 });
+    assert_eq!(server.gauges(), Reading { calls: 0, streams: 0, listens: 1 });
     reconfigure_keeping(&registry, |_| false);
     assert_eq!(stream.message().await, closed(&id));
     stream.ends().await;

@@ -19,6 +19,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bondry_core::canon::{digest, hex};
 use bondry_core::policy::{Principal, PrincipalKind};
+use bondry_core::telemetry::Scheme;
 use bondry_mcp_proto::Error;
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
@@ -267,6 +268,19 @@ impl Authenticator {
 
     fn insufficient_scope(&self, principal: Principal) -> Rejected {
         Rejected::InsufficientScope(principal, Error::InsufficientScope { challenge: self.insufficient_scope.clone() })
+    }
+
+    /// The scheme of the request's credential, as metrics name it.
+    pub fn scheme(headers: &HeaderMap) -> Scheme {
+        let Some(value) = headers.get(AUTHORIZATION) else { return Scheme::None };
+        let scheme = value.as_bytes().split(|&byte| byte == b' ').next().unwrap_or_default();
+        if scheme.eq_ignore_ascii_case(b"bearer") {
+            Scheme::Bearer
+        } else if scheme.eq_ignore_ascii_case(b"basic") {
+            Scheme::Basic
+        } else {
+            Scheme::Other
+        }
     }
 
     /// Whether the request presents a credential at all (a failed one is audited).

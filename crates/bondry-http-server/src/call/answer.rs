@@ -9,7 +9,7 @@ use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::mpsc;
 
-use crate::gauges::Gauge;
+use crate::gauges::{Gauge, Gauges};
 use crate::listener::Endpoint;
 use crate::sse;
 
@@ -19,19 +19,24 @@ pub type Work = std::pin::Pin<Box<dyn Future<Output = Option<http::Response<Byte
 
 /// Answers `work`, whose emitted messages arrive on `feed`. Dropping the response (the
 /// client went away) drops `work`.
-pub async fn answer(endpoint: &Arc<Endpoint>, mut work: Work, mut feed: mpsc::Receiver<String>) -> Response {
+pub async fn answer(
+    endpoint: &Arc<Endpoint>,
+    gauges: &Arc<Gauges>,
+    mut work: Work,
+    mut feed: mpsc::Receiver<String>,
+) -> Response {
     let first = tokio::select! {
         biased;
         done = &mut work => {
             let queued: Vec<String> = std::iter::from_fn(|| feed.try_recv().ok()).collect();
             return match done {
                 Some(response) if queued.is_empty() => response.map(Body::from).into_response(),
-                done => event_stream(endpoint, queued, Streaming::Finished(done)),
+                done => event_stream(endpoint, gauges, queued, Streaming::Finished(done)),
             };
         }
         Some(first) = feed.recv() => first,
     };
-    event_stream(endpoint, vec![first], Streaming::Running { work, feed })
+    event_stream(endpoint, gauges, vec![first], Streaming::Running { work, feed })
 }
 
 /// Where a call's event stream stands.
@@ -46,8 +51,8 @@ enum Streaming {
 }
 
 /// The event stream of a call: `sent` first, then whatever `state` still brings.
-fn event_stream(endpoint: &Arc<Endpoint>, sent: Vec<String>, state: Streaming) -> Response {
-    let open = endpoint.gauges.hold(Gauge::Streams);
+fn event_stream(endpoint: &Arc<Endpoint>, gauges: &Arc<Gauges>, sent: Vec<String>, state: Streaming) -> Response {
+    let open = gauges.hold(Gauge::Streams);
     let endpoint = Arc::clone(endpoint);
     let last = |done: Option<http::Response<Bytes>>| {
         done.map(|response| String::from_utf8_lossy(response.body()).into_owned())

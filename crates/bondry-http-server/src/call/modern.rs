@@ -17,25 +17,32 @@ use super::settling::{Opener, OwnedOpener, Settling};
 use crate::context::{EMITTED_QUEUE, SilentEmitter, StreamEmitter};
 use crate::gauges::Gauge;
 use crate::listener::Endpoint;
+use crate::measure::Measure;
 use crate::respond::{refusal, respond};
 
 /// Runs a dispatched modern call to its response.
-pub async fn run(endpoint: &Arc<Endpoint>, conversation: Conversation, opener: Opener<'_>) -> Response {
+pub async fn run(
+    endpoint: &Arc<Endpoint>,
+    conversation: Conversation,
+    opener: Opener<'_>,
+    measure: Option<Measure>,
+) -> Response {
     // Only a request that asked for notifications can get an event stream; the others
     // are answered with the reply itself, with no queue to set up.
     if !conversation.call().notifier().wants_any() {
-        let settled = work(endpoint, conversation, Arc::new(SilentEmitter), opener).await;
+        let settled = work(endpoint, conversation, Arc::new(SilentEmitter), opener, measure).await;
         // Only a dropped call ends cancelled, and this one is awaited to its end.
         return settled.map_or_else(|| refusal(Error::ShuttingDown), respond);
     }
     let (queue, feed) = mpsc::channel(EMITTED_QUEUE);
     let emitter = Arc::new(StreamEmitter::new(conversation.call().notifier().clone(), queue));
+    let gauges = Arc::clone(opener.gauges);
     let opener = OwnedOpener::of(opener);
     let work: Work = Box::pin({
         let endpoint = Arc::clone(endpoint);
-        async move { work(&endpoint, conversation, emitter, opener.borrow()).await }
+        async move { work(&endpoint, conversation, emitter, opener.borrow(), measure).await }
     });
-    answer(endpoint, work, feed).await
+    answer(endpoint, &gauges, work, feed).await
 }
 
 /// A modern call from dispatch to its settled response. Dropped before it finished (the
@@ -45,10 +52,11 @@ async fn work(
     conversation: Conversation,
     emitter: Arc<dyn Emitter>,
     opener: Opener<'_>,
+    measure: Option<Measure>,
 ) -> Option<http::Response<Bytes>> {
-    let _running = endpoint.gauges.hold(Gauge::Calls);
+    let _running = opener.gauges.hold(Gauge::Calls);
     let token = CancellationToken::new();
-    let settling = Settling::new(endpoint, opener);
+    let settling = Settling::new(endpoint, opener, measure);
     let mut finishing = Finishing { settling, conversation: Some(conversation), token };
     if let Some(conversation) = finishing.conversation.as_mut() {
         drive(endpoint, conversation, &finishing.token, emitter, None).await;

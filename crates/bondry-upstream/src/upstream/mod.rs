@@ -119,6 +119,8 @@ pub struct Status {
     /// While not connected: attempts to connect failed in a row, and when the next is
     /// made (Unix milliseconds).
     pub retry: Option<Retry>,
+    /// Attempts to connect again after one failed or a connection ended.
+    pub restarts: u64,
 }
 
 impl Status {
@@ -150,6 +152,8 @@ struct Health {
     backoff: Backoff,
     /// When the next attempt to connect is made, while the supervisor waits.
     retry_at_ms: Option<u64>,
+    /// Attempts to connect again after one failed or a connection ended.
+    restarts: u64,
 }
 
 impl Upstream {
@@ -227,12 +231,14 @@ impl Upstream {
             crate::spec::TransportSpec::Http { .. } => "http",
         };
         let revision = read(&self.connection).as_ref().map(|(_, connection)| connection.revision().as_str().to_owned());
-        let retry = {
+        let (retry, restarts) = {
             let health = lock(&self.health);
-            health.retry_at_ms.map(|next_at_ms| Retry { failed: health.backoff.failed(), next_at_ms })
+            let retry = health.retry_at_ms.map(|next_at_ms| Retry { failed: health.backoff.failed(), next_at_ms });
+            (retry, health.restarts)
         };
         Status {
             retry,
+            restarts,
             transport,
             connected: revision.is_some(),
             revision,

@@ -86,6 +86,7 @@ impl Upstream {
             health.backoff.succeed();
         }
         let wait = health.backoff.fail(backoff::jitter());
+        health.restarts += 1;
         health.retry_at_ms = Some(now_ms().saturating_add(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)));
         wait
     }

@@ -32,6 +32,8 @@ pub struct AdminStanza {
     pub tokens: Vec<(String, String)>,
     pub max_failed_attempts_per_minute: NonZeroU32,
     pub connections: ConnectionLimits,
+    pub metrics_public: bool,
+    pub metrics_per_capability: bool,
 }
 
 /// The names only: the secrets are secrets.
@@ -43,6 +45,8 @@ impl std::fmt::Debug for AdminStanza {
             .field("tokens", &names)
             .field("max_failed_attempts_per_minute", &self.max_failed_attempts_per_minute)
             .field("connections", &self.connections)
+            .field("metrics_public", &self.metrics_public)
+            .field("metrics_per_capability", &self.metrics_per_capability)
             .finish()
     }
 }
@@ -61,6 +65,8 @@ pub fn changed(running: &AdminStanza, file: &AdminStanza) -> Vec<&'static str> {
         ("max_connections", was.max_connections != now.max_connections),
         ("header_read_timeout_ms", was.header_read_timeout != now.header_read_timeout),
         ("body_read_timeout_ms", was.body_read_timeout != now.body_read_timeout),
+        ("metrics_public", running.metrics_public != file.metrics_public),
+        ("metrics_per_capability", running.metrics_per_capability != file.metrics_per_capability),
     ]
     .into_iter()
     .filter_map(|(key, differs)| differs.then_some(key))
@@ -142,6 +148,8 @@ pub(super) fn stanza(diagnostics: &mut Diagnostics, loaded: &Loaded) -> Option<A
             header_read_timeout: Duration::from_millis(header_read_timeout?),
             body_read_timeout: Duration::from_millis(body_read_timeout?),
         },
+        metrics_public: raw.metrics_public,
+        metrics_per_capability: raw.metrics_per_capability,
     })
 }
 

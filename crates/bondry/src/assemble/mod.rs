@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bondry_core::backend::Plan;
+use bondry_core::telemetry::NoTelemetry;
 use bondry_http_server::audit::AuditWriter;
 use bondry_http_server::{AuthSlot, Authenticator, RealmEntry, ServerConfig};
 
@@ -85,7 +86,9 @@ fn assemble_once(
     let assembled = match (listeners, realms, sink, admin) {
         (Some(listeners), Some(Realms { served: realms, backends }), Some(sink), Some(admin)) => {
             let shutdown_grace = Duration::from_millis(loaded.raw.shutdown_grace_ms);
-            let server = ServerConfig { listeners, realms, audit: sink.records, shutdown_grace };
+            // No metrics until the admin listener, which serves them, is known to run.
+            let telemetry = Arc::new(NoTelemetry);
+            let server = ServerConfig { listeners, realms, audit: sink.records, telemetry, shutdown_grace };
             Some(Assembled { server, audit: sink.writer, backends, admin })
         }
         _ => None,
@@ -147,6 +150,8 @@ fn realm(
     );
     let registry = capabilities::registry(diagnostics, name, &registrations, configured, policy, keys);
     let entry = RealmEntry {
+        label: Arc::from(name),
+        gauges: Arc::default(),
         limits: limits?,
         registry: Arc::new(registry?),
         auth: Arc::new(AuthSlot::new(Authenticator::new(name, credentials?))),

@@ -43,6 +43,7 @@ impl Backends for Configured {
                 name: name.to_owned(),
                 state: "serving",
                 capabilities: counted(&listed, name),
+                restarts: 0,
                 detail: json!({}),
             })
             .collect()

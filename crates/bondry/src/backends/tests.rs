@@ -57,7 +57,14 @@ impl Backends for EchoBackends {
 
     fn statuses(&self) -> Vec<BackendStatus> {
         let capabilities = counted(&self.catalogue(), "echo");
-        vec![BackendStatus { kind: ECHO, name: "echo".into(), state: "serving", capabilities, detail: json!({}) }]
+        vec![BackendStatus {
+            kind: ECHO,
+            name: "echo".into(),
+            state: "serving",
+            capabilities,
+            restarts: 0,
+            detail: json!({}),
+        }]
     }
 
     fn catalogue(&self) -> Vec<Listed> {

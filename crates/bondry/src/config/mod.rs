@@ -174,6 +174,12 @@ pub struct RawAdmin {
     pub header_read_timeout_ms: u64,
     #[serde(default = "default_body_read_timeout")]
     pub body_read_timeout_ms: u64,
+    /// `GET /metrics` answers without a token.
+    #[serde(default)]
+    pub metrics_public: bool,
+    /// Calls are counted per capability id.
+    #[serde(default)]
+    pub metrics_per_capability: bool,
 }
 
 impl Default for RawAdmin {
@@ -186,6 +192,8 @@ impl Default for RawAdmin {
             max_connections: default_admin_connections(),
             header_read_timeout_ms: default_header_read_timeout(),
             body_read_timeout_ms: default_body_read_timeout(),
+            metrics_public: false,
+            metrics_per_capability: false,
         }
     }
 }

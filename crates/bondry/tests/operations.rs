@@ -1,0 +1,345 @@
+//! What operators' tools read, black-box: the real binary's `GET /metrics` after a known
+//! mix of requests (successes, a denial, failed and rate-limited authentications, a
+//! session opened and closed, a listen stream, an upstream call and a web service call),
+//! read by a strict OpenMetrics reader, every counter and gauge exact; and labels that
+//! stay bounded whatever realms and methods clients make up.
+
+use bondry_test_support as support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::post;
+use serde_json::{Value, json};
+use support::{Binary, Exposition, TestConfig, table};
+
+/// The operator's admin token.
+const ADMIN_TOKEN: &str = "the-operators-admin-token-of-32-bytes";
+/// Requests one principal may make before its limit refuses it (none refill meanwhile).
+const BURST: usize = 20;
+
+/// A web service on loopback answering every call `{"result": "ok"}`.
+async fn service() -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let answer = || async { ([("content-type", "application/json")], json!({"result": "ok"}).to_string()) };
+    let app = Router::new().route("/result", post(answer));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// Anonymous callers may call `demo.*`, `up.*` and `svc.*`; `hidden.echo` is granted to
+/// nobody; `ada` holds a ticket; every principal may make `burst` requests, and an
+/// address 3 failed authentications.
+fn config(service: std::net::SocketAddr, audit: &Path, burst: usize) -> TestConfig {
+    let rate = |burst: usize| table([("per_second", 0.0001.into()), ("burst", (burst as i64).into())]);
+    let upstream = table([
+        ("name", "up".into()),
+        ("transport", "stdio".into()),
+        ("command", support::test_upstream_exe().to_str().unwrap().into()),
+        ("expose", vec!["tools"].into()),
+    ]);
+    let web = table([
+        ("id", "svc.result".into()),
+        ("kind", "tool".into()),
+        ("backend", "http".into()),
+        ("url", format!("http://{service}/result").into()),
+        ("input_schema", r#"{"type": "object"}"#.into()),
+    ]);
+    TestConfig::bare()
+        .set("pin_store", "memory")
+        .set("audit.sink", "file")
+        .set("audit.path", audit.to_str().unwrap())
+        .set("admin.bind", "127.0.0.1:0")
+        .push("admin.tokens", table([("name", "ops".into()), ("token_env", "ADMIN_TOKEN".into())]))
+        .set("realms.default.anonymous_roles", vec!["caller"])
+        .set("realms.default.rate_limits.per_principal", rate(burst))
+        // The check precedes the count: the third failure is heard, the fourth is not.
+        .set("realms.default.rate_limits.auth_failures", rate(2))
+        .role("caller", &["demo.*", "up.*", "svc.*"])
+        .principal("ada", &["caller"])
+        .ticket("ada-ticket", "ada")
+        .capability("demo.echo", "tool", "demo.echo", None)
+        .capability("hidden.echo", "tool", "demo.echo", None)
+        .push("realms.default.capabilities", web)
+        .push("realms.default.upstreams", upstream)
+}
+
+struct Gateway {
+    server: Binary,
+    client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl Gateway {
+    /// Serving [`config`] with `burst`, once the upstream is listed.
+    async fn start(burst: usize) -> Self {
+        Self::start_with(burst, |config| config).await
+    }
+
+    /// [`Gateway::start`] with `change` made to the configuration.
+    async fn start_with(burst: usize, change: impl FnOnce(TestConfig) -> TestConfig) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let config = change(config(service().await, &audit, burst)).written(dir.path(), "bondry.toml");
+        let server = Binary::serve(support::bondry_exe!(), &config, &[("ADMIN_TOKEN", ADMIN_TOKEN)]);
+        let gateway = Self { server, client: reqwest::Client::new(), _dir: dir };
+        assert!(support::eventually(|| gateway.server.admin_port().is_some()).await, "the admin listener started");
+        gateway.server.logged("upstream up: ", 1).await;
+        gateway
+    }
+
+    /// How many capabilities the upstream listed, as its listing was logged.
+    fn listed(&self) -> f64 {
+        let lines = self.server.log_lines();
+        let line = lines.iter().find_map(|line| line.split_once("upstream up: ")).expect("listed").1;
+        line.split(' ').next().unwrap().parse().unwrap()
+    }
+
+    fn audit_lines(&self) -> usize {
+        std::fs::read_to_string(self._dir.path().join("audit.jsonl")).unwrap_or_default().lines().count()
+    }
+
+    /// `GET /metrics` with `token`: its status, content type and body.
+    async fn scrape_with(&self, token: Option<&str>) -> (u16, String, String) {
+        let url = format!("http://127.0.0.1:{}/metrics", self.server.admin_port().unwrap());
+        let mut request = self.client.get(url);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        let kind = response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        (response.status().as_u16(), kind, response.text().await.unwrap())
+    }
+
+    /// The metrics now, read strictly.
+    async fn metrics(&self) -> Exposition {
+        let (status, kind, text) = self.scrape_with(Some(ADMIN_TOKEN)).await;
+        assert_eq!((status, kind.as_str()), (200, "application/openmetrics-text; version=1.0.0; charset=utf-8"));
+        let read = Exposition::parse(&text).unwrap_or_else(|why| panic!("{why}\n{text}"));
+        read.check_histograms().unwrap();
+        read
+    }
+
+    /// A modern tool call of `name`, with `ticket` if given: its status and body.
+    async fn call(&self, name: &str, ticket: Option<&str>) -> (u16, Value) {
+        let bearer = ticket.map(|ticket| format!("Bearer {ticket}"));
+        let headers: Vec<(&str, &str)> = bearer.iter().map(|value| ("authorization", value.as_str())).collect();
+        let arguments = json!({"name": name, "arguments": {"text": "hi"}});
+        let response = self.server.post_with(&self.client, &headers, "tools/call", arguments).await;
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `server/discover` with `ticket`: its status.
+    async fn discover(&self, ticket: &str) -> u16 {
+        let bearer = format!("Bearer {ticket}");
+        let response = self
+            .server
+            .post_with(&self.client, &[("authorization", bearer.as_str())], "server/discover", json!({}))
+            .await;
+        response.status().as_u16()
+    }
+}
+
+/// `name` with `labels`: exactly one sample, or 0 when none is there yet.
+fn value(metrics: &Exposition, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let found: Vec<_> = metrics.samples(name, labels).collect();
+    assert!(found.len() <= 1, "{name} {labels:?} matches {found:?}");
+    found.first().map_or(0.0, |sample| sample.value)
+}
+
+#[tokio::test]
+async fn a_known_mix_of_requests_reads_back_as_exact_counters_and_gauges() {
+    let gateway = Gateway::start(BURST).await;
+
+    // A scrape needs the token, and a refused one is no metric of the MCP endpoints.
+    let (status, _, body) = gateway.scrape_with(None).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(gateway.scrape_with(Some("not-the-token")).await.0, 401);
+
+    // Successes: three builtin calls, one upstream call, one web service call.
+    for _ in 0..3 {
+        let (status, body) = gateway.call("demo.echo", None).await;
+        assert_eq!((status, &body["result"]["isError"]), (200, &Value::Null), "{body}");
+    }
+    let (status, body) = gateway.call("up.echo", None).await;
+    assert_eq!((status, &body["result"]["content"][0]["text"]), (200, &json!("hi")), "{body}");
+    let (status, body) = gateway.call("svc.result", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["structuredContent"], "ok", "{body}");
+    // A denial: hidden, answered as missing.
+    let (status, body) = gateway.call("hidden.echo", None).await;
+    assert_eq!((status, body["error"]["code"].as_i64()), (200, Some(-32602)), "{body}");
+
+    // A session opened, then a listen stream open while the session is.
+    let sid = gateway.server.session(&gateway.client).await;
+    let filter = json!({"notifications": {"toolsListChanged": true}});
+    let listening = gateway.server.post(&gateway.client, "subscriptions/listen", filter).await;
+    assert_eq!(listening.status(), 200);
+    assert_eq!(listening.headers()["content-type"], "text/event-stream");
+    let metrics = gateway.metrics().await;
+    let realm = [("realm", "default")];
+    assert_eq!(value(&metrics, "bondry_sessions", &realm), 1.0);
+    assert_eq!(value(&metrics, "bondry_listen_streams", &realm), 1.0);
+    assert_eq!(value(&metrics, "bondry_calls_in_flight", &realm), 0.0);
+    drop(listening);
+    let port = gateway.server.port;
+    let closed = gateway
+        .client
+        .delete(format!("http://127.0.0.1:{port}/mcp"))
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 204);
+
+    // ada: her burst, then two refused by her limit.
+    for n in 0..BURST + 2 {
+        let expected = if n < BURST { 200 } else { 429 };
+        assert_eq!(gateway.discover("ada-ticket").await, expected, "request {n}");
+    }
+    // Three failed authentications, then the address's limit refuses the fourth unheard.
+    for n in 0..4 {
+        let expected = if n < 3 { 401 } else { 429 };
+        assert_eq!(gateway.discover("a-wrong-ticket").await, expected, "attempt {n}");
+    }
+
+    // Streams close and the audit trail is written a little after the answers.
+    let mut metrics = gateway.metrics().await;
+    for _ in 0..500 {
+        let settled = value(&metrics, "bondry_listen_streams", &realm) == 0.0
+            && value(&metrics, "bondry_audit_records_total", &[("result", "written")]) == gateway.audit_lines() as f64
+            && gateway.audit_lines() == 11;
+        if settled {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        metrics = gateway.metrics().await;
+    }
+
+    let requests = |era: &str, method: &str, outcome: &str| {
+        let labels = [("realm", "default"), ("era", era), ("method", method), ("outcome", outcome)];
+        value(&metrics, "bondry_requests_total", &labels)
+    };
+    assert_eq!(requests("modern", "tools/call", "succeeded"), 5.0);
+    assert_eq!(requests("modern", "tools/call", "denied"), 1.0);
+    assert_eq!(requests("modern", "subscriptions/listen", "succeeded"), 1.0);
+    assert_eq!(requests("modern", "server/discover", "succeeded"), BURST as f64);
+    assert_eq!(requests("handshake", "initialize", "succeeded"), 1.0);
+    assert_eq!(requests("handshake", "notifications/initialized", "succeeded"), 1.0);
+    assert_eq!(requests("handshake", "other", "succeeded"), 1.0, "the DELETE");
+    // Refused before the body was read: no era, no method.
+    assert_eq!(requests("none", "other", "rate_limited"), 3.0);
+    assert_eq!(requests("none", "other", "unauthenticated"), 3.0);
+    let total: f64 = metrics.samples("bondry_requests_total", &[]).map(|sample| sample.value).sum();
+    assert_eq!(total, 5.0 + 1.0 + 1.0 + BURST as f64 + 3.0 + 3.0 + 3.0);
+    let durations: f64 = metrics.samples("bondry_request_duration_seconds_count", &[]).map(|s| s.value).sum();
+    assert_eq!(durations, total, "every request is timed once");
+
+    let auth = |scheme: &str, result: &str| {
+        value(&metrics, "bondry_auth_total", &[("realm", "default"), ("scheme", scheme), ("result", result)])
+    };
+    assert_eq!(auth("none", "accepted"), 5.0 + 1.0 + 1.0 + 3.0);
+    assert_eq!(auth("bearer", "accepted"), (BURST + 2) as f64);
+    assert_eq!(auth("bearer", "refused"), 3.0);
+    assert_eq!(value(&metrics, "bondry_rate_limited_total", &[("limit", "principal")]), 2.0);
+    assert_eq!(value(&metrics, "bondry_rate_limited_total", &[("limit", "auth_failures")]), 1.0);
+    assert_eq!(value(&metrics, "bondry_rate_limited_total", &[("limit", "address")]), 0.0);
+
+    let backend = |kind: &str, name: &str| {
+        let labels = [("realm", "default"), ("backend_kind", kind), ("backend", name)];
+        value(&metrics, "bondry_backend_duration_seconds_count", &labels)
+    };
+    assert_eq!(backend("builtin", "demo.echo"), 3.0);
+    assert_eq!(backend("upstream", "up"), 1.0);
+    assert_eq!(backend("http", "http"), 1.0, "a service is labelled by its kind, not its origin");
+
+    for gauge in ["bondry_sessions", "bondry_event_streams", "bondry_listen_streams", "bondry_calls_in_flight"] {
+        assert_eq!(value(&metrics, gauge, &realm), 0.0, "{gauge}");
+    }
+    let up = [("realm", "default"), ("upstream", "up")];
+    assert_eq!(value(&metrics, "bondry_upstream_up", &up), 1.0);
+    assert_eq!(value(&metrics, "bondry_upstream_restarts_total", &up), 0.0);
+    let served = [("realm", "default"), ("upstream", "up"), ("state", "served")];
+    assert_eq!(value(&metrics, "bondry_upstream_capabilities", &served), gateway.listed());
+    // Six calls, three failed authentications and two refused scrapes: a scrape let in
+    // is not audited.
+    assert_eq!(gateway.audit_lines(), 11);
+    assert_eq!(value(&metrics, "bondry_audit_records_total", &[("result", "written")]), 11.0);
+    assert_eq!(value(&metrics, "bondry_audit_records_total", &[("result", "dropped")]), 0.0);
+    let version = [("version", env!("CARGO_PKG_VERSION"))];
+    assert_eq!(value(&metrics, "bondry_build_info", &version), 1.0);
+    // No principal is ever a label.
+    let text = gateway.scrape_with(Some(ADMIN_TOKEN)).await.2;
+    assert!(!text.contains("ada"), "{text}");
+}
+
+#[tokio::test]
+async fn made_up_realms_and_methods_never_grow_the_series() {
+    // No principal's limit is reached: what grows is only what clients make up.
+    let gateway = Gateway::start(10_000).await;
+    let port = gateway.server.port;
+    let bogus = |n: usize, realm: bool| {
+        let path = if realm { format!("/mcp/realm/made-up-{n}") } else { "/mcp".to_owned() };
+        let method = if realm { "tools/list".to_owned() } else { format!("tools/made-up-{n}") };
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": support::PROTOCOL,
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        gateway
+            .client
+            .post(format!("http://127.0.0.1:{port}{path}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", support::PROTOCOL)
+            .header("mcp-method", &method)
+            .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}).to_string())
+            .send()
+    };
+    for n in 0..10 {
+        assert_eq!(bogus(n, true).await.unwrap().status(), 404);
+        bogus(n, false).await.unwrap();
+    }
+    let before = gateway.metrics().await;
+    for n in 10..1010 {
+        assert_eq!(bogus(n, true).await.unwrap().status(), 404);
+        bogus(n, false).await.unwrap();
+    }
+    let after = gateway.metrics().await;
+    assert_eq!(after.series(), before.series(), "1,000 more made-up realms and methods add no series");
+    let unknown = [("realm", "unknown"), ("era", "none"), ("method", "other"), ("outcome", "protocol_error")];
+    assert_eq!(value(&after, "bondry_requests_total", &unknown), 1010.0);
+    let other = [("realm", "default"), ("era", "modern"), ("method", "other")];
+    let refused: f64 = after.samples("bondry_requests_total", &other).map(|sample| sample.value).sum();
+    assert_eq!(refused, 1010.0);
+    assert!(after.samples("bondry_requests_total", &[]).all(|sample| !sample.labels["realm"].starts_with("made-up")));
+}
+
+#[tokio::test]
+async fn public_metrics_need_no_token_and_count_calls_per_capability_only_when_asked() {
+    let asked = |config: TestConfig| config.set("admin.metrics_public", true).set("admin.metrics_per_capability", true);
+    let gateway = Gateway::start_with(BURST, asked).await;
+    gateway.call("demo.echo", None).await;
+    gateway.call("hidden.echo", None).await;
+    let (status, body) = gateway.call("made.up", None).await;
+    assert_eq!((status, body["error"]["code"].as_i64()), (200, Some(-32602)), "{body}");
+    let (status, _, text) = gateway.scrape_with(None).await;
+    assert_eq!(status, 200, "{text}");
+    let metrics = Exposition::parse(&text).unwrap();
+    let calls = |capability: &str, outcome: &str| {
+        let labels = [("realm", "default"), ("capability", capability), ("outcome", outcome)];
+        value(&metrics, "bondry_capability_calls_total", &labels)
+    };
+    assert_eq!(calls("demo.echo", "succeeded"), 1.0);
+    // Only what was invoked: neither a name the caller made up nor one it may not see.
+    assert_eq!(metrics.samples("bondry_capability_calls_total", &[]).count(), 1, "{text}");
+
+    // Off by default: no family at all, and the token is needed.
+    let plain = Gateway::start(BURST).await;
+    plain.call("demo.echo", None).await;
+    assert_eq!(plain.scrape_with(None).await.0, 401);
+    assert!(!plain.metrics().await.families.contains_key("bondry_capability_calls"));
+}
