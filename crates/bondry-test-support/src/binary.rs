@@ -87,8 +87,9 @@ pub struct Binary {
 }
 
 impl Binary {
-    /// `EXE serve --config CONFIG` with `env` added, once it has printed its banner; `EXE`
-    /// is the binary cargo built for the test ([`bondry_exe!`]).
+    /// `EXE serve --config CONFIG` with `env` added (`RUST_LOG=info` unless it says), once
+    /// it has printed its banner; `EXE` is the binary cargo built for the test
+    /// ([`bondry_exe!`]).
     pub fn serve(exe: &Path, config: &Path, env: &[(&str, &str)]) -> Self {
         Self::serve_with(exe, config, &[], env)
     }
@@ -98,8 +99,8 @@ impl Binary {
         let mut child = Command::new(exe)
             .args(["serve", "--config", config.to_str().unwrap()])
             .args(args)
-            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -19,5 +19,6 @@ pub mod config;
 pub mod credentials;
 pub mod data_dir;
 pub mod descriptors;
+pub mod logging;
 pub mod reload;
 pub mod upstream_cli;

@@ -191,14 +191,10 @@ enum TicketCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
+    let logging = bondry::logging::init();
     let result = match cli.command {
         Command::Serve { config, listen, admin_listen, accept_new_pin_store } => {
-            serve(config, listen, admin_listen, accept_new_pin_store)
+            serve(config, listen, admin_listen, accept_new_pin_store, &logging)
         }
         Command::Check { config, strict } => check(config, strict),
         Command::HashPassword => hash_password(),
@@ -307,8 +303,10 @@ fn serve(
     listen: Option<SocketAddr>,
     admin_listen: Option<SocketAddr>,
     accept_new_pin_store: bool,
+    logging: &bondry::logging::Logging,
 ) -> anyhow::Result<()> {
     let loaded = config::load(path.as_deref(), config::process_environment()?)?;
+    logging.use_format(loaded.raw.log_format);
     // One set of handler objects for the start and every reload: a handler's state (and
     // the dynamic capabilities it published) stays with the one instance.
     let builtins = Builtins::bundled();

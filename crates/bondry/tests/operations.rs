@@ -343,3 +343,198 @@ async fn public_metrics_need_no_token_and_count_calls_per_capability_only_when_a
     assert_eq!(plain.scrape_with(None).await.0, 401);
     assert!(!plain.metrics().await.families.contains_key("bondry_capability_calls"));
 }
+
+/// Secrets of every kind the configuration and callers hand Bondry, by what they are.
+const SECRETS: [(&str, &str); 8] = [
+    ("admin token", ADMIN_TOKEN),
+    ("ticket", "a-ticket-nobody-may-log-3141592653"),
+    ("password", "a-password-nobody-may-log-2718281828"),
+    ("headers_from value", "a-service-key-nobody-may-log-1618033"),
+    ("signing key", "a-signing-key-nobody-may-log-of-32-bytes"),
+    ("child's env_from value", "a-child-secret-nobody-may-log-1414213"),
+    ("OpenAPI auth value", "an-openapi-token-nobody-may-log-173205"),
+    ("a wrong ticket", "a-wrong-ticket-nobody-may-log-2236067"),
+];
+
+fn secret(what: &str) -> &'static str {
+    SECRETS.iter().find(|(name, _)| *name == what).unwrap().1
+}
+
+/// A JWT of the test issuer for `sub`, signed with the fixture key `ed-1`.
+fn jwt(sub: &str) -> String {
+    use base64::Engine;
+    let keys: Value = serde_json::from_str(include_str!("fixtures/oauth-test-keys.json")).unwrap();
+    let der = base64::engine::general_purpose::STANDARD.decode(keys["ed-1"]["private_der"].as_str().unwrap()).unwrap();
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
+    header.kid = Some("ed-1".into());
+    let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 600;
+    let claims =
+        json!({"iss": "https://issuer.example.test", "aud": "https://mcp.example.test/mcp", "sub": sub, "exp": exp});
+    jsonwebtoken::encode(&header, &claims, &jsonwebtoken::EncodingKey::from_ed_der(&der)).unwrap()
+}
+
+#[tokio::test]
+async fn json_logs_at_trace_are_one_object_per_line_and_hold_no_secret() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let service = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let json = |body: Value| ([("content-type", "application/json")], body.to_string());
+        let app = Router::new()
+            .route("/result", post(move || async move { json(json!({"result": "ok"})) }))
+            .route("/v1/ping", axum::routing::get(move || async move { json(json!({"ok": true})) }));
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        addr
+    };
+    let document = json!({
+        "openapi": "3.1.0",
+        "info": {"title": "ping", "version": "1"},
+        "paths": {"/ping": {"get": {"operationId": "ping", "responses": {"200": {"description": "ok",
+            "content": {"application/json": {"schema": {"type": "object"}}}}}}}}
+    });
+    std::fs::write(dir.path().join("api.json"), document.to_string()).unwrap();
+    let keys: Value = serde_json::from_str(include_str!("fixtures/oauth-test-keys.json")).unwrap();
+    let public = &keys["ed-1"]["jwk"];
+    let key = table([
+        ("kty", "OKP".into()),
+        ("crv", "Ed25519".into()),
+        ("kid", "ed-1".into()),
+        ("x", public["x"].as_str().unwrap().into()),
+    ]);
+    let issuer = table([
+        ("issuer", "https://issuer.example.test".into()),
+        ("roles", vec!["caller"].into()),
+        ("keys", toml::Value::Array(vec![key.into()])),
+    ]);
+    let argon2 = argon2::Argon2::new(
+        argon2::Algorithm::Argon2id,
+        argon2::Version::V0x13,
+        argon2::Params::new(64, 1, 1, None).unwrap(),
+    );
+    use argon2::PasswordHasher;
+    let hash = argon2.hash_password_with_salt(secret("password").as_bytes(), b"saltsaltsaltsalt").unwrap().to_string();
+    let upstream = table([
+        ("name", "up".into()),
+        ("transport", "stdio".into()),
+        ("command", support::test_upstream_exe().to_str().unwrap().into()),
+        ("expose", vec!["tools"].into()),
+        ("env_from", table([("UPSTREAM_TOKEN", "CHILD_SECRET".into())]).into()),
+    ]);
+    let web = table([
+        ("id", "svc.result".into()),
+        ("kind", "tool".into()),
+        ("backend", "http".into()),
+        ("url", format!("http://{service}/result").into()),
+        ("input_schema", r#"{"type": "object"}"#.into()),
+        ("headers_from", table([("X-Api-Key", "SERVICE_KEY".into())]).into()),
+        ("signing_key_env", "SIGNING_KEY".into()),
+    ]);
+    let api = table([
+        ("name", "api".into()),
+        ("spec_file", "api.json".into()),
+        ("base_url", format!("http://{service}/v1").into()),
+        ("auth", table([("scheme", "bearer".into()), ("value_env", "OPENAPI_TOKEN".into())]).into()),
+    ]);
+    let config = TestConfig::bare()
+        .set("log_format", "json")
+        .set("pin_store", "memory")
+        .set("audit.sink", "file")
+        .set("audit.path", dir.path().join("audit.jsonl").to_str().unwrap())
+        .set("admin.bind", "127.0.0.1:0")
+        .push("admin.tokens", table([("name", "ops".into()), ("token_env", "ADMIN_TOKEN".into())]))
+        .set("realms.default.anonymous_roles", vec!["caller"])
+        .set("realms.default.resource_url", "https://mcp.example.test/mcp")
+        .role("caller", &["demo.*", "up.*", "svc.*", "api.*"])
+        .principal("ada", &["caller"])
+        .set_on_array("realms.default.principals", "ada", "password_hash", hash)
+        .ticket(secret("ticket"), "ada")
+        .push("realms.default.oauth", issuer)
+        .capability("demo.echo", "tool", "demo.echo", None)
+        .push("realms.default.capabilities", web)
+        .push("realms.default.openapi", api)
+        .push("realms.default.upstreams", upstream)
+        .written(dir.path(), "bondry.toml");
+    let env = [
+        ("RUST_LOG", "trace"),
+        ("ADMIN_TOKEN", secret("admin token")),
+        ("SERVICE_KEY", secret("headers_from value")),
+        ("SIGNING_KEY", secret("signing key")),
+        ("CHILD_SECRET", secret("child's env_from value")),
+        ("OPENAPI_TOKEN", secret("OpenAPI auth value")),
+    ];
+    let mut server = Binary::serve(support::bondry_exe!(), &config, &env);
+    server.logged("upstream up: ", 1).await;
+    let client = reqwest::Client::new();
+    let basic = |password: &str| {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(format!("ada:{password}"));
+        format!("Basic {encoded}")
+    };
+    let token = jwt("jwt-user");
+    let credentials = [
+        (format!("Bearer {}", secret("ticket")), 200),
+        (format!("Bearer {}", secret("a wrong ticket")), 401),
+        (basic(secret("password")), 200),
+        (basic("a-wrong-password-nobody-may-log"), 401),
+        (format!("Bearer {token}"), 200),
+    ];
+    for (credential, expected) in &credentials {
+        let response = server.post_with(&client, &[("authorization", credential)], "tools/list", json!({})).await;
+        assert_eq!(response.status().as_u16(), *expected, "{credential}");
+    }
+    for (name, arguments) in [("svc.result", json!({})), ("api.ping", json!({})), ("up.echo", json!({"text": "hi"}))] {
+        let response = server.post(&client, "tools/call", json!({"name": name, "arguments": arguments})).await;
+        let body: Value = response.json().await.unwrap();
+        assert_ne!(body["result"]["isError"], true, "{name}: {body}");
+    }
+    let admin = format!("http://127.0.0.1:{}/v1/backends", server.admin_port().unwrap());
+    for (token, expected) in [(ADMIN_TOKEN, 200), ("not-the-operators-token-of-32-bytes", 401)] {
+        assert_eq!(client.get(&admin).bearer_auth(token).send().await.unwrap().status().as_u16(), expected);
+    }
+    // Everything logged so far, and what the shutdown logs.
+    terminate(&mut server);
+    let lines = server.log_lines();
+    let logged: Vec<&String> = lines.iter().filter(|line| line.starts_with('{')).collect();
+    assert!(logged.len() > 10, "{lines:#?}");
+    for line in &logged {
+        let object: Value = serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}"));
+        for member in ["time", "level", "target", "message"] {
+            assert!(object.get(member).is_some(), "{member} missing: {line}");
+        }
+    }
+    let levels: std::collections::BTreeSet<String> = logged
+        .iter()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["level"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(levels.contains("TRACE") && levels.contains("DEBUG"), "RUST_LOG=trace logs at every level: {levels:?}");
+    let upstream_line =
+        logged.iter().find(|line| line.contains("upstream connected")).expect("the upstream's connection");
+    assert_eq!(serde_json::from_str::<Value>(upstream_line).unwrap()["backend"], "up", "{upstream_line}");
+    let text = lines.join("\n");
+    let mut forms: Vec<(String, String)> =
+        SECRETS.iter().map(|(what, secret)| (what.to_string(), secret.to_string())).collect();
+    forms.push(("a JWT".into(), token.clone()));
+    forms.push(("a JWT's signature".into(), token.rsplit('.').next().unwrap().to_owned()));
+    forms.push(("a Basic credential".into(), basic(secret("password"))));
+    forms.push(("a wrong password".into(), "a-wrong-password-nobody-may-log".into()));
+    for (what, form) in &forms {
+        assert!(!text.contains(form.as_str()), "the log holds {what}");
+    }
+    let trail = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    assert!(trail.lines().count() >= 6, "{trail}");
+    for (what, form) in &forms {
+        assert!(!trail.contains(form.as_str()), "the audit trail holds {what}");
+    }
+}
+
+/// Ends `server` with SIGTERM and waits for it, so its last lines are in its log.
+fn terminate(server: &mut Binary) {
+    let pid = server.child.id().to_string();
+    std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "bondry did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+}

@@ -128,6 +128,9 @@ pub struct RawConfig {
     /// Where upstream pins are kept: `pins.sqlite3` in `data_dir`, or this process only.
     #[serde(default)]
     pub pin_store: PinStoreKind,
+    /// How the log on stderr is written.
+    #[serde(default)]
+    pub log_format: LogFormat,
     #[serde(default)]
     pub listeners: BTreeMap<String, RawListener>,
     #[serde(default)]
@@ -677,6 +680,15 @@ pub enum AuditSinkKind {
     Off,
 }
 
+/// How the log on stderr is written: for people, or one JSON object per line.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PinStoreKind {
@@ -925,7 +937,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "t.toml:3:1: listeners.main.bnid: unknown key; did you mean `bind`?\n\
-             environment variable BONDRY__ZZ: zz: unknown key; this table takes shutdown_grace_ms, data_dir, pin_store, listeners, realms, audit, admin\n\
+             environment variable BONDRY__ZZ: zz: unknown key; this table takes shutdown_grace_ms, data_dir, pin_store, log_format, listeners, realms, audit, admin\n\
              environment variable BONDRY__LISTENERS__MAIN__BIND__X: `listeners.main.bind` is not a table\n\
              environment variable BONDRY__LISTENERS__MAIN__PAGE_SIZE: the value holds more than one TOML value; quote it as a TOML string"
         );

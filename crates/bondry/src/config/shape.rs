@@ -427,7 +427,10 @@ mod tests {
     fn the_configuration_files_shape_is_learnt_whole() {
         let Shape::Table(fields) = shape_of::<super::super::RawConfig>().unwrap() else { panic!("not a table") };
         let names: Vec<_> = fields.iter().map(|field| field.name).collect();
-        assert_eq!(names, ["shutdown_grace_ms", "data_dir", "pin_store", "listeners", "realms", "audit", "admin"]);
+        assert_eq!(
+            names,
+            ["shutdown_grace_ms", "data_dir", "pin_store", "log_format", "listeners", "realms", "audit", "admin"]
+        );
         let Some(Field { shape: Shape::Map(listener), .. }) = fields.iter().find(|field| field.name == "listeners")
         else {
             panic!("listeners is not a map")
