@@ -1052,6 +1052,34 @@ command = "./server.sh"
 }
 
 #[test]
+fn check_warns_of_metrics_nobody_can_scrape_and_of_public_ones_the_network_reaches() {
+    let dir = tempfile::tempdir().unwrap();
+    let realm = "[listeners.main]\nbind = \"127.0.0.1:0\"\n[realms.default]\nanonymous_roles = []\n";
+    let check = |text: String| {
+        let path = write_config(dir.path(), &text);
+        let finished = run(&["check", "--config", path.to_str().unwrap()]);
+        assert_eq!(finished.status.code(), Some(0), "{}", finished.stderr);
+        (path.to_str().unwrap().to_owned(), finished.stderr)
+    };
+    let (file, stderr) = check(format!("[admin]\nmetrics_public = true\nmetrics_per_capability = true\n{realm}"));
+    let off = "no metrics are kept: the admin listener, which serves them, is off: no [[admin.tokens]], and no data_dir to keep a generated token in";
+    let expected = [
+        format!("bondry: warning: {file}:2:18: admin.metrics_public: {off}"),
+        format!("bondry: warning: {file}:3:26: admin.metrics_per_capability: {off}"),
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected);
+    let remote = "data_dir = \"state\"\n[admin]\nbind = \"0.0.0.0:7374\"\nallow_remote = true\nmetrics_public = true\n";
+    let (file, stderr) = check(format!("{remote}{realm}"));
+    let expected = format!(
+        "bondry: warning: {file}:5:18: admin.metrics_public: \"0.0.0.0:7374\" is reachable from the network: anyone who reaches it reads the metrics (realm, upstream and entry names, traffic) without a token"
+    );
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), [expected]);
+    // On loopback, or with a token, nothing to say.
+    let (_, stderr) = check(format!("data_dir = \"state\"\n[admin]\nmetrics_public = true\n{realm}"));
+    assert_eq!(stderr, "");
+}
+
+#[test]
 fn every_subcommands_help_shows_an_example() {
     let commands: [&[&str]; 11] = [
         &["serve"],

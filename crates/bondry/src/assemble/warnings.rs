@@ -30,6 +30,27 @@ pub fn warnings(loaded: &Loaded, assembled: &Assembled) -> Vec<ConfigError> {
             );
         }
     }
+    let admin = &assembled.admin;
+    let metrics_asked =
+        [("metrics_public", admin.metrics_public), ("metrics_per_capability", admin.metrics_per_capability)];
+    match super::admin::off(loaded) {
+        Some(why) => {
+            for (key, _) in metrics_asked.iter().filter(|(_, asked)| *asked) {
+                warn(
+                    format!("admin.{key}"),
+                    format!("no metrics are kept: the admin listener, which serves them, is off: {why}"),
+                );
+            }
+        }
+        None if admin.metrics_public && !admin.bind.ip().is_loopback() => warn(
+            "admin.metrics_public".into(),
+            format!(
+                "\"{}\" is reachable from the network: anyone who reaches it reads the metrics (realm, upstream and entry names, traffic) without a token",
+                admin.bind
+            ),
+        ),
+        None => {}
+    }
     for (realm, raw) in &loaded.raw.realms {
         let plans = assembled.backends.get(realm).map(Vec::as_slice).unwrap_or_default();
         let ids: Vec<CapabilityId> = assembled
