@@ -96,9 +96,10 @@ impl BoundAdmin {
 /// Health without a token, and every other path through the gate to the API.
 fn router(admin: api::Admin) -> axum::Router {
     axum::Router::new()
-        .route("/healthz", axum::routing::get(health::healthz))
-        .route("/readyz", axum::routing::get(health::readyz))
-        .route("/metrics", axum::routing::get(metrics::metrics))
+        // Another method on these paths meets the gate like any unknown route.
+        .route("/healthz", axum::routing::get(health::healthz).fallback(api::handle))
+        .route("/readyz", axum::routing::get(health::readyz).fallback(api::handle))
+        .route("/metrics", axum::routing::get(metrics::metrics).fallback(api::handle))
         .fallback(api::handle)
         .with_state(admin)
 }

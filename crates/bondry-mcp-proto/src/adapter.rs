@@ -99,7 +99,9 @@ impl Adapter {
         match jsonrpc::parse(inbound.body) {
             Ok(message) => {
                 let (method, claimed) = labels::of(&message);
-                let era = self.era(claimed, session_id.is_some() || method == "initialize");
+                // A notification without a session is the modern era's, claimed or not.
+                let sessionless = matches!(message, jsonrpc::Message::Notification { .. }) && session_id.is_none();
+                let era = self.era(claimed || sessionless, session_id.is_some() || method == "initialize");
                 let labels = Labels { era, method };
                 Received { step: self.route(message, &arrival, rng), labels }
             }

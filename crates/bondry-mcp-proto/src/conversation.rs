@@ -16,6 +16,7 @@ use bondry_core::audit::{AuditOutcome, AuditRecord, Digest};
 use bondry_core::capability::CapabilityKind;
 use bondry_core::dispatch::Outcome;
 use bondry_core::handler::{Answer, HandlerRequest, InputRequest, Retry};
+use bondry_core::telemetry::RequestOutcome;
 use serde_json::{Map, Value, json};
 
 use crate::call::Call;
@@ -126,11 +127,13 @@ pub enum Ended {
 }
 
 impl Ended {
-    /// Hands the audit record to `to`; the response to send, if the call has one.
+    /// Hands the outcome and the audit record to `to`; the response to send, if the call
+    /// has one.
     pub fn settle(self, to: &mut dyn Settle) -> Option<http::Response<bytes::Bytes>> {
         match self {
             Self::Replied(reply) => Some(reply.settle(to)),
             Self::Cancelled(record) => {
+                to.settled(RequestOutcome::Audited(record.outcome));
                 to.record(*record);
                 None
             }

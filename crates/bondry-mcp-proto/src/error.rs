@@ -217,6 +217,8 @@ impl Error {
             Self::TooManyRequests { .. } => RequestOutcome::RateLimited,
             Self::Unauthenticated { .. } => RequestOutcome::Audited(AuditOutcome::Unauthenticated),
             Self::InsufficientScope { .. } => RequestOutcome::Audited(AuditOutcome::Denied),
+            // Stopped by the server, not refused for what it is.
+            Self::ShuttingDown => RequestOutcome::Audited(AuditOutcome::Cancelled),
             _ => RequestOutcome::ProtocolError,
         }
     }

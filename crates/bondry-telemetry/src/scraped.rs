@@ -75,7 +75,7 @@ impl Collector for Scraped {
         }
         let mut restarts = encoder.encode_descriptor(
             "bondry_upstream_restarts",
-            "Times an upstream was connected again (its child started again) after it stopped or failed.",
+            "Times the supervisor set out to connect an upstream again after an attempt failed or its connection ended.",
             None,
             MetricType::Counter,
         )?;
@@ -95,15 +95,17 @@ impl Collector for Scraped {
                 ConstGauge::new(*count as i64).encode(capabilities.encode_family(&labels)?)?;
             }
         }
-        let counts = sources.audit.counts().unwrap_or_default();
         let mut audit = encoder.encode_descriptor(
             "bondry_audit_records",
             "Audit records written, and dropped (never encoded, after the sink closed, or a failed write).",
             None,
             MetricType::Counter,
         )?;
-        for (result, count) in [("written", counts.written), ("dropped", counts.dropped)] {
-            ConstCounter::new(count).encode(audit.encode_family(&[("result", result)])?)?;
+        // A sink that discards everything (`sink = "off"`) counts nothing.
+        if let Some(counts) = sources.audit.counts() {
+            for (result, count) in [("written", counts.written), ("dropped", counts.dropped)] {
+                ConstCounter::new(count).encode(audit.encode_family(&[("result", result)])?)?;
+            }
         }
         Ok(())
     }

@@ -35,11 +35,13 @@ pub fn init() -> Logging {
 }
 
 impl Logging {
-    /// Writes every later line in `format`.
+    /// Writes every later line in `format`. In JSON, a panic (a handler's, which the
+    /// call survives) is logged as one line too, not as the default hook's text.
     pub fn use_format(&self, format: LogFormat) {
         if format != LogFormat::Text {
             // The layer is ours and lives as long as the process: a swap cannot fail.
             let _ = self.format.reload(layer(format));
+            std::panic::set_hook(Box::new(|panic| tracing::error!(panic = %panic, "panicked")));
         }
     }
 }

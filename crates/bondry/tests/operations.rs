@@ -169,6 +169,26 @@ async fn a_known_mix_of_requests_reads_back_as_exact_counters_and_gauges() {
     let (status, body) = gateway.call("svc.result", None).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["result"]["structuredContent"], "ok", "{body}");
+    // A call its client gives up on: cancelled.
+    let arguments = json!({"name": "up.hang", "arguments": {}});
+    let abandoned = gateway.server.post(&gateway.client, "tools/call", arguments);
+    assert!(tokio::time::timeout(Duration::from_millis(300), abandoned).await.is_err(), "up.hang hangs");
+    // A notification without a session is the modern era's.
+    let port = gateway.server.port;
+    let notified = gateway
+        .client
+        .post(format!("http://127.0.0.1:{port}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(notified.status(), 202);
+    // Another method on /metrics meets the gate like any unknown route.
+    let admin = format!("http://127.0.0.1:{}/metrics", gateway.server.admin_port().unwrap());
+    let foreign = gateway.client.post(&admin).header("host", "evil.example").send().await.unwrap();
+    assert_eq!(foreign.status(), 403);
     // A denial: hidden, answered as missing.
     let (status, body) = gateway.call("hidden.echo", None).await;
     assert_eq!((status, body["error"]["code"].as_i64()), (200, Some(-32602)), "{body}");
@@ -185,7 +205,6 @@ async fn a_known_mix_of_requests_reads_back_as_exact_counters_and_gauges() {
     assert_eq!(value(&metrics, "bondry_listen_streams", &realm), 1.0);
     assert_eq!(value(&metrics, "bondry_calls_in_flight", &realm), 0.0);
     drop(listening);
-    let port = gateway.server.port;
     let closed = gateway
         .client
         .delete(format!("http://127.0.0.1:{port}/mcp"))
@@ -212,7 +231,7 @@ async fn a_known_mix_of_requests_reads_back_as_exact_counters_and_gauges() {
     for _ in 0..500 {
         let settled = value(&metrics, "bondry_listen_streams", &realm) == 0.0
             && value(&metrics, "bondry_audit_records_total", &[("result", "written")]) == gateway.audit_lines() as f64
-            && gateway.audit_lines() == 11;
+            && gateway.audit_lines() == 13;
         if settled {
             break;
         }
@@ -226,6 +245,8 @@ async fn a_known_mix_of_requests_reads_back_as_exact_counters_and_gauges() {
     };
     assert_eq!(requests("modern", "tools/call", "succeeded"), 5.0);
     assert_eq!(requests("modern", "tools/call", "denied"), 1.0);
+    assert_eq!(requests("modern", "tools/call", "cancelled"), 1.0);
+    assert_eq!(requests("modern", "notifications/cancelled", "succeeded"), 1.0);
     assert_eq!(requests("modern", "subscriptions/listen", "succeeded"), 1.0);
     assert_eq!(requests("modern", "server/discover", "succeeded"), BURST as f64);
     assert_eq!(requests("handshake", "initialize", "succeeded"), 1.0);
@@ -235,14 +256,14 @@ async fn a_known_mix_of_requests_reads_back_as_exact_counters_and_gauges() {
     assert_eq!(requests("none", "other", "rate_limited"), 3.0);
     assert_eq!(requests("none", "other", "unauthenticated"), 3.0);
     let total: f64 = metrics.samples("bondry_requests_total", &[]).map(|sample| sample.value).sum();
-    assert_eq!(total, 5.0 + 1.0 + 1.0 + BURST as f64 + 3.0 + 3.0 + 3.0);
+    assert_eq!(total, 5.0 + 1.0 + 1.0 + 1.0 + 1.0 + BURST as f64 + 3.0 + 3.0 + 3.0);
     let durations: f64 = metrics.samples("bondry_request_duration_seconds_count", &[]).map(|s| s.value).sum();
     assert_eq!(durations, total, "every request is timed once");
 
     let auth = |scheme: &str, result: &str| {
         value(&metrics, "bondry_auth_total", &[("realm", "default"), ("scheme", scheme), ("result", result)])
     };
-    assert_eq!(auth("none", "accepted"), 5.0 + 1.0 + 1.0 + 3.0);
+    assert_eq!(auth("none", "accepted"), 5.0 + 1.0 + 1.0 + 1.0 + 1.0 + 3.0);
     assert_eq!(auth("bearer", "accepted"), (BURST + 2) as f64);
     assert_eq!(auth("bearer", "refused"), 3.0);
     assert_eq!(value(&metrics, "bondry_rate_limited_total", &[("limit", "principal")]), 2.0);
@@ -254,7 +275,7 @@ async fn a_known_mix_of_requests_reads_back_as_exact_counters_and_gauges() {
         value(&metrics, "bondry_backend_duration_seconds_count", &labels)
     };
     assert_eq!(backend("builtin", "demo.echo"), 3.0);
-    assert_eq!(backend("upstream", "up"), 1.0);
+    assert_eq!(backend("upstream", "up"), 1.0, "a cancelled call has no time in its backend");
     assert_eq!(backend("http", "http"), 1.0, "a service is labelled by its kind, not its origin");
 
     for gauge in ["bondry_sessions", "bondry_event_streams", "bondry_listen_streams", "bondry_calls_in_flight"] {
@@ -265,10 +286,10 @@ async fn a_known_mix_of_requests_reads_back_as_exact_counters_and_gauges() {
     assert_eq!(value(&metrics, "bondry_upstream_restarts_total", &up), 0.0);
     let served = [("realm", "default"), ("upstream", "up"), ("state", "served")];
     assert_eq!(value(&metrics, "bondry_upstream_capabilities", &served), gateway.listed());
-    // Six calls, three failed authentications and two refused scrapes: a scrape let in
-    // is not audited.
-    assert_eq!(gateway.audit_lines(), 11);
-    assert_eq!(value(&metrics, "bondry_audit_records_total", &[("result", "written")]), 11.0);
+    // Seven calls, three failed authentications, two refused scrapes and the refused
+    // POST: a scrape let in is not audited.
+    assert_eq!(gateway.audit_lines(), 13);
+    assert_eq!(value(&metrics, "bondry_audit_records_total", &[("result", "written")]), 13.0);
     assert_eq!(value(&metrics, "bondry_audit_records_total", &[("result", "dropped")]), 0.0);
     let version = [("version", env!("CARGO_PKG_VERSION"))];
     assert_eq!(value(&metrics, "bondry_build_info", &version), 1.0);
