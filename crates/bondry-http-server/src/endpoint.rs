@@ -25,7 +25,7 @@ use crate::cors;
 use crate::listener::Endpoint;
 use crate::measure::Measure;
 use crate::random::OsRandom;
-use crate::realm::DEFAULT_REALM;
+use crate::realm::{DEFAULT_REALM, RealmEntry};
 use crate::respond::{refusal, respond};
 use crate::session::Owner;
 use crate::streams::{self, Caller};
@@ -66,7 +66,7 @@ async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, req
     // Handed to the reply or the call that settles the request; still here, it ends here.
     let mut measure = Some(Measure::begin(&endpoint.telemetry, realm.map(|realm| &realm.label)));
     let result = tokio::select! {
-        result = handle(endpoint, realm_name, peer, request, &mut measure) => result,
+        result = handle(endpoint, realm_name, realm, peer, request, &mut measure) => result,
         // Dropping `handle` cancels a running call, which records it as cancelled.
         () = endpoint.hard_stop.cancelled() => Err(Error::ShuttingDown),
     };
@@ -98,17 +98,19 @@ async fn serve(endpoint: &Arc<Endpoint>, realm_name: &str, peer: SocketAddr, req
 }
 
 /// The order of checks up to the adapter (the first that fails answers), then the
-/// adapter's step. What settles the request takes `measure`.
+/// adapter's step. `realm` is `realm_name`'s entry, looked up once by the caller; what
+/// settles the request takes `measure`.
 async fn handle(
     endpoint: &Arc<Endpoint>,
     realm_name: &str,
+    realm: Option<&RealmEntry>,
     peer: SocketAddr,
     request: Request<Body>,
     measure: &mut Option<Measure>,
 ) -> Result<Response, Error> {
     let (parts, body) = request.into_parts();
     let client_key = endpoint.front_door(peer, &parts.headers, &parts.uri, &endpoint.origins)?;
-    let realm = endpoint.realms.get(realm_name).ok_or(Error::NoSuchRealm)?;
+    let realm = realm.ok_or(Error::NoSuchRealm)?;
     if parts.method == Method::OPTIONS {
         return Ok(cors::preflight(&parts.headers, endpoint.adapter.serves_handshake()));
     }
@@ -178,9 +180,11 @@ async fn handle(
         Step::Reply(reply) => respond(reply.settle(&mut Settling::new(endpoint, opener, measure.take()))),
         Step::Dispatch(dispatched) => {
             let conversation = endpoint.adapter.conversation(*dispatched, realm.limits.client_response_timeout);
+            // Boxed: a call's future would be most of every request's, and each request's
+            // future is moved whole (kilobytes copied) before it first runs.
             match conversation.call().session().is_some() {
-                true => call::session::run(endpoint, conversation, opener, measure.take()).await,
-                false => call::modern::run(endpoint, conversation, opener, measure.take()).await,
+                true => Box::pin(call::session::run(endpoint, conversation, opener, measure.take())).await,
+                false => Box::pin(call::modern::run(endpoint, conversation, opener, measure.take())).await,
             }
         }
         Step::Listen(session) => streams::listen(endpoint, &realm.gauges, &session, authenticated.valid_until)?,
