@@ -13,6 +13,7 @@ pub mod exchange;
 pub mod failure;
 pub mod openapi;
 pub mod procedure;
+mod trace;
 
 #[cfg(test)]
 mod testing;

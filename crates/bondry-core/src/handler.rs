@@ -225,12 +225,42 @@ pub struct TraceContext {
 }
 
 impl TraceContext {
+    /// The `traceparent`, when W3C Trace Context says it is well-formed: lowercase hex
+    /// fields `version-trace_id-parent_id-flags` of 2, 32, 16 and 2 digits, the version not
+    /// `ff`, neither id all zeros; a later version may add fields after them, version 00
+    /// may not. Only such a value is passed on to a backend.
+    pub fn traceparent(&self) -> Option<&str> {
+        let value = self.traceparent.as_deref()?;
+        let hex = |field: &str, len: usize| {
+            field.len() == len && field.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        };
+        let mut fields = value.splitn(5, '-');
+        let (version, trace_id, parent_id, flags) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+        let rest = fields.next();
+        let formed = hex(version, 2)
+            && version != "ff"
+            && hex(trace_id, 32)
+            && trace_id.bytes().any(|b| b != b'0')
+            && hex(parent_id, 16)
+            && parent_id.bytes().any(|b| b != b'0')
+            && hex(flags, 2)
+            && (rest.is_none() || version != "00")
+            && value.len() <= 512
+            && value.bytes().all(|b| b.is_ascii_graphic());
+        formed.then_some(value)
+    }
+
+    /// The `tracestate` to pass on beside a well-formed `traceparent`: at most 512 bytes
+    /// of printable ASCII, as W3C Trace Context bounds it.
+    pub fn tracestate(&self) -> Option<&str> {
+        self.traceparent()?;
+        let value = self.tracestate.as_deref()?;
+        (value.len() <= 512 && value.bytes().all(|b| b == b' ' || b.is_ascii_graphic())).then_some(value)
+    }
+
     /// The trace id of a well-formed `traceparent`, for audit records.
     pub fn trace_id(&self) -> Option<&str> {
-        let mut fields = self.traceparent.as_deref()?.split('-');
-        let _version = fields.next()?;
-        let trace_id = fields.next()?;
-        (trace_id.len() == 32 && trace_id.bytes().all(|b| b.is_ascii_hexdigit())).then_some(trace_id)
+        self.traceparent()?.split('-').nth(1)
     }
 }
 

@@ -547,10 +547,14 @@ async fn the_service_sees_valid_arguments_its_own_headers_a_verifiable_signature
 
     let requests = service.seen.requests();
     assert_eq!(requests.len(), 3);
-    for (headers, raw, body) in &requests {
+    for (n, (headers, raw, body)) in requests.iter().enumerate() {
         let mut names: Vec<&str> = headers.keys().map(|name| name.as_str()).collect();
         names.sort_unstable();
-        assert_eq!(names, ["accept", "bondry-signature", "content-length", "content-type", "host", "x-api-key"]);
+        // The caller's trace context, where it gave one: W3C's header beside the body's.
+        let mut expected = vec!["accept", "bondry-signature", "content-length", "content-type", "host"];
+        expected.extend((n == 0).then_some("traceparent"));
+        expected.push("x-api-key");
+        assert_eq!(names, expected);
         assert_eq!(headers["x-api-key"], "service-key", "the stanza's header, never the caller's");
         // The signature, checked as a service would.
         let signature = headers["bondry-signature"].to_str().unwrap();
@@ -565,6 +569,7 @@ async fn the_service_sees_valid_arguments_its_own_headers_a_verifiable_signature
     }
     let (first, anonymous, ada) = (&requests[0].2, &requests[1].2, &requests[2].2);
     assert_eq!(first["trace"]["traceparent"], "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    assert_eq!(requests[0].0["traceparent"], "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
     assert!(first.get("principal").is_none(), "not disclosed: {first}");
     assert_eq!(anonymous["principal"], json!({"id": "anonymous", "kind": "anonymous", "roles": ["caller"]}));
     assert_eq!(ada["principal"], json!({"id": "ada", "kind": "ticket", "roles": ["caller"]}));

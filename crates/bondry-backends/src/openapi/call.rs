@@ -236,6 +236,7 @@ async fn run(api: &Api, operation: &Operation, request: &HandlerRequest) -> Resu
             HeaderValue::try_from(value.as_str()).map_err(|_| Failure::Invalid(format!("header {name} value")))?;
         headers.append(name, value);
     }
+    crate::trace::propagate(headers, &request.trace);
     let began = Instant::now();
     let answered = crate::exchange::send(&api.client, sent, deadline, api.spec.max_response_bytes).await;
     request.backend.record(KIND, &api.spec.name, began.elapsed());
@@ -279,6 +280,7 @@ mod tests {
         let pet = |Path(id): Path<String>, RawQuery(query): RawQuery, headers: HeaderMap| async move {
             let query = query.unwrap_or_default();
             let trace = headers.get("x-trace").map(|v| v.to_str().unwrap().to_owned());
+            let traceparent = headers.get("traceparent").map(|v| v.to_str().unwrap().to_owned());
             match id.as_str() {
                 "404" => (StatusCode::NOT_FOUND, format!("no pet; you sent {query}")).into_response(),
                 "500" => (StatusCode::INTERNAL_SERVER_ERROR, "x".repeat(100_000)).into_response(),
@@ -287,7 +289,9 @@ mod tests {
                 _ => {
                     // The key as it arrived, spelt apart: echoed whole it would be redacted.
                     let sent = query.split_once("&key=").map(|(_, key)| key.replace('%', " %"));
-                    let body = json!({"id": id, "query": query, "sent": sent, "trace": trace}).to_string();
+                    let body =
+                        json!({"id": id, "query": query, "sent": sent, "trace": trace, "traceparent": traceparent})
+                            .to_string();
                     ([("content-type", "application/json")], body).into_response()
                 }
             }
@@ -331,15 +335,20 @@ mod tests {
     #[tokio::test]
     async fn an_operation_is_called_at_its_path_with_its_query_headers_and_key() {
         let addr = service().await;
-        let called = request(json!({"id": "7", "fields": ["name", "tag"], "X-Trace": "t-1"}), None);
+        let mut called = request(json!({"id": "7", "fields": ["name", "tag"], "X-Trace": "t-1"}), None);
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        called.trace.traceparent = Some(traceparent.into());
         let note = Arc::clone(&called.backend);
         let Answer::Content { structured: Some(structured), .. } = handler(addr).call(called).await else {
             panic!("structured content")
         };
         assert_eq!(
             structured,
-            json!({"id": "7", "query": "fields=name,tag&key=[redacted]", "sent": "k3y %2F %2B", "trace": "t-1"}),
-            "the key sent encoded, and redacted where the answer echoes it"
+            json!({
+                "id": "7", "query": "fields=name,tag&key=[redacted]", "sent": "k3y %2F %2B", "trace": "t-1",
+                "traceparent": traceparent
+            }),
+            "the key sent encoded, and redacted where the answer echoes it; the caller's trace context passed on"
         );
         assert_eq!(note.taken().unwrap().backend, "pets");
     }

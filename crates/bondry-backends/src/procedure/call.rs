@@ -131,6 +131,7 @@ impl Inner {
             signing::signature(key, now, &request_id, &body)
         });
         let mut post = self.target.request(Method::POST, &self.headers, body);
+        crate::trace::propagate(post.headers_mut(), &request.trace);
         if let Some(signature) = signature {
             let value = HeaderValue::try_from(signature)
                 .map_err(|_| Failure::Invalid("the signature is not a header value".into()))?;
