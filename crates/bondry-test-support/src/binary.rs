@@ -127,6 +127,20 @@ impl Binary {
         Self { child, port, log }
     }
 
+    /// Ends it with SIGTERM and waits (at most 20 s) until it has exited and its last
+    /// lines are in its log.
+    pub fn terminate(&mut self) {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "bondry did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The thread reading its stderr takes the last lines once the pipe closes.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
     /// The port of its admin listener, once it has said where it listens.
     pub fn admin_port(&self) -> Option<u16> {
         self.log

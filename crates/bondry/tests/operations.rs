@@ -19,14 +19,38 @@ const ADMIN_TOKEN: &str = "the-operators-admin-token-of-32-bytes";
 /// Requests one principal may make before its limit refuses it (none refill meanwhile).
 const BURST: usize = 20;
 
-/// A web service on loopback answering every call `{"result": "ok"}`.
+/// A web service on loopback answering every call at `/result` `{"result": "ok"}`, and
+/// an API's `GET /v1/ping` `{"ok": true}`.
 async fn service() -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let answer = || async { ([("content-type", "application/json")], json!({"result": "ok"}).to_string()) };
-    let app = Router::new().route("/result", post(answer));
+    let json = |body: Value| ([("content-type", "application/json")], body.to_string());
+    let app = Router::new()
+        .route("/result", post(move || async move { json(json!({"result": "ok"})) }))
+        .route("/v1/ping", axum::routing::get(move || async move { json(json!({"ok": true})) }));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     addr
+}
+
+/// The stdio upstream `up`, its tools only.
+fn upstream() -> toml::Table {
+    table([
+        ("name", "up".into()),
+        ("transport", "stdio".into()),
+        ("command", support::test_upstream_exe().to_str().unwrap().into()),
+        ("expose", vec!["tools"].into()),
+    ])
+}
+
+/// The tool `svc.result`, served by `service` at `/result`.
+fn web(service: std::net::SocketAddr) -> toml::Table {
+    table([
+        ("id", "svc.result".into()),
+        ("kind", "tool".into()),
+        ("backend", "http".into()),
+        ("url", format!("http://{service}/result").into()),
+        ("input_schema", r#"{"type": "object"}"#.into()),
+    ])
 }
 
 /// Anonymous callers may call `demo.*`, `up.*` and `svc.*`; `hidden.echo` is granted to
@@ -34,19 +58,6 @@ async fn service() -> std::net::SocketAddr {
 /// address 3 failed authentications.
 fn config(service: std::net::SocketAddr, audit: &Path, burst: usize) -> TestConfig {
     let rate = |burst: usize| table([("per_second", 0.0001.into()), ("burst", (burst as i64).into())]);
-    let upstream = table([
-        ("name", "up".into()),
-        ("transport", "stdio".into()),
-        ("command", support::test_upstream_exe().to_str().unwrap().into()),
-        ("expose", vec!["tools"].into()),
-    ]);
-    let web = table([
-        ("id", "svc.result".into()),
-        ("kind", "tool".into()),
-        ("backend", "http".into()),
-        ("url", format!("http://{service}/result").into()),
-        ("input_schema", r#"{"type": "object"}"#.into()),
-    ]);
     TestConfig::bare()
         .set("pin_store", "memory")
         .set("audit.sink", "file")
@@ -62,14 +73,14 @@ fn config(service: std::net::SocketAddr, audit: &Path, burst: usize) -> TestConf
         .ticket("ada-ticket", "ada")
         .capability("demo.echo", "tool", "demo.echo", None)
         .capability("hidden.echo", "tool", "demo.echo", None)
-        .push("realms.default.capabilities", web)
-        .push("realms.default.upstreams", upstream)
+        .push("realms.default.capabilities", web(service))
+        .push("realms.default.upstreams", upstream())
 }
 
 struct Gateway {
     server: Binary,
     client: reqwest::Client,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Gateway {
@@ -84,7 +95,7 @@ impl Gateway {
         let audit = dir.path().join("audit.jsonl");
         let config = change(config(service().await, &audit, burst)).written(dir.path(), "bondry.toml");
         let server = Binary::serve(support::bondry_exe!(), &config, &[("ADMIN_TOKEN", ADMIN_TOKEN)]);
-        let gateway = Self { server, client: reqwest::Client::new(), _dir: dir };
+        let gateway = Self { server, client: reqwest::Client::new(), dir };
         assert!(support::eventually(|| gateway.server.admin_port().is_some()).await, "the admin listener started");
         gateway.server.logged("upstream up: ", 1).await;
         gateway
@@ -98,7 +109,7 @@ impl Gateway {
     }
 
     fn audit_lines(&self) -> usize {
-        std::fs::read_to_string(self._dir.path().join("audit.jsonl")).unwrap_or_default().lines().count()
+        std::fs::read_to_string(self.dir.path().join("audit.jsonl")).unwrap_or_default().lines().count()
     }
 
     /// `GET /metrics` with `token`: its status, content type and body.
@@ -398,16 +409,7 @@ fn jwt(sub: &str) -> String {
 async fn json_logs_at_trace_are_one_object_per_line_and_hold_no_secret() {
     use base64::Engine;
     let dir = tempfile::tempdir().unwrap();
-    let service = {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let json = |body: Value| ([("content-type", "application/json")], body.to_string());
-        let app = Router::new()
-            .route("/result", post(move || async move { json(json!({"result": "ok"})) }))
-            .route("/v1/ping", axum::routing::get(move || async move { json(json!({"ok": true})) }));
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        addr
-    };
+    let service = service().await;
     let document = json!({
         "openapi": "3.1.0",
         "info": {"title": "ping", "version": "1"},
@@ -435,22 +437,11 @@ async fn json_logs_at_trace_are_one_object_per_line_and_hold_no_secret() {
     );
     use argon2::PasswordHasher;
     let hash = argon2.hash_password_with_salt(secret("password").as_bytes(), b"saltsaltsaltsalt").unwrap().to_string();
-    let upstream = table([
-        ("name", "up".into()),
-        ("transport", "stdio".into()),
-        ("command", support::test_upstream_exe().to_str().unwrap().into()),
-        ("expose", vec!["tools"].into()),
-        ("env_from", table([("UPSTREAM_TOKEN", "CHILD_SECRET".into())]).into()),
-    ]);
-    let web = table([
-        ("id", "svc.result".into()),
-        ("kind", "tool".into()),
-        ("backend", "http".into()),
-        ("url", format!("http://{service}/result").into()),
-        ("input_schema", r#"{"type": "object"}"#.into()),
-        ("headers_from", table([("X-Api-Key", "SERVICE_KEY".into())]).into()),
-        ("signing_key_env", "SIGNING_KEY".into()),
-    ]);
+    let mut upstream = upstream();
+    upstream.insert("env_from".into(), table([("UPSTREAM_TOKEN", "CHILD_SECRET".into())]).into());
+    let mut web = web(service);
+    web.insert("headers_from".into(), table([("X-Api-Key", "SERVICE_KEY".into())]).into());
+    web.insert("signing_key_env".into(), "SIGNING_KEY".into());
     let api = table([
         ("name", "api".into()),
         ("spec_file", "api.json".into()),
@@ -513,7 +504,7 @@ async fn json_logs_at_trace_are_one_object_per_line_and_hold_no_secret() {
         assert_eq!(client.get(&admin).bearer_auth(token).send().await.unwrap().status().as_u16(), expected);
     }
     // Everything logged so far, and what the shutdown logs.
-    terminate(&mut server);
+    server.terminate();
     let lines = server.log_lines();
     let logged: Vec<&String> = lines.iter().filter(|line| line.starts_with('{')).collect();
     assert!(logged.len() > 10, "{lines:#?}");
@@ -546,16 +537,4 @@ async fn json_logs_at_trace_are_one_object_per_line_and_hold_no_secret() {
     for (what, form) in &forms {
         assert!(!trail.contains(form.as_str()), "the audit trail holds {what}");
     }
-}
-
-/// Ends `server` with SIGTERM and waits for it, so its last lines are in its log.
-fn terminate(server: &mut Binary) {
-    let pid = server.child.id().to_string();
-    std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while server.child.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "bondry did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(100));
 }
